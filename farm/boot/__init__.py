@@ -1,0 +1,1 @@
+"""Boot: TFTP staging, the boot strategies (U-Boot netboot, …), console logs."""

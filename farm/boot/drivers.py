@@ -1,0 +1,4 @@
+"""Imported by env files (``imports: [farm.boot.drivers]``) to register farm's labgrid drivers and strategies."""
+
+from .staging import JobTFTPProviderDriver  # noqa: F401
+from .uboot import UBootNetbootStrategy  # noqa: F401

@@ -1,0 +1,77 @@
+"""Stage an image's files on the TFTP server, in a folder of the job's own: ``<root>/<user>/<job>/<file>``.
+
+labgrid's ``TFTPProviderDriver`` links every file as ``<root>/<basename>``: two jobs staging an
+``Image`` would overwrite each other. This driver keeps labgrid's mechanism (ManagedFile: a symlink
+locally, an rsync to the exporter's cache plus a symlink for a RemoteTFTPProvider) but puts the link in
+a per-job folder whose parts are checked to stay inside the root.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import re
+
+import attr
+from labgrid.driver.provider import TFTPProviderDriver
+from labgrid.factory import target_factory
+from labgrid.resource.common import NetworkResource
+from labgrid.step import step
+from labgrid.util.managedfile import ManagedFile
+
+from ..errors import JobError
+
+_COMPONENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$")
+
+
+def safe_component(value: str, what: str) -> str:
+    """A single path component that cannot escape a folder: no '/', no '..', no NUL, no leading dot."""
+    if not _COMPONENT.match(value) or ".." in value:
+        raise JobError(f"unsafe {what} {value!r}: only letters, digits and . _ + - are allowed, not starting with '.'")
+    return value
+
+
+def job_folder(user: str, job: str) -> str:
+    return f"{safe_component(user, 'user name')}/{safe_component(job, 'job id')}"
+
+
+def current_user() -> str:
+    user = os.environ.get("LG_USERNAME") or getpass.getuser()
+    return re.sub(r"[^A-Za-z0-9._+-]", "_", user) or "user"
+
+
+@target_factory.reg_driver
+@attr.s(eq=False)
+class JobTFTPProviderDriver(TFTPProviderDriver):
+    """TFTPProviderDriver that stages into ``<user>/<job>/`` and returns the path the bootloader asks for."""
+
+    @property
+    def remote(self) -> bool:
+        """A RemoteTFTPProvider: the folder lives on the exporter's host."""
+        return isinstance(self.provider, NetworkResource)
+
+    @TFTPProviderDriver.check_active
+    @step(args=["filename", "folder", "name"], result=True)
+    def stage_as(self, filename: str, folder: str, name: str) -> str:
+        name = safe_component(name, "file name")
+        parts = [safe_component(p, "folder name") for p in folder.split("/")]
+        internal = self.provider.internal.rstrip("/")
+        link = os.path.join(internal, *parts, name)
+        # the realpath check with a trailing separator also refuses a sibling such as <root>-evil
+        if not os.path.realpath(os.path.dirname(link)).startswith(os.path.realpath(internal) + os.sep) \
+                and not self.remote:
+            raise JobError(f"staging path {link} is outside the TFTP root {internal}")
+        ManagedFile(filename, self.provider).sync_to_resource(symlink=link)
+        external = self.provider.external.rstrip("/")
+        return "/".join(p for p in (external, *parts, name) if p)
+
+    def unstage(self, folder: str) -> None:
+        """Remove a local job folder (remote ones are left to the exporter host's janitor)."""
+        if self.remote:
+            return
+        parts = [safe_component(p, "folder name") for p in folder.split("/")]
+        path = os.path.join(self.provider.internal, *parts)
+        if os.path.isdir(path):
+            for name in os.listdir(path):
+                os.unlink(os.path.join(path, name))
+            os.rmdir(path)

@@ -1,0 +1,160 @@
+"""Boot Linux over the network from U-Boot, exactly as the MaaXBoard does: the labgrid strategy.
+
+    power on -> catch autoboot -> dhcp -> tftpboot kernel, initrd -> booti -> ready marker -> shell
+
+States: ``off``, ``uboot``, ``shell``. Call :meth:`UBootNetbootStrategy.set_image` with the staged
+file names first, then ``transition("shell")``. Every value that reaches the U-Boot command line is
+checked or quoted here: env files and images are inputs, not trusted shell text.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+
+import attr
+from labgrid.factory import target_factory
+from labgrid.step import step
+from labgrid.strategy.common import Strategy, StrategyError, never_retry
+
+from ..errors import InfrastructureError, JobError
+
+_TFTP_PATH = re.compile(r"^[A-Za-z0-9._+/-]+$")
+_ADDR = re.compile(r"^(0x[0-9a-fA-F]+|\$\{[a-z_]+\})$")
+_BOOTARG = re.compile(r"^[A-Za-z0-9_.,:=/+@-]+$")
+_IPV4 = re.compile(r"^\d{1,3}(\.\d{1,3}){3}$")
+
+
+class Status(enum.Enum):
+    unknown = 0
+    off = 1
+    uboot = 2
+    shell = 3
+
+
+def _check(value: str, pattern: re.Pattern[str], what: str) -> str:
+    if not pattern.match(value) or ".." in value:
+        raise JobError(f"{what} {value!r} contains characters not allowed on a U-Boot command line")
+    return value
+
+
+def uboot_boot_commands(*, kernel: str, initrd: str, kernel_addr: str, initrd_addr: str, fdt_addr: str,
+                        bootargs: list[str], server: str | None, use_dhcp: bool) -> list[str]:
+    """The U-Boot commands of a netboot, all values checked (pure: easy to read and to test)."""
+    _check(kernel, _TFTP_PATH, "kernel path")
+    _check(initrd, _TFTP_PATH, "initrd path")
+    for addr in (kernel_addr, initrd_addr, fdt_addr):
+        _check(addr, _ADDR, "load address")
+    for arg in bootargs:
+        _check(arg, _BOOTARG, "kernel argument")
+    commands = []
+    if use_dhcp:
+        commands += ["setenv autoload no", "dhcp"]
+    if server:
+        commands.append(f"setenv serverip {_check(server, _IPV4, 'TFTP server address')}")
+    commands += [
+        f"tftpboot {kernel_addr} {kernel}",
+        f"tftpboot {initrd_addr} {initrd}",
+        "setenv farm_initrd_size ${filesize}",
+        f"setenv bootargs '{' '.join(bootargs)}'",
+    ]
+    return commands
+
+
+@target_factory.reg_driver
+@attr.s(eq=False)
+class UBootNetbootStrategy(Strategy):
+    """U-Boot + TFTP + booti to a busybox shell; the board's values come from the env file."""
+
+    bindings = {
+        "power": "PowerProtocol",
+        "console": "ConsoleProtocol",
+        "uboot": "UBootDriver",
+        "shell": "ShellDriver",
+        "tftp": "JobTFTPProviderDriver",
+    }
+
+    console_device = attr.ib(default="ttyAMA0", validator=attr.validators.instance_of(str))
+    bootargs = attr.ib(default="", validator=attr.validators.instance_of(str))
+    kernel_addr = attr.ib(default="${kernel_addr_r}", validator=attr.validators.instance_of(str))
+    initrd_addr = attr.ib(default="${ramdisk_addr_r}", validator=attr.validators.instance_of(str))
+    fdt_addr = attr.ib(default="${fdtcontroladdr}", validator=attr.validators.instance_of(str))
+    tftp_server = attr.ib(default="", validator=attr.validators.instance_of(str))
+    dhcp = attr.ib(default=True, validator=attr.validators.instance_of(bool))
+    ready_marker = attr.ib(default="FARM-READY", validator=attr.validators.instance_of(str))
+    tftp_timeout = attr.ib(default=120, validator=attr.validators.instance_of(int))
+    ready_timeout = attr.ib(default=120, validator=attr.validators.instance_of(int))
+
+    status = attr.ib(default=Status.unknown)
+
+    def __attrs_post_init__(self):
+        super().__attrs_post_init__()
+        self.kernel_path: str | None = None
+        self.initrd_path: str | None = None
+        self.extra_bootargs: list[str] = []
+
+    def set_image(self, kernel_path: str, initrd_path: str, extra_bootargs: list[str] | None = None) -> None:
+        """The TFTP paths (as returned by staging) to boot at the next transition to ``shell``."""
+        self.kernel_path, self.initrd_path = kernel_path, initrd_path
+        self.extra_bootargs = list(extra_bootargs or [])
+
+    def commands(self) -> list[str]:
+        if not (self.kernel_path and self.initrd_path):
+            raise JobError("no image staged: call set_image() before booting")
+        return uboot_boot_commands(
+            kernel=self.kernel_path, initrd=self.initrd_path, kernel_addr=self.kernel_addr,
+            initrd_addr=self.initrd_addr, fdt_addr=self.fdt_addr,
+            bootargs=[f"console={self.console_device}", *self.bootargs.split(), *self.extra_bootargs],
+            server=self.tftp_server or None, use_dhcp=self.dhcp)
+
+    @never_retry
+    @step(args=["status"])
+    def transition(self, status):
+        if not isinstance(status, Status):
+            status = Status[status]
+        if status == Status.unknown:
+            raise StrategyError(f"can not transition to {status}")
+        if status == self.status:
+            return
+        if status == Status.off:
+            self.target.deactivate(self.shell)
+            self.target.deactivate(self.uboot)
+            self.target.activate(self.power)
+            self.power.off()
+        elif status == Status.uboot:
+            self.transition(Status.off)
+            self.target.activate(self.console)
+            self.power.on()
+            self.target.activate(self.uboot)  # waits for autoboot and interrupts it
+        elif status == Status.shell:
+            commands = self.commands()  # fail on bad input before touching the board
+            self.transition(Status.uboot)
+            self._netboot(commands)
+            self.target.activate(self.shell)
+        self.status = status
+
+    @step()
+    def _netboot(self, commands: list[str]) -> None:
+        for command in commands:
+            timeout = self.tftp_timeout if command.startswith(("tftp", "dhcp")) else 30
+            output, _, code = self.uboot.run(command, timeout=timeout)
+            if code != 0:
+                raise InfrastructureError(f"U-Boot command '{command}' failed (exit {code}): "
+                                          + " | ".join(line for line in output[-4:] if line.strip()))
+        self.console.sendline(f"booti {self.kernel_addr} {self.initrd_addr}:${{farm_initrd_size}} {self.fdt_addr}")
+        self.uboot.await_boot()
+        self.console.expect(self.ready_marker, timeout=self.ready_timeout)
+
+    @never_retry
+    def force(self, status):
+        if not isinstance(status, Status):
+            status = Status[status]
+        if status == Status.off:
+            self.target.activate(self.power)
+        elif status == Status.uboot:
+            self.target.activate(self.uboot)
+        elif status == Status.shell:
+            self.target.activate(self.shell)
+        else:
+            raise StrategyError(f"can not force state {status}")
+        self.status = status

@@ -1,0 +1,46 @@
+"""Failure classes and the exit codes the CLI maps them to.
+
+LAVA and labgrid users expect three kinds of failure to be told apart:
+- a *job* error: the input is wrong (recipe, env, pipeline file); retrying cannot help;
+- an *infrastructure* error: power, serial, TFTP, bootloader, coordinator; retrying may help;
+- a *test* failure: the board booted and a benchmark failed or a gate tripped.
+"""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_TEST_FAILURE = 1
+EXIT_JOB_ERROR = 2
+EXIT_INFRA_ERROR = 3
+EXIT_INTERRUPTED = 130
+
+
+class FarmError(Exception):
+    """Base of every error farm reports to a user as one clear line."""
+
+    exit_code = EXIT_JOB_ERROR
+    kind = "job"
+
+
+class JobError(FarmError):
+    """Bad input: a recipe, env, pipeline file or argument. Names the file and field."""
+
+
+class InfrastructureError(FarmError):
+    """The lab failed us: power, serial console, TFTP, bootloader, QEMU."""
+
+    exit_code = EXIT_INFRA_ERROR
+    kind = "infrastructure"
+
+
+class TestFailure(FarmError):
+    """A benchmark failed or a gate tripped on a target that did boot."""
+
+    exit_code = EXIT_TEST_FAILURE
+    kind = "test"
+
+    __test__ = False  # not a pytest test class
+
+
+class ParseError(FarmError):
+    """Tool output that cannot be read; names the line."""

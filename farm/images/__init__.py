@@ -1,0 +1,1 @@
+"""Images: recipes, Debian package fetch/extract, the reproducible initrd, build cache and manifest."""

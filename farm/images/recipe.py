@@ -1,0 +1,83 @@
+"""The image recipe (``images/*.yaml``): which Debian kernel, which packages and files, which modules.
+
+Example::
+
+    name: maaxboard-bench
+    arch: arm64
+    kernel:
+      package: linux-image-arm64          # a metapackage is followed to the real image package
+      modules: [virtio_net, virtio_mmio, virtio_pci, fec]
+    initrd:
+      packages: [busybox-static, iperf3, openssl]
+      files: [/bin/busybox, /usr/bin/iperf3, /usr/bin/openssl]
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import attrs
+
+from ..config import Node, field, load_yaml, reject_unknown, require, string_list
+from ..errors import JobError
+
+ARCHES = ("arm64", "amd64")
+_PACKAGE = re.compile(r"^[a-z0-9][a-z0-9+.-]+$")
+_MODULE = re.compile(r"^[A-Za-z0-9_-]+$")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_PATH = re.compile(r"^(/[A-Za-z0-9._+@-]+)+$")
+
+
+@attrs.frozen
+class Recipe:
+    name: str
+    arch: str
+    kernel_package: str
+    modules: tuple[str, ...]
+    packages: tuple[str, ...]
+    files: tuple[str, ...]
+    source: str  # the recipe file, for messages
+    where: dict[str, str] = attrs.field(factory=dict, eq=False)  # field -> "file:line: field", for messages
+
+    def error(self, field_name: str, message: str) -> JobError:
+        return JobError(f"{self.where.get(field_name, self.source + ': ' + field_name)}: {message}")
+
+    def canonical(self) -> dict:
+        """What the build depends on, for the cache key (not the file name or its comments)."""
+        return {"name": self.name, "arch": self.arch, "kernel_package": self.kernel_package,
+                "modules": list(self.modules), "packages": list(self.packages), "files": list(self.files)}
+
+
+def _check(pattern: re.Pattern[str], what: str):
+    def check(value: str) -> str | None:
+        return None if pattern.match(value) and ".." not in value.split("/") else f"is not a valid {what}"
+    return check
+
+
+def load_recipe(path: str | Path) -> Recipe:
+    doc = load_yaml(path, "image recipe")
+    reject_unknown(doc, {"name", "arch", "kernel", "initrd", "description"})
+    name = require(doc, "name", str)
+    if not _NAME.match(name):
+        raise doc.error("name", f"{name!r} is not a valid image name (letters, digits, . _ -)")
+    arch = require(doc, "arch", str)
+    if arch not in ARCHES:
+        raise doc.error("arch", f"unsupported architecture {arch!r} (one of: {', '.join(ARCHES)})")
+    kernel = require(doc, "kernel", Node)
+    reject_unknown(kernel, {"package", "modules"})
+    kernel_package = require(kernel, "package", str)
+    if _check(_PACKAGE, "Debian package name")(kernel_package):
+        raise kernel.error("package", f"{kernel_package!r} is not a valid Debian package name")
+    modules = string_list(kernel, "modules", check=_check(_MODULE, "kernel module name"))
+    initrd = require(doc, "initrd", Node)
+    reject_unknown(initrd, {"packages", "files"})
+    packages = string_list(initrd, "packages", check=_check(_PACKAGE, "Debian package name"))
+    if not packages:
+        raise initrd.error("packages", "at least one package is needed (busybox-static gives the shell)")
+    files = string_list(initrd, "files", check=_check(_PATH, "absolute file path"))
+    field(doc, "description", str, "")
+    return Recipe(name=name, arch=arch, kernel_package=kernel_package, modules=tuple(modules),
+                  packages=tuple(packages), files=tuple(files), source=str(path),
+                  where={"kernel.package": kernel.where("package"), "kernel.modules": kernel.where("modules"),
+                         "initrd.packages": initrd.where("packages"), "initrd.files": initrd.where("files")})

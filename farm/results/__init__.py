@@ -1,0 +1,1 @@
+"""Records (one measured value each) and the writers that publish them."""
