@@ -56,6 +56,8 @@ def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> Node:
 
 
 _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+# labgrid env files substitute LG_* variables in values tagged !template; here they stay plain text
+_Loader.add_constructor("!template", lambda loader, node: loader.construct_scalar(node))
 
 
 def _set_paths(value: Any, path: str) -> None:

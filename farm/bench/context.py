@@ -1,0 +1,30 @@
+"""What a benchmark run gets: the booted target (to run commands on) and how to reach it from the host."""
+
+from __future__ import annotations
+
+import attrs
+from labgrid.driver.exception import ExecutionError
+
+from ..boot.facts import TargetFacts
+from ..boot.network import reach
+from . import BenchmarkError
+
+
+@attrs.define
+class BenchContext:
+    booted: object  # farm.boot.session.BootedTarget
+    facts: TargetFacts
+
+    def run(self, command: str, *, timeout: float = 60, tool: str = "target") -> list[str]:
+        """Run on the target's shell; a non-zero exit is a :class:`BenchmarkError` with the output."""
+        try:
+            return self.booted.shell.run_check(command, timeout=timeout)
+        except ExecutionError as exc:
+            output = " | ".join(line for line in (exc.stdout or [])[-5:] if line.strip())
+            raise BenchmarkError(tool, f"'{command}' failed: {output or exc.msg}") from None
+
+    def reach(self, port: int, protos: tuple[str, ...] = ("tcp",)) -> tuple[str, int]:
+        """(host, port) at which the lab host reaches ``port`` on the target."""
+        if not self.facts.address:
+            raise BenchmarkError("network", "the target has no IPv4 address (did DHCP answer? see the console log)")
+        return reach(self.booted.target, self.facts.address, port, protos)

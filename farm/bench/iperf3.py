@@ -1,0 +1,349 @@
+"""iperf3: network throughput between the host and a target.
+
+The host runs the iperf3 *client* (so the JSON comes from the host's iperf3, 3.12 on Debian 12) and
+the target runs ``iperf3 -s``. Both the JSON (``-J``) and the human text output are parsed into the
+same :class:`Summary`, so the metrics and their units cannot drift apart between the two parsers.
+
+Metrics (benchmark ``iperf3``; params always include ``protocol`` = ``tcp`` | ``udp``):
+
+==================== ======= ============================================================
+metric               unit    from
+==================== ======= ============================================================
+sent_throughput      bit/s   sender side (``end.sum_sent`` / the ``sender`` summary line)
+received_throughput  bit/s   receiver side, the goodput (``end.sum_received`` / ``receiver``)
+retransmits          count   TCP only, when the sender reports it
+loss                 percent UDP only, lost datagrams as seen by the receiver
+jitter               ms      UDP only, as seen by the receiver
+host_cpu             percent ``end.cpu_utilization_percent.host_total`` (text: ``-V`` only)
+remote_cpu           percent ``end.cpu_utilization_percent.remote_total`` (text: ``-V`` only)
+==================== ======= ============================================================
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Mapping
+
+import attrs
+
+from farm.bench import BenchmarkError, merge_params
+from farm.errors import JobError, ParseError
+from farm.results.record import Measurement
+
+BENCHMARK = "iperf3"
+PROTOCOLS = ("tcp", "udp")
+
+
+@attrs.frozen
+class Summary:
+    """The end-of-test numbers of one iperf3 run, whichever output format they came from."""
+
+    protocol: str
+    sent_bps: float
+    received_bps: float
+    retransmits: int | None = None
+    loss_percent: float | None = None
+    jitter_ms: float | None = None
+    host_cpu: float | None = None
+    remote_cpu: float | None = None
+
+    def measurements(self, params: Mapping[str, Any]) -> list[Measurement]:
+        """One :class:`Measurement` per metric that this run actually reported."""
+        candidates = (
+            ("sent_throughput", self.sent_bps, "bit/s"),
+            ("received_throughput", self.received_bps, "bit/s"),
+            ("retransmits", self.retransmits, "count"),
+            ("loss", self.loss_percent, "percent"),
+            ("jitter", self.jitter_ms, "ms"),
+            ("host_cpu", self.host_cpu, "percent"),
+            ("remote_cpu", self.remote_cpu, "percent"),
+        )
+        all_params = merge_params(params, {"protocol": self.protocol})
+        return [Measurement(BENCHMARK, metric, float(value), unit, all_params)
+                for metric, value, unit in candidates if value is not None]
+
+
+# --- JSON (-J) -------------------------------------------------------------------------------
+
+
+def parse_json(text: str, *, params: Mapping[str, Any] | None = None) -> list[Measurement]:
+    """Measurements from the output of ``iperf3 -c ... -J`` (TCP or UDP).
+
+    Throughput: ``end.sum_sent.bits_per_second`` (sent) and ``end.sum_received.bits_per_second``
+    (received goodput). ``end.sum`` is *not* used for throughput: for UDP it carries the sending
+    side's rate (misleading with ``-R`` and under loss, see esnet/iperf PR #1174).
+
+    UDP loss and jitter: iperf3 3.12 (checked on a real run, tests/data/iperf3-udp.json) writes
+    ``jitter_ms`` and ``lost_percent`` into both ``end.sum`` and ``end.sum_received`` with the same
+    values, while ``end.sum_sent`` has ``jitter_ms: 0``. We read them from ``end.sum_received``
+    (the receiver is what measures them) and fall back to ``end.sum`` for iperf3 older than 3.10,
+    which had only ``end.sum`` for UDP.
+
+    A document with an ``"error"`` key (e.g. "unable to connect to server: Connection refused")
+    raises :class:`~farm.bench.BenchmarkError` with iperf3's message. Note iperf3 3.12 exits 0 in
+    that case when ``-J`` is given, so this check is the one that catches it. Text that is not
+    JSON raises :class:`~farm.errors.ParseError` naming the line.
+    """
+    doc = _load_json(text)
+    if "error" in doc:
+        raise BenchmarkError(BENCHMARK, str(doc["error"]))
+    return _summary_from_json(doc).measurements(params or {})
+
+
+def _load_json(text: str) -> dict[str, Any]:
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as e:
+        lines = text.splitlines()
+        shown = f": {lines[e.lineno - 1][:80]!r}" if 0 < e.lineno <= len(lines) else " (end of output)"
+        raise ParseError(f"iperf3 JSON line {e.lineno}: {e.msg} (column {e.colno}){shown}") from None
+    if not isinstance(doc, dict):
+        raise ParseError(f"iperf3 JSON line 1: expected an object at top level, got {type(doc).__name__}")
+    return doc
+
+
+def _summary_from_json(doc: Mapping[str, Any]) -> Summary:
+    protocol = str(_get(doc, "start", "test_start", "protocol")).lower()
+    if protocol not in PROTOCOLS:
+        raise ParseError(f"iperf3 JSON: start.test_start.protocol is {protocol!r}, expected TCP or UDP")
+    end = _section(doc, "end")
+    sent, received = _section(end, "sum_sent", where="end"), _section(end, "sum_received", where="end")
+    loss = jitter = retransmits = None
+    if protocol == "udp":
+        udp = received if "lost_percent" in received else _section(end, "sum", where="end")
+        where = "end.sum_received" if udp is received else "end.sum"
+        loss, jitter = _number(udp, "lost_percent", where), _number(udp, "jitter_ms", where)
+    elif "retransmits" in sent:
+        retransmits = int(_number(sent, "retransmits", "end.sum_sent"))
+    cpu = _section(end, "cpu_utilization_percent", where="end") if "cpu_utilization_percent" in end else {}
+    return Summary(
+        protocol=protocol,
+        sent_bps=_number(sent, "bits_per_second", "end.sum_sent"),
+        received_bps=_number(received, "bits_per_second", "end.sum_received"),
+        retransmits=retransmits, loss_percent=loss, jitter_ms=jitter,
+        host_cpu=_number(cpu, "host_total", "end.cpu_utilization_percent") if "host_total" in cpu else None,
+        remote_cpu=(_number(cpu, "remote_total", "end.cpu_utilization_percent")
+                    if "remote_total" in cpu else None),
+    )
+
+
+def _get(obj: Any, *keys: str, where: str = "") -> Any:
+    """``obj[k1][k2]...``; a missing key is a ParseError naming its dotted path (JSON has no lines
+    to point at once loaded, the path is the next best thing)."""
+    path = where
+    for key in keys:
+        path = f"{path}.{key}" if path else key
+        if not isinstance(obj, Mapping) or key not in obj:
+            raise ParseError(f"iperf3 JSON: missing {path}")
+        obj = obj[key]
+    return obj
+
+
+def _section(obj: Any, key: str, where: str = "") -> Mapping[str, Any]:
+    value = _get(obj, key, where=where)
+    if not isinstance(value, Mapping):
+        raise ParseError(f"iperf3 JSON: {where + '.' if where else ''}{key} is not an object")
+    return value
+
+
+def _number(obj: Mapping[str, Any], key: str, where: str) -> float:
+    value = _get(obj, key, where=where)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ParseError(f"iperf3 JSON: {where}.{key} is {value!r}, expected a number")
+    return float(value)
+
+
+# --- human text output -----------------------------------------------------------------------
+
+_SEPARATOR = re.compile(r"^-(?: -){5,}\s*$")  # "- - - - ... -" before each run's summary
+_RUN_START = ("Connecting to host", "Server listening on", "Accepted connection from", "iperf Done.")
+_SERVER_OUTPUT = "Server output:"  # --get-server-output: a whole server log follows, not ours
+_SERVER_OUTPUT_END = ("iperf Done.", "Connecting to host")
+_TOOL_ERROR = re.compile(r"^iperf3: (?:error|interrupt) - (?P<message>.+?)\s*$")
+_STREAM = re.compile(
+    r"^\[\s*(?P<id>\d+|SUM)\]\s+"
+    r"\d+\.\d+-\s*\d+\.\d+\s+sec\s+"
+    r"[\d.]+\s+[KMGT]?Bytes\s+"
+    r"(?P<rate>[\d.]+\s+[KMGT]?(?:bits|Bytes)/sec)\s+"
+    r"(?:(?P<jitter>[\d.]+)\s+ms\s+(?P<lost>-?\d+)/(?P<total>\d+)\s+\((?P<percent>[^)%]*)%\)\s+"
+    r"|(?P<retr>\d+)\s+)?"
+    r"(?P<role>sender|receiver)\s*$"
+)
+_NOT_AVAILABLE = re.compile(r"^\[\s*(?:\d+|SUM)\]\s+\(.*\)\s*$")  # "(sender statistics not available)"
+_BIDIR = re.compile(r"^\[[^\]]*\]\[")  # "[  5][TX-C]": --bidir, two directions per run
+_CPU = re.compile(r"^CPU Utilization: local/\w+ (?P<host>[\d.]+)% \(.*?\), remote/\w+ (?P<remote>[\d.]+)%")
+_RATE = re.compile(r"^(?P<number>[\d.]+)\s+(?P<prefix>[KMGT]?)(?P<kind>bits|Bytes)/sec$")
+_PREFIX_POWER = {"": 0, "K": 1, "M": 2, "G": 3, "T": 4}
+
+
+def rate_to_bits_per_second(text: str) -> float:
+    """``"938 Mbits/sec"`` -> 938e6. iperf3 scales bits by 1000 and Bytes by 1024 (its
+    ``unit_snprintf``), so ``"1 MBytes/sec"`` (``-f M``) is 1024*1024*8 bit/s."""
+    m = _RATE.match(text.strip())
+    if not m:
+        raise ValueError(f"not an iperf3 rate: {text!r}")
+    power = _PREFIX_POWER[m["prefix"]]
+    if m["kind"] == "bits":
+        return float(m["number"]) * 1000 ** power
+    return float(m["number"]) * 1024 ** power * 8
+
+
+@attrs.frozen
+class _Line:
+    """One parsed ``sender`` / ``receiver`` summary line."""
+
+    number: int
+    bps: float
+    retransmits: int | None
+    loss_percent: float | None
+    jitter_ms: float | None
+
+
+@attrs.define
+class _Run:
+    """The summary block of one run, from its ``- - -`` separator to the next run or the end."""
+
+    index: int
+    first_line: int
+    lines: dict[tuple[str, str], _Line] = attrs.field(factory=dict)
+    cpu: tuple[float, float] | None = None
+
+    def summary(self) -> Summary:
+        """Prefer the ``[SUM]`` lines (``-P``); without them there must be exactly one stream."""
+        ids = {stream for stream, _ in self.lines}
+        if "SUM" in ids:
+            stream = "SUM"
+        elif len(ids) == 1:
+            (stream,) = ids
+        else:
+            raise ParseError(f"iperf3 output line {self.first_line}: run {self.index} has "
+                             f"{len(ids)} streams and no [SUM] lines")
+        sender, receiver = (self._line(stream, role) for role in ("sender", "receiver"))
+        protocol = "udp" if receiver.jitter_ms is not None else "tcp"
+        return Summary(
+            protocol=protocol, sent_bps=sender.bps, received_bps=receiver.bps,
+            retransmits=sender.retransmits if protocol == "tcp" else None,
+            loss_percent=receiver.loss_percent, jitter_ms=receiver.jitter_ms,
+            host_cpu=self.cpu[0] if self.cpu else None, remote_cpu=self.cpu[1] if self.cpu else None,
+        )
+
+    def _line(self, stream: str, role: str) -> _Line:
+        try:
+            return self.lines[stream, role]
+        except KeyError:
+            raise ParseError(f"iperf3 output line {self.first_line}: run {self.index} has no "
+                             f"{role} summary line") from None
+
+
+def parse_text(text: str, *, params: Mapping[str, Any] | None = None) -> list[Measurement]:
+    """Measurements from iperf3's human output of one or several runs pasted one after another.
+
+    Only each run's end summary is read: the lines after the ``- - - -`` separator, ``sender`` and
+    ``receiver`` lines (TCP: bitrate and ``Retr``; UDP: bitrate, jitter, lost/total), preferring
+    ``[SUM]`` over per-stream lines when ``-P`` was used, and the ``CPU Utilization`` line that
+    ``-V`` adds. Every run's params get ``run=<n>`` (0-based, in order of appearance) so repeated
+    runs stay distinct records. The text rounds to 3 digits; prefer :func:`parse_json` when
+    you control the command. UDP loss is recomputed from lost/total (the printed percent is
+    ``%.2g``). ``--bidir`` output is not supported; an ``iperf3: error - ...`` line raises
+    :class:`~farm.bench.BenchmarkError`.
+    """
+    runs: list[_Run] = []
+    state = "outside"  # "outside" | "summary" | "server" (skipping --get-server-output)
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if m := _TOOL_ERROR.match(stripped):
+            raise BenchmarkError(BENCHMARK, m["message"])
+        if stripped.startswith(_SERVER_OUTPUT):
+            state = "server"
+        elif stripped.startswith(_RUN_START):
+            if state != "server" or stripped.startswith(_SERVER_OUTPUT_END):
+                state = "outside"
+        elif state != "server" and _SEPARATOR.match(stripped):
+            runs.append(_Run(index=len(runs), first_line=number))
+            state = "summary"
+        elif state == "summary":
+            _read_summary_line(runs[-1], number, stripped)
+    if not runs:
+        raise ParseError("iperf3 output: no run summary found (no '- - - -' separator line)")
+    return [m for run in runs
+            for m in run.summary().measurements(merge_params(params, {"run": run.index}))]
+
+
+def _read_summary_line(run: _Run, number: int, line: str) -> None:
+    if m := _CPU.match(line):
+        run.cpu = (float(m["host"]), float(m["remote"]))
+        return
+    if not line.startswith("[") or line.startswith("[ ID]") or _NOT_AVAILABLE.match(line):
+        return  # headers, "Test Complete.", congestion algorithm names, blank lines
+    if _BIDIR.match(line):
+        raise ParseError(f"iperf3 output line {number}: --bidir output is not supported: {line!r}")
+    m = _STREAM.match(line)
+    if not m:
+        raise ParseError(f"iperf3 output line {number}: cannot parse summary line {line!r}")
+    key = (m["id"], m["role"])
+    if key in run.lines:
+        raise ParseError(f"iperf3 output line {number}: second {m['role']} line for stream "
+                         f"{m['id']} in run {run.index} (first on line {run.lines[key].number})")
+    run.lines[key] = _Line(
+        number=number,
+        bps=rate_to_bits_per_second(m["rate"]),
+        retransmits=int(m["retr"]) if m["retr"] else None,
+        loss_percent=_loss_percent(number, m["lost"], m["total"], m["percent"]) if m["jitter"] else None,
+        jitter_ms=float(m["jitter"]) if m["jitter"] else None,
+    )
+
+
+def _loss_percent(number: int, lost: str, total: str, printed: str) -> float:
+    if int(total):
+        return 100.0 * int(lost) / int(total)
+    try:
+        return float(printed)  # nothing sent: iperf3 prints 0 or nan, keep what it says
+    except ValueError:
+        raise ParseError(f"iperf3 output line {number}: cannot parse loss {printed!r}%") from None
+
+
+# --- command ---------------------------------------------------------------------------------
+
+_BITRATE = re.compile(r"^\d+(?:\.\d+)?[kKmMgGtT]?(?:/\d+)?$")  # iperf3 -b: rate[KMG][/burst]
+
+
+def client_command(host: str, port: int, *, duration: float, protocol: str = "tcp",
+                   bitrate: str | None = None, length: int | None = None, reverse: bool = False,
+                   omit: float = 0) -> list[str]:
+    """argv of the host-side iperf3 client, with ``-J`` so :func:`parse_json` can read it.
+
+    ``duration`` and ``omit`` must be whole seconds: iperf3 3.12 reads ``-t`` and ``-O`` with
+    ``atoi``, so ``-t 1.5`` silently runs for 1 s (checked); we refuse rather than mislabel a run.
+    Values are validated here, before a board is booted, and raise :class:`~farm.errors.JobError`.
+    """
+    if protocol not in PROTOCOLS:
+        raise JobError(f"iperf3 protocol {protocol!r}: expected one of {', '.join(PROTOCOLS)}")
+    if not host or host.startswith("-") or any(c.isspace() for c in host):
+        raise JobError(f"iperf3 host {host!r}: expected a host name or address")
+    if not 0 < port < 65536:
+        raise JobError(f"iperf3 port {port}: expected 1-65535")
+    argv = ["iperf3", "-c", host, "-p", str(port), "-J", "-t", _whole_seconds("duration", duration, 1)]
+    if omit:
+        argv += ["-O", _whole_seconds("omit", omit, 0)]
+    if protocol == "udp":
+        argv.append("-u")
+    if bitrate is not None:
+        if not _BITRATE.match(bitrate):
+            raise JobError(f"iperf3 bitrate {bitrate!r}: expected e.g. 50M, 1.5G or 100M/10")
+        argv += ["-b", bitrate]
+    if length is not None:
+        if isinstance(length, bool) or not isinstance(length, int) or length <= 0:
+            raise JobError(f"iperf3 length {length!r}: expected a positive number of bytes")
+        argv += ["-l", str(length)]
+    if reverse:
+        argv.append("-R")
+    return argv
+
+
+def _whole_seconds(name: str, value: float, minimum: int) -> str:
+    if (isinstance(value, bool) or not isinstance(value, (int, float))
+            or not float(value).is_integer() or value < minimum):
+        raise JobError(f"iperf3 {name} {value!r}: expected whole seconds >= {minimum} "
+                       "(iperf3 truncates fractions)")
+    return str(int(value))

@@ -1,0 +1,29 @@
+"""The benchmarks a pipeline can name, with their suite and the parameters they accept."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping
+
+import attrs
+
+from ..results.record import Measurement
+from .context import BenchContext
+from .crypto import run_openssl_speed
+from .network import run_iperf3
+
+
+@attrs.frozen
+class BenchmarkSpec:
+    name: str
+    suite: str
+    run: Callable[[BenchContext, Mapping[str, Any]], list[Measurement]]
+    params: Mapping[str, type | tuple[type, ...]]  # allowed parameters and their types
+
+
+BENCHMARKS: dict[str, BenchmarkSpec] = {spec.name: spec for spec in (
+    BenchmarkSpec("iperf3", "network", run_iperf3, {
+        "protocol": str, "duration": (int, float), "bitrate": str, "length": int, "reverse": bool,
+        "omit": (int, float)}),
+    BenchmarkSpec("openssl-speed", "crypto", run_openssl_speed, {
+        "algorithms": list, "seconds": int, "block": int}),
+)}

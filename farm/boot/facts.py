@@ -1,0 +1,58 @@
+"""What the booted target says about itself: cores, CPU frequency (and where that came from), address.
+
+Parsing is pure (tested on recorded output); :func:`read_facts` runs one shell command.
+"""
+
+from __future__ import annotations
+
+import re
+
+import attrs
+
+FACTS_COMMAND = (
+    "echo cpus=$(nproc); "
+    "echo online=$(cat /sys/devices/system/cpu/online 2>/dev/null); "
+    "echo cpufreq_khz=$(cat /sys/devices/system/cpu/cpu0/cpufreq/scaling_cur_freq 2>/dev/null); "
+    "echo governor=$(cat /sys/devices/system/cpu/cpu0/cpufreq/scaling_governor 2>/dev/null); "
+    "echo cpuinfo_mhz=$(grep -m1 -i '^cpu MHz' /proc/cpuinfo 2>/dev/null | cut -d: -f2); "
+    "echo kernel=$(uname -r); "
+    "echo machine=$(uname -m); "
+    "echo addr=$(ip -4 -o addr show scope global 2>/dev/null | awk '{print $4}' | head -n1)"
+)
+
+
+@attrs.frozen
+class TargetFacts:
+    cpus: int | None
+    online: str
+    frequency_hz: float | None
+    frequency_source: str  # "cpufreq", "cpuinfo", or "unknown"
+    governor: str
+    kernel: str
+    machine: str
+    address: str  # the first global IPv4 address, without the prefix length
+
+    def as_dict(self) -> dict:
+        return attrs.asdict(self)
+
+
+def parse_facts(lines: list[str]) -> TargetFacts:
+    values: dict[str, str] = {}
+    for line in lines:
+        if "=" in line:
+            key, value = line.split("=", 1)
+            values[key.strip()] = value.strip()
+    frequency, source = None, "unknown"
+    if re.fullmatch(r"\d+", values.get("cpufreq_khz", "")):
+        frequency, source = float(values["cpufreq_khz"]) * 1e3, "cpufreq"
+    elif re.fullmatch(r"\d+(\.\d+)?", values.get("cpuinfo_mhz", "")):
+        frequency, source = float(values["cpuinfo_mhz"]) * 1e6, "cpuinfo"
+    cpus = int(values["cpus"]) if values.get("cpus", "").isdigit() else None
+    return TargetFacts(cpus=cpus, online=values.get("online", ""), frequency_hz=frequency,
+                       frequency_source=source, governor=values.get("governor", ""),
+                       kernel=values.get("kernel", ""), machine=values.get("machine", ""),
+                       address=values.get("addr", "").split("/")[0])
+
+
+def read_facts(shell) -> TargetFacts:
+    return parse_facts(shell.run_check(FACTS_COMMAND, timeout=30))

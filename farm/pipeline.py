@@ -1,0 +1,282 @@
+"""A pipeline file (``pipelines/*.yaml``) and the run that carries it out, stage by stage.
+
+    build image -> for each target x setup x repeat: boot -> benchmarks -> power off -> publish
+
+Everything measured is appended to ``results.csv`` as soon as a benchmark finishes, ``run.json`` and
+``junit.xml`` are rewritten after every stage, and the console log is written as it arrives: a run
+that fails or is interrupted keeps all it had.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import secrets
+import subprocess
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable
+
+import attrs
+
+from . import __version__
+from .bench import BenchmarkError
+from .bench.context import BenchContext
+from .bench.registry import BENCHMARKS
+from .boot.console_log import ConsoleLog
+from .boot.facts import read_facts
+from .boot.session import EnvFile, boot_target
+from .config import Node, field, load_yaml, reject_unknown, require, string_list
+from .errors import (EXIT_INFRA_ERROR, EXIT_JOB_ERROR, EXIT_OK, EXIT_TEST_FAILURE, FarmError,
+                     InfrastructureError, JobError)
+from .images.build import Image, build
+from .results.csvout import append_records
+from .results.junit import Case, write_junit
+from .results.record import RunContext, now_iso, to_json, write_text_atomic
+
+
+@attrs.frozen
+class Benchmark:
+    name: str
+    params: dict[str, Any]
+
+
+@attrs.frozen
+class Setup:
+    name: str
+    bootargs: tuple[str, ...] = ()
+
+
+@attrs.frozen
+class Pipeline:
+    name: str
+    source: Path
+    image: Path
+    envs: tuple[Path, ...]
+    setups: tuple[Setup, ...]
+    benchmarks: tuple[Benchmark, ...]
+    repeats: int
+
+
+def _relative(node: Node, key: str, value: str) -> Path:
+    path = Path(value)
+    return path if path.is_absolute() else Path(node.file).parent / path
+
+
+def load_pipeline(path: str | Path) -> Pipeline:
+    doc = load_yaml(path, "pipeline file")
+    reject_unknown(doc, {"name", "description", "image", "targets", "setups", "benchmarks", "repeats"})
+    name = require(doc, "name", str)
+    field(doc, "description", str, "")
+    image = _relative(doc, "image", require(doc, "image", str, "an image recipe, relative to this file"))
+    targets = require(doc, "targets", list)
+    envs = []
+    for i, item in enumerate(targets):
+        if not isinstance(item, Node):
+            raise doc.error("targets", f"item {i} must be a mapping like {{env: ../env/x.yaml}}")
+        reject_unknown(item, {"env"})
+        envs.append(_relative(item, "env", require(item, "env", str)))
+    if not envs:
+        raise doc.error("targets", "at least one target is needed")
+    setups = []
+    for i, item in enumerate(field(doc, "setups", list, None) or [Node(name="default")]):
+        if not isinstance(item, Node):
+            raise doc.error("setups", f"item {i} must be a mapping with a name")
+        if not hasattr(item, "key_lines"):
+            item.key_lines, item.file, item.path = {}, str(path), f"setups[{i}]"
+        reject_unknown(item, {"name", "bootargs"})
+        setups.append(Setup(require(item, "name", str), tuple(string_list(item, "bootargs"))))
+    benchmarks = []
+    for i, item in enumerate(require(doc, "benchmarks", list)):
+        if not isinstance(item, Node) or len(item) != 1:
+            raise doc.error("benchmarks", f"item {i} must be one 'name: {{params}}' pair, e.g. 'iperf3: {{duration: 3}}'")
+        bench_name, params = next(iter(item.items()))
+        if bench_name not in BENCHMARKS:
+            raise item.error(bench_name, f"unknown benchmark (known: {', '.join(sorted(BENCHMARKS))})")
+        params = params or Node()
+        if not isinstance(params, Node):
+            raise item.error(bench_name, "parameters must be a mapping")
+        if not hasattr(params, "key_lines"):
+            params.key_lines, params.file, params.path = {}, str(path), f"benchmarks[{i}].{bench_name}"
+        spec = BENCHMARKS[bench_name]
+        reject_unknown(params, spec.params)
+        for key, kind in spec.params.items():
+            field(params, key, kind, None)
+        benchmarks.append(Benchmark(bench_name, dict(params)))
+    repeats = field(doc, "repeats", int, 1)
+    if repeats < 1:
+        raise doc.error("repeats", "must be at least 1")
+    return Pipeline(name=name, source=Path(path), image=image, envs=tuple(envs), setups=tuple(setups),
+                    benchmarks=tuple(benchmarks), repeats=repeats)
+
+
+def new_run_id() -> str:
+    return datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
+
+
+def git_sha(where: Path) -> str | None:
+    try:
+        proc = subprocess.run(["git", "-C", str(where), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return proc.stdout.strip() or None
+
+
+class Progress:
+    """One line per stage on stderr: what runs, where, and how long it took."""
+
+    def __init__(self, stream=sys.stderr):
+        self.stream, self.t0 = stream, time.monotonic()
+
+    def say(self, text: str) -> None:
+        print(f"[{time.monotonic() - self.t0:7.1f}s] {text}", file=self.stream, flush=True)
+
+
+@attrs.define
+class RunDir:
+    """A run directory and everything written into it, kept on disk at every step."""
+
+    path: Path
+    run_id: str
+    info: dict[str, Any]
+    cases: list[Case] = attrs.field(factory=list)
+    status: int = EXIT_OK
+
+    @property
+    def results_csv(self) -> Path:
+        return self.path / "results.csv"
+
+    def fail(self, exc: FarmError) -> None:
+        self.status = max(self.status, exc.exit_code, key=_severity)
+
+    def case(self, case: Case) -> None:
+        self.cases.append(case)
+        self.save()
+
+    def save(self) -> None:
+        write_junit(self.path / "junit.xml", f"farm.{self.info['pipeline_name']}", self.cases)
+        write_text_atomic(self.path / "run.json", to_json(self.info) + "\n")
+
+
+def _severity(code: int) -> int:
+    return {EXIT_OK: 0, EXIT_TEST_FAILURE: 1, EXIT_INFRA_ERROR: 2, EXIT_JOB_ERROR: 3}.get(code, 4)
+
+
+def run_pipeline(pipeline_path: str | Path, *, out: Path | None = None, env_override: list[Path] | None = None,
+                 progress: Progress | None = None) -> RunDir:
+    pipeline = load_pipeline(pipeline_path)
+    envs = tuple(env_override) if env_override else pipeline.envs
+    env_files = [EnvFile.load(e) for e in envs]  # bad env files fail now, before anything is built
+    progress = progress or Progress()
+    run_id = new_run_id()
+    path = out or Path("results") / run_id
+    path.mkdir(parents=True, exist_ok=True)
+    run = RunDir(path, run_id, {
+        "run_id": run_id, "pipeline": str(pipeline.source), "pipeline_name": pipeline.name,
+        "who": os.environ.get("GITLAB_USER_LOGIN") or os.environ.get("GITHUB_ACTOR") or getpass.getuser(),
+        "started": now_iso(), "finished": None, "status": "running",
+        "farm_version": __version__, "git_sha": git_sha(Path.cwd()) or git_sha(Path(__file__).parent),
+        "ci_job": os.environ.get("CI_JOB_ID") or os.environ.get("GITHUB_RUN_ID"),
+        "envs": [str(e) for e in envs], "image": None, "targets": {},
+    })
+    run.save()
+    progress.say(f"run {run_id} -> {path}")
+    with ConsoleLog(path / "console") as console:
+        try:
+            image = _stage(run, progress, "build", "farm.build", lambda: build(pipeline.image))
+            run.info["image"] = image.manifest
+            run.info["image_dir"] = str(image.path)
+            for env in env_files:
+                for setup in pipeline.setups:
+                    for repeat in range(pipeline.repeats):
+                        _boot_and_bench(run, progress, pipeline, env, setup, repeat, image, console)
+        except FarmError as exc:
+            run.fail(exc)
+            progress.say(f"stopped: {exc}")
+        except KeyboardInterrupt:
+            run.info["status"] = "interrupted"
+            run.case(Case("interrupted", "farm.run", 0.0, "error", "interrupted by the user (Ctrl-C)"))
+            raise
+        finally:
+            run.info["finished"] = now_iso()
+            if run.info["status"] == "running":
+                run.info["status"] = {EXIT_OK: "passed", EXIT_TEST_FAILURE: "failed",
+                                      EXIT_INFRA_ERROR: "infrastructure-error", EXIT_JOB_ERROR: "job-error"}[run.status]
+            run.save()
+    return run
+
+
+def _stage(run: RunDir, progress: Progress, name: str, classname: str, action: Callable[[], Any]) -> Any:
+    """Run one stage as a junit testcase; a FarmError is recorded (error/failure) and re-raised."""
+    progress.say(f"{name} ...")
+    t0 = time.monotonic()
+    try:
+        result = action()
+    except FarmError as exc:
+        seconds = time.monotonic() - t0
+        kind = "failure" if exc.kind == "test" else "error"
+        run.case(Case(name, classname, seconds, kind, str(exc).splitlines()[0], str(exc)))
+        progress.say(f"{name} {kind.upper()} after {seconds:.1f}s: {str(exc).splitlines()[0]}")
+        raise
+    seconds = time.monotonic() - t0
+    cached = " (cached)" if isinstance(result, Image) and result.cached else ""
+    run.case(Case(name, classname, seconds, "pass"))
+    progress.say(f"{name} ok in {seconds:.1f}s{cached}")
+    return result
+
+
+def _boot_and_bench(run: RunDir, progress: Progress, pipeline: Pipeline, env: EnvFile, setup: Setup,
+                    repeat: int, image: Image, console: ConsoleLog) -> None:
+    label = f"{env.target_name}/{setup.name}" + (f"/{repeat}" if pipeline.repeats > 1 else "")
+    job = f"{run.run_id}-{env.target_name}-{setup.name}-{repeat}"
+    t0 = time.monotonic()
+    progress.say(f"boot {label} ({env.path}) ...")
+    try:
+        with boot_target(env, image, job, console, list(setup.bootargs)) as booted:
+            facts = read_facts(booted.shell)
+            run.info["targets"][env.target_name] = {"env": str(env.path), "arch": env.arch, "setup": setup.name,
+                                                    "boot_seconds": round(booted.boot_seconds, 3), **facts.as_dict()}
+            run.case(Case(f"boot {label}", "farm.boot", time.monotonic() - t0, "pass"))
+            progress.say(f"boot {label} ok in {booted.boot_seconds:.1f}s: {facts.cpus} cpus, "
+                         f"{facts.kernel}, address {facts.address or '-'}")
+            ctx = BenchContext(booted, facts)
+            for bench in pipeline.benchmarks:
+                _run_benchmark(run, progress, ctx, bench, RunContext(
+                    run_id=run.run_id, target=env.target_name, arch=env.arch, setup=setup.name,
+                    image=image.name, suite=BENCHMARKS[bench.name].suite, repeat=repeat), label)
+    except InfrastructureError as exc:
+        run.case(Case(f"boot {label}", "farm.boot", time.monotonic() - t0, "error",
+                      str(exc).splitlines()[0], str(exc)))
+        progress.say(f"boot {label} ERROR: {exc}")
+        run.fail(exc)
+
+
+def _run_benchmark(run: RunDir, progress: Progress, ctx: BenchContext, bench: Benchmark,
+                   rc: RunContext, label: str) -> None:
+    spec = BENCHMARKS[bench.name]
+    name = f"{spec.suite}.{bench.name} {label}"
+    progress.say(f"{name} ...")
+    t0 = time.monotonic()
+    try:
+        measurements = spec.run(ctx, bench.params)
+    except BenchmarkError as exc:
+        run.case(Case(name, f"farm.bench.{spec.suite}", time.monotonic() - t0, "failure", str(exc)))
+        run.fail(exc)
+        progress.say(f"{name} FAILED: {exc}")
+        return
+    except FarmError:
+        raise
+    except Exception as exc:  # the console or the board went away mid-benchmark
+        raise InfrastructureError(f"{name}: {type(exc).__name__}: {exc}") from exc
+    records = [rc.record(m) for m in measurements]
+    append_records(run.results_csv, records)
+    seconds = time.monotonic() - t0
+    if not records:
+        run.case(Case(name, f"farm.bench.{spec.suite}", seconds, "failure", "no measurements"))
+        run.status = max(run.status, EXIT_TEST_FAILURE, key=_severity)
+    else:
+        run.case(Case(name, f"farm.bench.{spec.suite}", seconds, "pass",
+                      output="\n".join(f"{r.metric}[{r.params}] = {r.value:g} {r.unit}" for r in records)))
+    progress.say(f"{name} ok in {seconds:.1f}s: {len(records)} records")

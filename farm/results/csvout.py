@@ -1,0 +1,86 @@
+"""results.csv: one :class:`~farm.results.record.Record` per row, header exactly ``RECORD_FIELDS``.
+
+Plain CSV so that a spreadsheet, pandas or ``grep`` can read results without farm. Lines end in
+``\\n``; floats are written with ``repr`` so they read back bit for bit.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+from pathlib import Path
+from typing import IO, Iterable
+
+from farm.errors import ParseError
+from farm.results.record import RECORD_FIELDS, Record, write_text_atomic
+
+PathLike = str | os.PathLike[str]
+
+
+def _writer(f: IO[str]) -> csv.DictWriter:
+    return csv.DictWriter(f, fieldnames=RECORD_FIELDS, lineterminator="\n")
+
+
+def write_records(path: PathLike, records: Iterable[Record]) -> None:
+    """Write a complete results file, replacing ``path`` atomically (never a half-written file)."""
+    buf = io.StringIO()
+    writer = _writer(buf)
+    writer.writeheader()
+    writer.writerows(r.as_row() for r in records)
+    write_text_atomic(path, buf.getvalue())
+
+
+def append_records(path: PathLike, records: Iterable[Record]) -> None:
+    """Append rows to ``path`` (header first if the file is new or empty), then flush and fsync.
+
+    Called after every benchmark so that what was measured is on disk if the run dies later
+    (board hang, power cut, Ctrl-C). Rows written before ``records`` raises are kept too. An
+    existing file with another header raises ParseError rather than mixing up columns.
+    """
+    path = Path(path)
+    with open(path, "a+", encoding="utf-8", newline="") as f:
+        f.seek(0)
+        first = f.readline()
+        writer = _writer(f)
+        if not first:
+            writer.writeheader()
+        else:
+            _check_header(path, next(csv.reader([first])))
+        try:
+            for record in records:
+                writer.writerow(record.as_row())
+        finally:
+            f.flush()
+            os.fsync(f.fileno())
+
+
+def read_records(path: PathLike) -> list[Record]:
+    """All records of a results file; a bad row raises ParseError naming the file and line."""
+    path = Path(path)
+    try:
+        with open(path, encoding="utf-8", newline="") as f:
+            reader = csv.reader(f)
+            _check_header(path, next(reader, None))
+            return [_record(path, reader.line_num, row) for row in reader if row]
+    except UnicodeDecodeError as e:
+        raise ParseError(f"{path}: not UTF-8 text ({e})") from None
+    except csv.Error as e:
+        raise ParseError(f"{path} line {reader.line_num}: {e}") from None
+
+
+def _check_header(path: Path, header: list[str] | None) -> None:
+    if header is None:
+        raise ParseError(f"{path} line 1: empty file, expected the header {','.join(RECORD_FIELDS)}")
+    if tuple(header) != RECORD_FIELDS:
+        raise ParseError(f"{path} line 1: header {','.join(header)!r} is not "
+                         f"{','.join(RECORD_FIELDS)!r}")
+
+
+def _record(path: Path, line: int, row: list[str]) -> Record:
+    if len(row) != len(RECORD_FIELDS):
+        raise ParseError(f"{path} line {line}: {len(row)} fields, expected {len(RECORD_FIELDS)}")
+    try:
+        return Record.from_row(dict(zip(RECORD_FIELDS, row)))
+    except ValueError as e:
+        raise ParseError(f"{path} line {line}: {e}") from None
