@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Install everything farm needs on a Debian 12 machine: Debian packages (QEMU, U-Boot, iPXE, iperf3,
+# openssl, the arm64 architecture for target packages) and a virtualenv .venv with farm in it.
+# Idempotent and quick when nothing changed. Runs apt through sudo when not root.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(
+  qemu-system-arm qemu-system-x86 qemu-utils u-boot-qemu ipxe-qemu   # the QEMU twins and their firmware
+  iperf3 openssl busybox-static                                     # host side of the benchmarks
+  kmod cpio                                                         # depmod for target modules; cpio to inspect initrds
+  gcc-aarch64-linux-gnu                                             # target benchmark programs
+  ser2net git python3 python3-venv python3-pip
+)
+
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+
+need_update=0
+if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+  echo "setup: adding the arm64 architecture (target packages come from Debian's arm64 archive)"
+  $SUDO dpkg --add-architecture arm64
+  need_update=1
+fi
+ls /var/lib/apt/lists/*_binary-arm64_Packages* >/dev/null 2>&1 || need_update=1
+
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ] || [ $need_update -eq 1 ]; then
+  echo "setup: apt-get update"
+  $SUDO apt-get update -q >/dev/null
+fi
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+stamp=.venv/.farm-setup
+want=$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -d' ' -f1)
+if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  echo "setup: virtualenv .venv with farm and its test tools"
+  python3 -m venv .venv
+  .venv/bin/pip install -q --disable-pip-version-check -e '.[test]'
+  echo "$want" > "$stamp"
+fi
+echo "setup: ready (.venv/bin/farm)"

@@ -1,0 +1,97 @@
+"""The MaaXBoard twin boots for real: QEMU + Debian's U-Boot + TFTP + our initrd, through labgrid."""
+
+from __future__ import annotations
+
+import csv
+import json
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from farm.boot.console_log import ConsoleLog
+from farm.boot.facts import read_facts
+from farm.boot.session import EnvFile, boot_target
+from farm.errors import InfrastructureError
+
+from ..conftest import run_farm
+
+pytestmark = pytest.mark.boot
+
+
+def test_twin_netboots_to_a_shell_and_cleans_up(project_root, maaxboard_image, tftp_root, tmp_path):
+    env = EnvFile.load(project_root / "env" / "qemu-maaxboard.yaml")
+    with ConsoleLog(tmp_path / "console") as console:
+        with boot_target(env, maaxboard_image, "t-boot-1", console) as booted:
+            staged = sorted(p.name for p in (tftp_root).glob("*/t-boot-1/*"))
+            assert staged == ["Image", "initrd.cpio.gz"]
+            facts = read_facts(booted.shell)
+            assert facts.cpus == 4
+            assert facts.kernel == maaxboard_image.manifest["kernel_version"]
+            assert facts.machine == "aarch64"
+            assert facts.address.startswith("10.0.2.")
+            # the NIC driver came from the initrd's modules, loaded by /init
+            assert "virtio_net" in "\n".join(booted.run("cat /proc/modules"))
+            assert booted.run("iperf3 --version")[0].startswith("iperf 3")
+        log = console.path("maaxboard-twin").read_text(errors="replace")
+    # the whole flow is in the console log, in order
+    for marker in ("U-Boot 20", "Hit any key to stop autoboot", "tftpboot", "Starting kernel", "FARM-READY"):
+        assert marker in log, marker
+    assert log.index("tftpboot") < log.index("Starting kernel") < log.index("FARM-READY")
+    assert not list(tftp_root.glob("*/t-boot-1")), "the job's TFTP folder is removed after the boot"
+
+
+def test_missing_tftp_file_is_an_infrastructure_error_with_the_uboot_line(project_root, maaxboard_image, tftp_root,
+                                                                         tmp_path, monkeypatch):
+    """The staged kernel vanishes before U-Boot asks for it: the error says what U-Boot said."""
+    from farm.boot import staging
+
+    real = staging.JobTFTPProviderDriver.stage_as
+
+    def stage_then_lose(self, filename, folder, name):
+        path = real(self, filename, folder, name)
+        if name == "Image":
+            (tftp_root / path).unlink()
+        return path
+
+    monkeypatch.setattr(staging.JobTFTPProviderDriver, "stage_as", stage_then_lose)
+    env = EnvFile.load(project_root / "env" / "qemu-maaxboard.yaml")
+    with ConsoleLog(tmp_path / "console") as console:
+        with pytest.raises(InfrastructureError) as info:
+            with boot_target(env, maaxboard_image, "t-boot-missing", console):
+                pass
+    message = str(info.value)
+    assert "tftpboot" in message and "Image" in message
+    assert "not found" in message.lower() or "error" in message.lower()
+
+
+def test_farm_run_smoke_publishes_junit_csv_and_console(project_root, maaxboard_image, tftp_root, tmp_path):
+    out = tmp_path / "run"
+    proc = run_farm("run", "pipelines/smoke.yaml", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == str(out)
+
+    suite = ET.parse(out / "junit.xml").getroot()
+    assert suite.get("failures") == "0" and suite.get("errors") == "0"
+    names = [tc.get("name") for tc in suite.iter("testcase")]
+    assert names[0] == "build" and names[1].startswith("boot maaxboard-twin")
+    assert any(n.startswith("network.iperf3") for n in names)
+    assert any(n.startswith("crypto.openssl-speed") for n in names)
+
+    with open(out / "results.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert list(rows[0]) == ["run_id", "timestamp", "target", "arch", "setup", "image", "suite", "benchmark",
+                             "params", "repeat", "metric", "value", "unit"]
+    received = [float(r["value"]) for r in rows if r["benchmark"] == "iperf3" and r["metric"] == "received_throughput"]
+    assert received and all(v > 0 for v in received)
+    openssl = {r["params"]: float(r["value"]) for r in rows if r["benchmark"] == "openssl-speed"}
+    assert len(openssl) == 2 and all(v > 0 for v in openssl.values())
+    assert {r["unit"] for r in rows if r["benchmark"] == "openssl-speed"} == {"bytes/s"}
+    assert {r["target"] for r in rows} == {"maaxboard-twin"} and {r["arch"] for r in rows} == {"arm64"}
+
+    run = json.loads((out / "run.json").read_text())
+    assert run["status"] == "passed"
+    assert run["image"]["artifacts"]["Image"]["sha256"] == maaxboard_image.manifest["artifacts"]["Image"]["sha256"]
+    assert run["targets"]["maaxboard-twin"]["cpus"] == 4
+    assert run["targets"]["maaxboard-twin"]["frequency_source"] in ("cpufreq", "cpuinfo", "unknown")
+    log = (out / "console" / "maaxboard-twin.log").read_text(errors="replace")
+    assert "Starting kernel" in log and "FARM-READY" in log

@@ -1,0 +1,39 @@
+"""Shared fixtures: the real benchmark image (built once per session) and a private TFTP root."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session")
+def project_root() -> Path:
+    return ROOT
+
+
+@pytest.fixture(scope="session")
+def tftp_root(tmp_path_factory) -> Path:
+    """A TFTP root of this test session's own (QEMU's user-mode TFTP serves it to the twin)."""
+    root = tmp_path_factory.mktemp("tftp")
+    os.environ["LG_TFTP_ROOT"] = str(root)
+    return root
+
+
+@pytest.fixture(scope="session")
+def maaxboard_image():
+    """The real MaaXBoard benchmark image, from the user's farm cache (built on the first run)."""
+    from farm.images.build import build
+
+    return build(ROOT / "images" / "maaxboard-bench.yaml")
+
+
+def run_farm(*args: str, cwd: Path = ROOT, timeout: float = 600, env: dict | None = None) -> subprocess.CompletedProcess:
+    """The farm command as a user runs it, in a subprocess."""
+    return subprocess.run([sys.executable, "-m", "farm.cli", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, **(env or {})})

@@ -1,0 +1,43 @@
+"""The env files users run load with labgrid's own Environment, drivers and strategy resolvable."""
+
+from __future__ import annotations
+
+import pytest
+from labgrid import Environment
+from labgrid.factory import target_factory
+
+import farm.boot.drivers  # noqa: F401  (registers farm's drivers, as the env files' imports do)
+
+from .conftest import ROOT
+
+
+@pytest.mark.parametrize("name, target", [("maaxboard.yaml", "maaxboard"), ("qemu-maaxboard.yaml", "maaxboard-twin")])
+def test_env_file_loads(name, target, monkeypatch, tmp_path):
+    monkeypatch.setenv("LG_PLACE", "maaxboard-1")
+    monkeypatch.setenv("LG_TFTP_ROOT", str(tmp_path))
+    monkeypatch.setenv("LG_QEMU_ACCEL", "tcg")
+    env = Environment(str(ROOT / "env" / name))
+    config = env.config.data["targets"][target]
+    for driver in config["drivers"]:
+        assert driver in target_factory.drivers, driver
+    for resource in config["resources"]:
+        assert resource in target_factory.resources, resource
+    assert "UBootNetbootStrategy" in config["drivers"]
+    assert env.config.get_imports() == ["farm.boot.drivers"]
+    assert env.config.get_target_option(target, "arch") == "arm64"
+
+
+def test_twin_env_builds_a_target_with_the_strategy(monkeypatch, tmp_path):
+    monkeypatch.setenv("LG_TFTP_ROOT", str(tmp_path))
+    monkeypatch.setenv("LG_QEMU_ACCEL", "tcg")
+    env = Environment(str(ROOT / "env" / "qemu-maaxboard.yaml"))
+    target = env.get_target("maaxboard-twin")
+    try:
+        strategy = target.get_strategy()
+        assert type(strategy).__name__ == "UBootNetbootStrategy"
+        assert strategy.tftp_server == "10.0.2.2"
+        qemu = target.get_driver("QEMUDriver", activate=False)
+        assert f"tftp={tmp_path}" in qemu.nic
+        assert "-accel tcg" in qemu.extra_args
+    finally:
+        target.cleanup()
