@@ -1,0 +1,29 @@
+"""``farm build``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    from ..images.build import build
+
+    image = build(args.recipe, out=args.out)
+    m = image.manifest
+    state = "cached" if image.cached else "built"
+    print(f"{state} {m['name']} ({m['arch']}, kernel {m['kernel_version']}): "
+          + ", ".join(f"{n} {a['size'] / 1e6:.1f} MB sha256:{a['sha256'][:12]}" for n, a in m["artifacts"].items()),
+          file=sys.stderr)
+    print(image.path)
+    return 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser("build", help="build a kernel + initrd image from a recipe",
+                       description="Build the image of RECIPE (Debian kernel, initrd from Debian packages, "
+                       "kernel modules) reproducibly, served from the cache when unchanged. Prints the image "
+                       "directory (artifacts + manifest.json) on the last line of stdout.")
+    p.add_argument("recipe", help="image recipe, e.g. images/maaxboard-bench.yaml")
+    p.add_argument("--out", metavar="DIR", help="also place the image files in DIR (and print DIR)")
+    p.set_defaults(func=cmd_build)

@@ -1,0 +1,29 @@
+"""``farm run``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from ..pipeline import run_pipeline
+
+    run = run_pipeline(args.pipeline, out=Path(args.out) if args.out else None,
+                       env_override=[Path(e) for e in args.env] if args.env else None)
+    print(f"farm: run {run.run_id} {run.info['status']}: {sum(c.kind == 'pass' for c in run.cases)} of "
+          f"{len(run.cases)} stages passed", file=sys.stderr)
+    print(run.path)
+    return run.status
+
+
+def register(sub) -> None:
+    p = sub.add_parser("run", help="run a pipeline: build, boot, benchmark, publish",
+                       description="Run PIPELINE stage by stage and publish results.csv, junit.xml, run.json "
+                       "and console/<target>.log into results/<run-id>/ (or --out). Prints the run directory "
+                       "on the last line of stdout; the exit code says how it ended (see farm --help).")
+    p.add_argument("pipeline", help="pipeline file, e.g. pipelines/smoke.yaml")
+    p.add_argument("--env", action="append", metavar="ENV", help="run on this env file instead of the pipeline's targets (repeatable)")
+    p.add_argument("--out", metavar="DIR", help="run directory (default results/<run-id>)")
+    p.set_defaults(func=cmd_run)
