@@ -129,7 +129,10 @@ def boot_target(env: EnvFile, image: Image, job: str, console: ConsoleLog,
             tftp = target.get_driver("JobTFTPProviderDriver")
             kernel = tftp.stage_as(str(image.kernel), folder, image.manifest["kernel"])
             initrd = tftp.stage_as(str(image.initrd), folder, image.manifest["initrd"])
-            strategy.set_image(kernel, initrd, extra_bootargs)
+            if image.manifest.get("kernel_compression", "none") != "none":
+                strategy.set_image(kernel, initrd, extra_bootargs, kernel_compressed=True)
+            else:
+                strategy.set_image(kernel, initrd, extra_bootargs)
             strategy.transition("shell")
             shell = target.get_driver("ShellDriver")
         except FarmError:

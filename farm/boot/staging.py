@@ -26,7 +26,7 @@ _COMPONENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$")
 
 def safe_component(value: str, what: str) -> str:
     """A single path component that cannot escape a folder: no '/', no '..', no NUL, no leading dot."""
-    if not _COMPONENT.match(value) or ".." in value:
+    if not _COMPONENT.fullmatch(value) or ".." in value:
         raise JobError(f"unsafe {what} {value!r}: only letters, digits and . _ + - are allowed, not starting with '.'")
     return value
 

@@ -22,7 +22,7 @@ from ..errors import InfrastructureError, JobError
 _TFTP_PATH = re.compile(r"^[A-Za-z0-9._+/-]+$")
 _ADDR = re.compile(r"^(0x[0-9a-fA-F]+|\$\{[a-z_]+\})$")
 _BOOTARG = re.compile(r"^[A-Za-z0-9_.,:=/+@-]+$")
-_IPV4 = re.compile(r"^\d{1,3}(\.\d{1,3}){3}$")
+_IPV4 = re.compile(r"^((25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])\.){3}(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])$")
 
 
 class Status(enum.Enum):
@@ -33,30 +33,49 @@ class Status(enum.Enum):
 
 
 def _check(value: str, pattern: re.Pattern[str], what: str) -> str:
-    if not pattern.match(value) or ".." in value:
+    if not pattern.fullmatch(value) or ".." in value:
         raise JobError(f"{what} {value!r} contains characters not allowed on a U-Boot command line")
     return value
 
 
 def uboot_boot_commands(*, kernel: str, initrd: str, kernel_addr: str, initrd_addr: str, fdt_addr: str,
-                        bootargs: list[str], server: str | None, use_dhcp: bool) -> list[str]:
-    """The U-Boot commands of a netboot, all values checked (pure: easy to read and to test)."""
+                        bootargs: list[str], server: str | None, use_dhcp: bool,
+                        blocksize: int | None = None, windowsize: int | None = None,
+                        comp_addr: str | None = None, comp_size: int | None = None,
+                        pass_lease: bool = True) -> list[str]:
+    """The U-Boot commands of a netboot, all values checked (pure: easy to read and to test).
+
+    ``comp_addr``/``comp_size``: the kernel is compressed (Image.gz); booti decompresses it through
+    ``kernel_comp_addr_r``. ``pass_lease``: hand U-Boot's DHCP lease to Linux as ``farm.ip=`` so /init
+    configures the interface at once instead of asking DHCP a second time.
+    """
     _check(kernel, _TFTP_PATH, "kernel path")
     _check(initrd, _TFTP_PATH, "initrd path")
-    for addr in (kernel_addr, initrd_addr, fdt_addr):
+    for addr in (kernel_addr, initrd_addr, fdt_addr, *([comp_addr] if comp_addr else [])):
         _check(addr, _ADDR, "load address")
     for arg in bootargs:
         _check(arg, _BOOTARG, "kernel argument")
     commands = []
+    for name, value in (("tftpblocksize", blocksize), ("tftpwindowsize", windowsize)):
+        if value is not None:
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= 65464:
+                raise JobError(f"{name} {value!r}: expected a whole number of bytes/blocks, 1..65464")
+            commands.append(f"setenv {name} {value}")
     if use_dhcp:
         commands += ["setenv autoload no", "dhcp"]
     if server:
         commands.append(f"setenv serverip {_check(server, _IPV4, 'TFTP server address')}")
+    if comp_addr:
+        if isinstance(comp_size, bool) or not isinstance(comp_size, int) or comp_size <= 0:
+            raise JobError(f"kernel_comp_size {comp_size!r}: expected a positive number of bytes")
+        commands += [f"setenv kernel_comp_addr_r {comp_addr}", f"setenv kernel_comp_size {comp_size:#x}"]
+    # double quotes so that U-Boot expands its own lease variables; user values were checked above
+    lease = ["farm.ip=${ipaddr}:${netmask}:${gatewayip}"] if pass_lease else []
     commands += [
         f"tftpboot {kernel_addr} {kernel}",
         f"tftpboot {initrd_addr} {initrd}",
         "setenv farm_initrd_size ${filesize}",
-        f"setenv bootargs '{' '.join(bootargs)}'",
+        'setenv bootargs "' + " ".join([*bootargs, *lease]) + '"',
     ]
     return commands
 
@@ -80,6 +99,12 @@ class UBootNetbootStrategy(Strategy):
     initrd_addr = attr.ib(default="${ramdisk_addr_r}", validator=attr.validators.instance_of(str))
     fdt_addr = attr.ib(default="${fdtcontroladdr}", validator=attr.validators.instance_of(str))
     tftp_server = attr.ib(default="", validator=attr.validators.instance_of(str))
+    tftp_blocksize = attr.ib(default=None, validator=attr.validators.optional(attr.validators.instance_of(int)))
+    tftp_windowsize = attr.ib(default=None, validator=attr.validators.optional(attr.validators.instance_of(int)))
+    # where booti may decompress a compressed kernel (Image.gz); the image says whether it is one
+    kernel_comp_addr = attr.ib(default="", validator=attr.validators.instance_of(str))
+    kernel_comp_size = attr.ib(default=0x4000000, validator=attr.validators.instance_of(int))
+    pass_lease = attr.ib(default=True, validator=attr.validators.instance_of(bool))
     dhcp = attr.ib(default=True, validator=attr.validators.instance_of(bool))
     ready_marker = attr.ib(default="FARM-READY", validator=attr.validators.instance_of(str))
     tftp_timeout = attr.ib(default=120, validator=attr.validators.instance_of(int))
@@ -92,11 +117,14 @@ class UBootNetbootStrategy(Strategy):
         self.kernel_path: str | None = None
         self.initrd_path: str | None = None
         self.extra_bootargs: list[str] = []
+        self.kernel_compressed = False
 
-    def set_image(self, kernel_path: str, initrd_path: str, extra_bootargs: list[str] | None = None) -> None:
+    def set_image(self, kernel_path: str, initrd_path: str, extra_bootargs: list[str] | None = None,
+                  kernel_compressed: bool = False) -> None:
         """The TFTP paths (as returned by staging) to boot at the next transition to ``shell``."""
         self.kernel_path, self.initrd_path = kernel_path, initrd_path
         self.extra_bootargs = list(extra_bootargs or [])
+        self.kernel_compressed = kernel_compressed
 
     def commands(self) -> list[str]:
         if not (self.kernel_path and self.initrd_path):
@@ -105,7 +133,16 @@ class UBootNetbootStrategy(Strategy):
             kernel=self.kernel_path, initrd=self.initrd_path, kernel_addr=self.kernel_addr,
             initrd_addr=self.initrd_addr, fdt_addr=self.fdt_addr,
             bootargs=[f"console={self.console_device}", *self.bootargs.split(), *self.extra_bootargs],
-            server=self.tftp_server or None, use_dhcp=self.dhcp)
+            server=self.tftp_server or None, use_dhcp=self.dhcp,
+            blocksize=self.tftp_blocksize, windowsize=self.tftp_windowsize,
+            comp_addr=self._comp_addr() if self.kernel_compressed else None, comp_size=self.kernel_comp_size,
+            pass_lease=self.pass_lease and self.dhcp)
+
+    def _comp_addr(self) -> str:
+        if not self.kernel_comp_addr:
+            raise JobError("the image's kernel is compressed but the env file sets no kernel_comp_addr for "
+                           "UBootNetbootStrategy (where U-Boot may decompress it)")
+        return self.kernel_comp_addr
 
     @never_retry
     @step(args=["status"])

@@ -279,7 +279,13 @@ def _build_into(recipe: Recipe, resolution: Resolution, key: str, image_dir: Pat
     tmp = Path(tempfile.mkdtemp(prefix=".build-", dir=image_dir.parent if image_dir.parent.exists() else _mk(image_dir.parent)))
     try:
         kernel_name = KERNEL_NAMES[recipe.arch]
-        shutil.copyfile(vmlinuz, tmp / kernel_name)
+        if recipe.kernel_compress == "gzip":
+            kernel_name += ".gz"
+            with open(vmlinuz, "rb") as src, open(tmp / kernel_name, "wb") as raw, \
+                    gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=9) as gz:
+                shutil.copyfileobj(src, gz, 1 << 20)
+        else:
+            shutil.copyfile(vmlinuz, tmp / kernel_name)
         with open(tmp / INITRD_NAME, "wb") as raw:
             # mtime=0 and no file name in the header: the same cpio gives the same .gz
             with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=6) as gz:
@@ -289,6 +295,7 @@ def _build_into(recipe: Recipe, resolution: Resolution, key: str, image_dir: Pat
         manifest = {
             "name": recipe.name, "arch": recipe.arch, "key": key, "builder": BUILDER_VERSION,
             "recipe": recipe.canonical(), "kernel": kernel_name, "initrd": INITRD_NAME,
+            "kernel_compression": recipe.kernel_compress,
             "kernel_version": kversion, "modules": [posixpath.basename(m) for m in modules],
             "artifacts": artifacts,
             "packages": [{"name": p.name, "version": p.version, "arch": p.arch, "sha256": p.sha256}

@@ -10,21 +10,37 @@ mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev 2>/dev/null
 mkdir -p /dev/pts && mount -t devpts devpts /dev/pts
 hostname farm-target
+uptime() { read -r up _ < /proc/uptime; echo "$up"; }
+echo "farm-init: start at $(uptime)s"
 while read -r module; do
     insmod "/lib/modules/$module" || echo "farm-init: insmod $module failed"
 done < /etc/farm/modules
+echo "farm-init: modules loaded at $(uptime)s"
 ip link set lo up
+# farm.ip=ADDR:NETMASK:GATEWAY is U-Boot's DHCP lease, passed on so that Linux need not ask again
+lease=$(sed -n 's/.*farm\.ip=\([0-9.]*:[0-9.]*:[0-9.]*\).*/\1/p' /proc/cmdline)
+first=1
 for dev in /sys/class/net/*; do
     name=${dev##*/}
     [ "$name" = lo ] && continue
     ip link set "$name" up
-    if udhcpc -i "$name" -s /etc/farm/udhcpc.sh -q -n -t 5 -T 1 >/dev/null 2>&1; then
-        echo "farm-init: $name $(ip -4 -o addr show dev "$name" | awk '{print $4}')"
+    addr=${lease%%:*}; rest=${lease#*:}; mask=${rest%%:*}; gw=${rest#*:}
+    if [ "$first" = 1 ] && [ -n "$addr" ] && [ -n "$mask" ]; then
+        eval "$(ipcalc -p "$addr" "$mask")"
+        ip addr add "$addr/$PREFIX" dev "$name"
+        [ -n "$gw" ] && [ "$gw" != 0.0.0.0 ] && ip route add default via "$gw" dev "$name"
+        # announce the address (gratuitous ARP): neighbours that saw the bootloader learn it is ours now
+        arping -U -c 1 -w 1 -I "$name" "$addr" >/dev/null 2>&1
+        echo "farm-init: $name $addr/$PREFIX (lease from the bootloader)"
+    elif [ -z "$addr" ] && udhcpc -i "$name" -s /etc/farm/udhcpc.sh -q -n -t 5 -T 1 >/dev/null 2>&1; then
+        echo "farm-init: $name $(ip -4 -o addr show dev "$name" | awk '{print $4}') (DHCP)"
     else
-        echo "farm-init: $name: no DHCP answer"
+        echo "farm-init: $name up, no address"
     fi
+    first=0
 done
-echo "FARM-READY kernel=$(uname -r) cpus=$(nproc)"
+echo "farm-init: network up at $(uptime)s"
+echo "FARM-READY kernel=$(uname -r) cpus=$(nproc) uptime=$(uptime)s"
 export HOME=/root PS1='\u@\h:\w# '
 cd /root
 exec setsid cttyhack /bin/sh

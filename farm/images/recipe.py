@@ -7,6 +7,7 @@ Example::
     kernel:
       package: linux-image-arm64          # a metapackage is followed to the real image package
       modules: [virtio_net, virtio_mmio, virtio_pci, fec]
+      compress: gzip                      # ship Image.gz: a third of the TFTP transfer; booti unpacks it
     initrd:
       packages: [busybox-static, iperf3, openssl]
       files: [/bin/busybox, /usr/bin/iperf3, /usr/bin/openssl]
@@ -34,6 +35,7 @@ class Recipe:
     name: str
     arch: str
     kernel_package: str
+    kernel_compress: str  # "none" or "gzip": a gzip'ed arm64 Image that U-Boot's booti unpacks
     modules: tuple[str, ...]
     packages: tuple[str, ...]
     files: tuple[str, ...]
@@ -46,12 +48,13 @@ class Recipe:
     def canonical(self) -> dict:
         """What the build depends on, for the cache key (not the file name or its comments)."""
         return {"name": self.name, "arch": self.arch, "kernel_package": self.kernel_package,
+                "kernel_compress": self.kernel_compress,
                 "modules": list(self.modules), "packages": list(self.packages), "files": list(self.files)}
 
 
 def _check(pattern: re.Pattern[str], what: str):
     def check(value: str) -> str | None:
-        return None if pattern.match(value) and ".." not in value.split("/") else f"is not a valid {what}"
+        return None if pattern.fullmatch(value) and ".." not in value.split("/") else f"is not a valid {what}"
     return check
 
 
@@ -59,17 +62,22 @@ def load_recipe(path: str | Path) -> Recipe:
     doc = load_yaml(path, "image recipe")
     reject_unknown(doc, {"name", "arch", "kernel", "initrd", "description"})
     name = require(doc, "name", str)
-    if not _NAME.match(name):
+    if not _NAME.fullmatch(name):
         raise doc.error("name", f"{name!r} is not a valid image name (letters, digits, . _ -)")
     arch = require(doc, "arch", str)
     if arch not in ARCHES:
         raise doc.error("arch", f"unsupported architecture {arch!r} (one of: {', '.join(ARCHES)})")
     kernel = require(doc, "kernel", Node)
-    reject_unknown(kernel, {"package", "modules"})
+    reject_unknown(kernel, {"package", "modules", "compress"})
     kernel_package = require(kernel, "package", str)
     if _check(_PACKAGE, "Debian package name")(kernel_package):
         raise kernel.error("package", f"{kernel_package!r} is not a valid Debian package name")
     modules = string_list(kernel, "modules", check=_check(_MODULE, "kernel module name"))
+    compress = field(kernel, "compress", str, "none")
+    if compress not in ("none", "gzip"):
+        raise kernel.error("compress", f"{compress!r}: expected none or gzip")
+    if compress == "gzip" and arch != "arm64":
+        raise kernel.error("compress", "only an arm64 Image is compressed by farm (x86 bzImage already is)")
     initrd = require(doc, "initrd", Node)
     reject_unknown(initrd, {"packages", "files"})
     packages = string_list(initrd, "packages", check=_check(_PACKAGE, "Debian package name"))
@@ -77,7 +85,7 @@ def load_recipe(path: str | Path) -> Recipe:
         raise initrd.error("packages", "at least one package is needed (busybox-static gives the shell)")
     files = string_list(initrd, "files", check=_check(_PATH, "absolute file path"))
     field(doc, "description", str, "")
-    return Recipe(name=name, arch=arch, kernel_package=kernel_package, modules=tuple(modules),
+    return Recipe(name=name, arch=arch, kernel_package=kernel_package, kernel_compress=compress, modules=tuple(modules),
                   packages=tuple(packages), files=tuple(files), source=str(path),
                   where={"kernel.package": kernel.where("package"), "kernel.modules": kernel.where("modules"),
                          "initrd.packages": initrd.where("packages"), "initrd.files": initrd.where("files")})

@@ -1,0 +1,224 @@
+"""farm.results.ipbench: the lab's wide CSV (tests/data/ipbench-*.csv, synthetic, see README) into
+sweep records and back, the variants of public ipbench scripts, and iperf3 imports."""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from pathlib import Path
+
+import pytest
+
+from farm.bench import BenchmarkError
+from farm.errors import EXIT_JOB_ERROR, JobError, ParseError
+from farm.results.ipbench import (
+    METRICS, WIDE_COLUMNS, import_iperf3, read_ipbench_csv, sweep_rows, write_wide_csv,
+)
+from farm.results.record import Measurement, Record, RunContext, parse_params
+
+DATA = Path(__file__).resolve().parent.parent / "data"
+SAMPLE = DATA / "ipbench-sample.csv"
+HEADER = ",".join(WIDE_COLUMNS)
+
+
+def write(tmp_path: Path, text: str, name: str = "lab.csv") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_wide_columns_are_the_lab_header():
+    assert HEADER == ("Requested_Throughput,Receive_Throughput,Send_Throughput,Packet_Size,"
+                      "Minimum_RTT,Average_RTT,Maximum_RTT,Stdev_RTT,Median_RTT,CPU_Utilisation")
+
+
+# --- reading the lab's CSV -------------------------------------------------------------------
+
+
+def test_read_sample_gives_live_sweep_records():
+    records = read_ipbench_csv(SAMPLE, setup="maaxboard", target="maaxboard-1")
+    assert len(records) == 13 * 9  # 13 loads, 9 metrics (Packet_Size is a param)
+    run_id = "import-" + hashlib.sha256(SAMPLE.read_bytes()).hexdigest()[:12]
+    assert {r.run_id for r in records} == {run_id}
+    first = {r.metric: r for r in records[:9]}
+    assert {(m, r.unit) for m, r in first.items()} == set(METRICS.values())
+    r = first["received_throughput"]
+    assert (r.benchmark, r.suite, r.setup, r.target, r.arch, r.repeat) == (
+        "sweep", "network", "maaxboard", "maaxboard-1", "unknown", 0)
+    assert r.params == "packet_size=1472;requested=10000000"
+    assert r.value == 9995659.0
+    assert first["rtt_stdev"].value == 23.79
+    assert first["rtt_median"].value == 87.0
+    assert first["cpu_utilisation"].value == 3.3  # the CPU column wins over Idle/Total_Cycles
+    assert first["requested_throughput"].value == 10_000_000.0
+
+
+def test_import_is_reproducible():
+    assert read_ipbench_csv(SAMPLE, setup="x") == read_ipbench_csv(SAMPLE, setup="x")
+
+
+def test_missing_column_names_file_and_column():
+    path = DATA / "ipbench-missing-column.csv"
+    with pytest.raises(JobError) as info:
+        read_ipbench_csv(path, setup="x")
+    assert str(info.value).startswith(f"{path} line 1: no Median_RTT column")
+    assert info.value.exit_code == EXIT_JOB_ERROR
+
+
+def test_bad_number_names_file_line_and_column():
+    path = DATA / "ipbench-bad-number.csv"
+    with pytest.raises(ParseError) as info:
+        read_ipbench_csv(path, setup="x")
+    assert str(info.value) == f"{path} line 4: Average_RTT is '9O', expected a number"
+
+
+def test_lower_case_header_of_the_au_ts_scripts(tmp_path):
+    # helpers/scripts/latency.sh and ipbench_benchmark.sh write "CPU_utilisation"
+    text = SAMPLE.read_text().replace("CPU_Utilisation", "CPU_utilisation")
+    records = read_ipbench_csv(write(tmp_path, text), setup="x")
+    assert [r.value for r in records if r.metric == "cpu_utilisation"][:2] == [3.3, 3.6]
+
+
+def test_cpu_from_idle_and_total_cycles_when_there_is_no_cpu_column(tmp_path):
+    header = ("Requested_Throughput,Receive_Throughput,Send_Throughput,Packet_Size,Minimum_RTT,"
+              "Average_RTT,Maximum_RTT,Stdev_RTT,Median_RTT,Bad_Packets,Idle_Cycles,Total_Cycles")
+    text = f"{header}\n100000000,99916558,99983042,1472,60,95,808,20.84,88,0,9000,12000\n"
+    records = read_ipbench_csv(write(tmp_path, text), setup="x")
+    assert [r.value for r in records if r.metric == "cpu_utilisation"] == [25.0]
+
+
+def test_cycles_agree_with_the_cpu_column_of_the_sample(tmp_path):
+    lines = SAMPLE.read_text().splitlines()
+    cut = "\n".join(",".join(c for i, c in enumerate(line.split(",")) if i != 9) for line in lines)
+    derived = [r.value for r in read_ipbench_csv(write(tmp_path, cut), setup="x")
+               if r.metric == "cpu_utilisation"]
+    printed = [r.value for r in read_ipbench_csv(SAMPLE, setup="x") if r.metric == "cpu_utilisation"]
+    assert derived == pytest.approx(printed, abs=0.06)
+
+
+def test_star_mark_of_latency_sh_and_blank_lines(tmp_path):
+    text = f"{HEADER}\n\n*1000000000,700000000,999000000,1472,70,4000,9000,10.5,3900,61.9\n"
+    records = read_ipbench_csv(write(tmp_path, text), setup="x")
+    assert records[0].params == "packet_size=1472;requested=1000000000"
+    assert records[0].value == 1e9
+
+
+def test_repeated_points_get_the_next_repeat(tmp_path):
+    row = "10000000,9995659,9996133,1472,58,92,481,23.79,87,3.3"
+    records = read_ipbench_csv(write(tmp_path, f"{HEADER}\n{row}\n{row}\n"), setup="x")
+    assert sorted({r.repeat for r in records}) == [0, 1]
+
+
+def test_cpu_fraction_files(tmp_path):
+    text = f"{HEADER}\n10000000,9995659,9996133,1472,58,92,481,23.79,87,0.033\n"
+    records = read_ipbench_csv(write(tmp_path, text), setup="x", cpu_fraction=True)
+    assert [r.value for r in records if r.metric == "cpu_utilisation"] == [pytest.approx(3.3)]
+
+
+@pytest.mark.parametrize("text, message", [
+    ("", r"line 1: empty, expected the header Requested_Throughput,"),
+    (f"{HEADER}\n10000000,9995659\n", r"line 2: 2 fields, the header has 10"),
+    (f"{HEADER}\n10000000,9995659,9996133,1472,58,nan,481,23.79,87,3.3\n", r"line 2: Average_RTT is 'nan'"),
+])
+def test_other_broken_files(tmp_path, text, message):
+    with pytest.raises((JobError, ParseError), match=message):
+        read_ipbench_csv(write(tmp_path, text), setup="x")
+
+
+def test_no_cpu_column_and_no_cycles(tmp_path):
+    header = HEADER.replace(",CPU_Utilisation", ",Idle_Cycles")
+    with pytest.raises(JobError, match=r"no CPU_Utilisation column"):
+        read_ipbench_csv(write(tmp_path, f"{header}\n"), setup="x")
+
+
+# --- records -> wide rows -> CSV -------------------------------------------------------------
+
+
+def test_sweep_rows_round_trip_the_sample(tmp_path):
+    records = read_ipbench_csv(SAMPLE, setup="maaxboard")
+    shuffled = records[:]
+    random.Random(1).shuffle(shuffled)
+    rows = sweep_rows(shuffled)
+    assert [row["Requested_Throughput"] for row in rows] == [
+        1e6 * x for x in (10, 20, 50, 100, 200, 300, 400, 500, 600, 700, 800, 900, 1000)]
+    assert rows[0] == {
+        "Requested_Throughput": 10000000.0, "Receive_Throughput": 9995659.0,
+        "Send_Throughput": 9996133.0, "Packet_Size": 1472.0, "Minimum_RTT": 58.0,
+        "Average_RTT": 92.0, "Maximum_RTT": 481.0, "Stdev_RTT": 23.79, "Median_RTT": 87.0,
+        "CPU_Utilisation": 3.3}
+    out = tmp_path / "wide.csv"
+    write_wide_csv(out, rows)
+    lines = out.read_text().splitlines()
+    assert lines[0] == HEADER
+    assert lines[1] == "10000000,9995659,9996133,1472,58,92,481,23.79,87,3.3"
+    # the sample without its trailing cycle columns, number for number (ipbench's "27.00" is our "27")
+    def numbers(text_lines):
+        return [[float(cell) for cell in line.split(",")[:10]] for line in text_lines]
+    assert numbers(lines[1:]) == numbers(SAMPLE.read_text().splitlines()[1:])
+    assert "612,27,97" in lines[8]
+    again = read_ipbench_csv(out, setup="maaxboard")
+    assert [(r.metric, r.params, r.value) for r in again] == [(r.metric, r.params, r.value) for r in records]
+
+
+def test_sweep_rows_from_live_records_with_gaps():
+    ctx = RunContext(run_id="r1", target="qemu", arch="arm64", setup="qemu", image="img", suite="network")
+    params = {"requested": 50000000, "packet_size": 1472}
+    records = [ctx.record(Measurement("sweep", "received_throughput", 49e6, "bit/s", params)),
+               ctx.record(Measurement("sweep", "loss", 0.1, "percent", params)),
+               ctx.record(Measurement("iperf3", "sent_throughput", 1.0, "bit/s", params))]
+    (row,) = sweep_rows(records)
+    assert row["Requested_Throughput"] == 50e6 and row["Packet_Size"] == 1472.0
+    assert row["Receive_Throughput"] == 49e6
+    assert row["Median_RTT"] is None and row["CPU_Utilisation"] is None
+
+
+def test_write_wide_csv_empty_cells_and_extra_columns(tmp_path):
+    rows = [{**dict.fromkeys(WIDE_COLUMNS), "Requested_Throughput": 1e7, "Stdev_RTT": 0.1 + 0.2,
+             "Idle_Cycles": 5}]
+    out = tmp_path / "w.csv"
+    write_wide_csv(out, rows)
+    assert out.read_text() == f"{HEADER},Idle_Cycles\n10000000,,,,,,,0.30000000000000004,,,5\n"
+
+
+def test_sweep_rows_refuses_two_runs_mixed_together():
+    records = read_ipbench_csv(SAMPLE, setup="board")
+    other = [Record(**{**r.as_row(), "run_id": "r2", "value": r.value + 1}) for r in records[:9]]
+    with pytest.raises(JobError, match=r"requested=10000000: two values of requested_throughput"):
+        sweep_rows(records + other)
+    same = [Record(**{**r.as_row(), "run_id": "r2"}) for r in records[:9]]
+    assert len(sweep_rows(records + same)) == 13  # identical duplicates are harmless
+
+
+def test_sweep_rows_needs_requested():
+    ctx = RunContext(run_id="r1", target="t", arch="a", setup="s", image="i", suite="network")
+    with pytest.raises(JobError, match="no requested=<bit/s>"):
+        sweep_rows([ctx.record(Measurement("sweep", "rtt_min", 1.0, "us", {"packet_size": 64}))])
+
+
+# --- iperf3 imports --------------------------------------------------------------------------
+
+
+def test_import_iperf3_json():
+    records = import_iperf3(DATA / "iperf3-udp.json", setup="qemu")
+    assert {r.benchmark for r in records} == {"iperf3"}
+    assert {r.suite for r in records} == {"network"}
+    digest = hashlib.sha256((DATA / "iperf3-udp.json").read_bytes()).hexdigest()[:12]
+    assert {r.run_id for r in records} == {f"import-{digest}"}
+    by_metric = {r.metric: r.value for r in records}
+    assert by_metric["received_throughput"] == 49956176.2388671
+
+
+def test_import_iperf3_text_of_several_runs():
+    records = import_iperf3(DATA / "iperf3-two-runs.txt", setup="board")
+    runs = {(parse_params(r.params)["run"], r.repeat) for r in records}
+    assert runs == {("0", 0), ("1", 1)}
+
+
+def test_import_iperf3_failures_name_the_file(tmp_path):
+    with pytest.raises(BenchmarkError, match="Connection refused"):
+        import_iperf3(DATA / "iperf3-refused.json", setup="x")
+    path = write(tmp_path, "hello\n", "junk.txt")
+    with pytest.raises(ParseError, match=rf"^{path}: iperf3 output: no run summary"):
+        import_iperf3(path, setup="x")
+    with pytest.raises(JobError, match="cannot read"):
+        import_iperf3(tmp_path / "missing.json", setup="x")
