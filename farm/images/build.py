@@ -26,6 +26,7 @@ from . import debian
 from .cpio import Entry, write_newc
 from .elf import elf_deps, is_elf
 from .modules import load_order, parse_modules_dep
+from .programs import build_program, compiler_fingerprint
 from .recipe import Recipe, load_recipe
 
 BUILDER_VERSION = "1"
@@ -112,9 +113,11 @@ def resolve_recipe(recipe: Recipe, cache: Path) -> Resolution:
         kernel = debian.follow_metapackage(recipe.kernel_package, recipe.arch)
     except debian.PackageNotFound as exc:
         raise recipe.error("kernel.package", f"Debian package '{exc.args[0]}' {hint}") from None
-    packages, missing = debian.resolve(recipe.packages, recipe.arch)
+    program_packages = [name for program in recipe.programs for name in program.packages]
+    packages, missing = debian.resolve([*recipe.packages, *program_packages], recipe.arch)
     if missing:
-        raise recipe.error("initrd.packages", f"Debian package '{missing[0]}' {hint}")
+        where = "programs" if missing[0] in program_packages and missing[0] not in recipe.packages else "initrd.packages"
+        raise recipe.error(where, f"Debian package '{missing[0]}' {hint}")
     resolution = Resolution(kernel, tuple(packages[n] for n in sorted(packages)))
     cached.parent.mkdir(parents=True, exist_ok=True)
     tmp = cached.with_suffix(".tmp")
@@ -131,6 +134,7 @@ def image_key(recipe: Recipe, resolution: Resolution) -> str:
         "kernel": debian.package_to_json(resolution.kernel),
         "packages": [debian.package_to_json(p) for p in resolution.packages],
         "support": [hashlib.sha256(_support_file(n)).hexdigest() for n in ("init.sh", "udhcpc.sh")],
+        "compiler": compiler_fingerprint(recipe.arch) if recipe.programs else None,
     })
 
 
@@ -187,13 +191,32 @@ class _Tree:
         return self.files.get(twin)
 
 
-def _collect(tree: _Tree, wanted: list[str], arch: str, recipe: Recipe) -> tuple[dict[str, Entry], set[debian.Package]]:
-    """Entries for the wanted files, their symlink chains and the shared libraries they load."""
+def _collect(tree: _Tree, wanted: list[str], arch: str, recipe: Recipe,
+             built: dict[str, bytes] | None = None) -> tuple[dict[str, Entry], set[debian.Package]]:
+    """Entries for the wanted files and ``built`` programs, their symlink chains and the shared
+    libraries they load."""
     entries: dict[str, Entry] = {}
     used: set[debian.Package] = set()
     lib_dirs = [f"/lib/{TRIPLETS[arch]}", f"/usr/lib/{TRIPLETS[arch]}", "/lib", "/usr/lib"]
     queue = list(wanted)
     done: set[str] = set()
+
+    def add_needs(path: str, data: bytes) -> None:
+        deps = elf_deps(data)
+        if deps.interpreter:
+            queue.append(deps.interpreter)
+        for soname in deps.needed:
+            for d in lib_dirs:
+                if tree.lookup(f"{d}/{soname}"):
+                    queue.append(f"{d}/{soname}")
+                    break
+            else:
+                raise recipe.error("initrd.files", f"library {soname} needed by {path} is in none of the packages")
+
+    for path, data in (built or {}).items():
+        entries[path] = Entry.file(path, data, 0o755)
+        done.add(path)
+        add_needs(path, data)
 
     def add_path(path: str, origin: str) -> None:
         for _ in range(40):  # symlink hops
@@ -211,16 +234,7 @@ def _collect(tree: _Tree, wanted: list[str], arch: str, recipe: Recipe) -> tuple
             data = real.read_bytes()
             entries[path] = Entry.file(path, data, stat.S_IMODE(real.stat().st_mode))
             if is_elf(data):
-                deps = elf_deps(data)
-                if deps.interpreter:
-                    queue.append(deps.interpreter)
-                for soname in deps.needed:
-                    for d in lib_dirs:
-                        if tree.lookup(f"{d}/{soname}"):
-                            queue.append(f"{d}/{soname}")
-                            break
-                    else:
-                        raise recipe.error("initrd.files", f"library {soname} needed by {path} is in none of the packages")
+                add_needs(path, data)
             return
         raise recipe.error("initrd.files", f"'{path}': too many symlink hops")
 
@@ -254,7 +268,9 @@ def _build_into(recipe: Recipe, resolution: Resolution, key: str, image_dir: Pat
     ktree = pkgs.tree(resolution.kernel)
     vmlinuz, kversion, modules = _kernel_parts(recipe, ktree)
     trees = {p: pkgs.tree(p) for p in resolution.packages}
-    entries, used = _collect(_Tree(trees), list(recipe.files) or ["/bin/busybox"], recipe.arch, recipe)
+    built = {f"/usr/bin/{program.name}": build_program(program, recipe.arch, list(trees.values()), TRIPLETS[recipe.arch])
+             for program in recipe.programs}
+    entries, used = _collect(_Tree(trees), list(recipe.files) or ["/bin/busybox"], recipe.arch, recipe, built)
 
     moddir = f"/lib/modules/{kversion}"
     for rel in modules:

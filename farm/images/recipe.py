@@ -22,6 +22,7 @@ import attrs
 
 from ..config import Node, field, load_yaml, reject_unknown, require, string_list
 from ..errors import JobError
+from .programs import Program
 
 ARCHES = ("arm64", "amd64")
 _PACKAGE = re.compile(r"^[a-z0-9][a-z0-9+.-]+$")
@@ -39,6 +40,7 @@ class Recipe:
     modules: tuple[str, ...]
     packages: tuple[str, ...]
     files: tuple[str, ...]
+    programs: tuple[Program, ...]
     source: str  # the recipe file, for messages
     where: dict[str, str] = attrs.field(factory=dict, eq=False)  # field -> "file:line: field", for messages
 
@@ -49,7 +51,8 @@ class Recipe:
         """What the build depends on, for the cache key (not the file name or its comments)."""
         return {"name": self.name, "arch": self.arch, "kernel_package": self.kernel_package,
                 "kernel_compress": self.kernel_compress,
-                "modules": list(self.modules), "packages": list(self.packages), "files": list(self.files)}
+                "modules": list(self.modules), "packages": list(self.packages), "files": list(self.files),
+                "programs": [p.fingerprint() for p in self.programs]}
 
 
 def _check(pattern: re.Pattern[str], what: str):
@@ -60,7 +63,7 @@ def _check(pattern: re.Pattern[str], what: str):
 
 def load_recipe(path: str | Path) -> Recipe:
     doc = load_yaml(path, "image recipe")
-    reject_unknown(doc, {"name", "arch", "kernel", "initrd", "description"})
+    reject_unknown(doc, {"name", "arch", "kernel", "initrd", "programs", "description"})
     name = require(doc, "name", str)
     if not _NAME.fullmatch(name):
         raise doc.error("name", f"{name!r} is not a valid image name (letters, digits, . _ -)")
@@ -85,7 +88,23 @@ def load_recipe(path: str | Path) -> Recipe:
         raise initrd.error("packages", "at least one package is needed (busybox-static gives the shell)")
     files = string_list(initrd, "files", check=_check(_PATH, "absolute file path"))
     field(doc, "description", str, "")
+    programs = []
+    for i, item in enumerate(field(doc, "programs", list, None) or []):
+        if not isinstance(item, Node):
+            raise doc.error("programs", f"item {i} must be a mapping with name and source")
+        reject_unknown(item, {"name", "source", "packages", "libs"})
+        prog_name = require(item, "name", str)
+        if not _NAME.match(prog_name):
+            raise item.error("name", f"{prog_name!r} is not a valid program name")
+        source = Path(require(item, "source", str))
+        source = source if source.is_absolute() else Path(path).parent / source
+        if not source.is_file():
+            raise item.error("source", f"{source} not found")
+        programs.append(Program(prog_name, source,
+                                tuple(string_list(item, "packages", check=_check(_PACKAGE, "Debian package name"))),
+                                tuple(string_list(item, "libs", check=_check(_MODULE, "library name")))))
     return Recipe(name=name, arch=arch, kernel_package=kernel_package, kernel_compress=compress, modules=tuple(modules),
-                  packages=tuple(packages), files=tuple(files), source=str(path),
+                  packages=tuple(packages), files=tuple(files), programs=tuple(programs), source=str(path),
                   where={"kernel.package": kernel.where("package"), "kernel.modules": kernel.where("modules"),
-                         "initrd.packages": initrd.where("packages"), "initrd.files": initrd.where("files")})
+                         "initrd.packages": initrd.where("packages"), "initrd.files": initrd.where("files"),
+                         "programs": doc.where("programs") if "programs" in doc else f"{path}: programs"})
