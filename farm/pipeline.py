@@ -26,13 +26,14 @@ from .bench import BenchmarkError
 from .bench.context import BenchContext
 from .bench.registry import BENCHMARKS
 from .boot.console_log import ConsoleLog
-from .boot.facts import read_facts
+from .boot.facts import TargetFacts, read_facts
 from .boot.session import EnvFile, boot_target
 from .config import Node, field, load_yaml, reject_unknown, require, string_list
 from .errors import (EXIT_INFRA_ERROR, EXIT_JOB_ERROR, EXIT_OK, EXIT_TEST_FAILURE, FarmError,
                      InfrastructureError, JobError)
 from .images.build import Image, build
 from .results.csvout import append_records
+from .results.cycles import cycles_per_byte
 from .results.junit import Case, write_junit
 from .results.record import RunContext, now_iso, to_json, write_text_atomic
 
@@ -45,19 +46,35 @@ class Benchmark:
 
 @attrs.frozen
 class Setup:
+    """A way of booting the targets: kernel arguments (``maxcpus=1``) and/or another image."""
+
     name: str
     bootargs: tuple[str, ...] = ()
+    image: Path | None = None
+
+
+ANY_ARCH = "*"
 
 
 @attrs.frozen
 class Pipeline:
     name: str
     source: Path
-    image: Path
+    images: dict[str, Path]  # arch -> recipe; ANY_ARCH when one recipe serves every target
     envs: tuple[Path, ...]
     setups: tuple[Setup, ...]
     benchmarks: tuple[Benchmark, ...]
     repeats: int
+    cpu_frequency_hz: float | None = None
+
+    def recipe_for(self, arch: str, setup: Setup) -> Path:
+        if setup.image is not None:
+            return setup.image
+        if arch in self.images:
+            return self.images[arch]
+        if ANY_ARCH in self.images:
+            return self.images[ANY_ARCH]
+        raise JobError(f"{self.source}: images: no image for architecture {arch} (have: {', '.join(self.images)})")
 
 
 def _relative(node: Node, key: str, value: str) -> Path:
@@ -67,10 +84,17 @@ def _relative(node: Node, key: str, value: str) -> Path:
 
 def load_pipeline(path: str | Path) -> Pipeline:
     doc = load_yaml(path, "pipeline file")
-    reject_unknown(doc, {"name", "description", "image", "targets", "setups", "benchmarks", "repeats"})
+    reject_unknown(doc, {"name", "description", "image", "images", "targets", "setups", "benchmarks", "repeats",
+                         "cpu_frequency_hz"})
     name = require(doc, "name", str)
     field(doc, "description", str, "")
-    image = _relative(doc, "image", require(doc, "image", str, "an image recipe, relative to this file"))
+    if ("image" in doc) == ("images" in doc):
+        raise doc.error(None, "give either 'image' (one recipe) or 'images' (a recipe per architecture)")
+    if "image" in doc:
+        images = {ANY_ARCH: _relative(doc, "image", require(doc, "image", str))}
+    else:
+        per_arch = require(doc, "images", Node)
+        images = {arch: _relative(per_arch, arch, field(per_arch, arch, str, "")) for arch in per_arch}
     targets = require(doc, "targets", list)
     envs = []
     for i, item in enumerate(targets):
@@ -86,8 +110,10 @@ def load_pipeline(path: str | Path) -> Pipeline:
             raise doc.error("setups", f"item {i} must be a mapping with a name")
         if not hasattr(item, "key_lines"):
             item.key_lines, item.file, item.path = {}, str(path), f"setups[{i}]"
-        reject_unknown(item, {"name", "bootargs"})
-        setups.append(Setup(require(item, "name", str), tuple(string_list(item, "bootargs"))))
+        reject_unknown(item, {"name", "bootargs", "image"})
+        setup_image = field(item, "image", str, None)
+        setups.append(Setup(require(item, "name", str), tuple(string_list(item, "bootargs")),
+                            _relative(item, "image", setup_image) if setup_image else None))
     benchmarks = []
     for i, item in enumerate(require(doc, "benchmarks", list)):
         if not isinstance(item, Node) or len(item) != 1:
@@ -108,8 +134,11 @@ def load_pipeline(path: str | Path) -> Pipeline:
     repeats = field(doc, "repeats", int, 1)
     if repeats < 1:
         raise doc.error("repeats", "must be at least 1")
-    return Pipeline(name=name, source=Path(path), image=image, envs=tuple(envs), setups=tuple(setups),
-                    benchmarks=tuple(benchmarks), repeats=repeats)
+    frequency = field(doc, "cpu_frequency_hz", float, None)
+    if frequency is not None and frequency <= 0:
+        raise doc.error("cpu_frequency_hz", "must be a positive number of Hz")
+    return Pipeline(name=name, source=Path(path), images=images, envs=tuple(envs), setups=tuple(setups),
+                    benchmarks=tuple(benchmarks), repeats=repeats, cpu_frequency_hz=frequency)
 
 
 def new_run_id() -> str:
@@ -179,18 +208,22 @@ def run_pipeline(pipeline_path: str | Path, *, out: Path | None = None, env_over
         "started": now_iso(), "finished": None, "status": "running",
         "farm_version": __version__, "git_sha": git_sha(Path.cwd()) or git_sha(Path(__file__).parent),
         "ci_job": os.environ.get("CI_JOB_ID") or os.environ.get("GITHUB_RUN_ID"),
-        "envs": [str(e) for e in envs], "image": None, "targets": {},
+        "envs": [str(e) for e in envs], "images": {}, "targets": {},
     })
     run.save()
     progress.say(f"run {run_id} -> {path}")
     with ConsoleLog(path / "console") as console:
         try:
-            image = _stage(run, progress, "build", "farm.build", lambda: build(pipeline.image))
-            run.info["image"] = image.manifest
-            run.info["image_dir"] = str(image.path)
+            images: dict[Path, Image] = {}
+            recipes = list(dict.fromkeys(pipeline.recipe_for(e.arch, s) for e in env_files for s in pipeline.setups))
+            for recipe in recipes:
+                name = "build" if len(recipes) == 1 else f"build {recipe.stem}"
+                images[recipe] = _stage(run, progress, name, "farm.build", lambda r=recipe: build(r))
+                run.info["images"][images[recipe].name] = {"dir": str(images[recipe].path), **images[recipe].manifest}
             for env in env_files:
                 for setup in pipeline.setups:
                     for repeat in range(pipeline.repeats):
+                        image = images[pipeline.recipe_for(env.arch, setup)]
                         _boot_and_bench(run, progress, pipeline, env, setup, repeat, image, console)
         except FarmError as exc:
             run.fail(exc)
@@ -205,7 +238,24 @@ def run_pipeline(pipeline_path: str | Path, *, out: Path | None = None, env_over
                 run.info["status"] = {EXIT_OK: "passed", EXIT_TEST_FAILURE: "failed",
                                       EXIT_INFRA_ERROR: "infrastructure-error", EXIT_JOB_ERROR: "job-error"}[run.status]
             run.save()
+            _publish(run, progress)
     return run
+
+
+def _publish(run: RunDir, progress: Progress) -> None:
+    """Wide CSVs, plots, summary.md, metrics.txt; a failure here is reported, never loses the run."""
+    from .results.publish import publish
+
+    t0 = time.monotonic()
+    try:
+        report = publish(run.path)
+    except Exception as exc:  # noqa: BLE001 - publishing must not hide what was measured
+        run.case(Case("publish", "farm.publish", time.monotonic() - t0, "error", f"{type(exc).__name__}: {exc}"))
+        progress.say(f"publish ERROR: {exc}")
+        return
+    run.case(Case("publish", "farm.publish", time.monotonic() - t0, "pass"))
+    progress.say(f"publish ok: {report.summary.name}, {report.metrics.name}"
+                 + (f", {len(report.plots)} plot(s)" if report.plots else ""))
 
 
 def _stage(run: RunDir, progress: Progress, name: str, classname: str, action: Callable[[], Any]) -> Any:
@@ -236,14 +286,18 @@ def _boot_and_bench(run: RunDir, progress: Progress, pipeline: Pipeline, env: En
     try:
         with boot_target(env, image, job, console, list(setup.bootargs)) as booted:
             facts = read_facts(booted.shell)
-            run.info["targets"][env.target_name] = {"env": str(env.path), "arch": env.arch, "setup": setup.name,
-                                                    "boot_seconds": round(booted.boot_seconds, 3), **facts.as_dict()}
+            frequency, source = cpu_frequency(facts, pipeline, env)
+            run.info["targets"].setdefault(env.target_name, {"env": str(env.path), "arch": env.arch, "boots": []})
+            run.info["targets"][env.target_name]["boots"].append({
+                "setup": setup.name, "repeat": repeat, "image": image.name, "image_key": image.manifest["key"],
+                "boot_seconds": round(booted.boot_seconds, 3), **facts.as_dict(),
+                "frequency_hz": frequency, "frequency_source": source})
             run.case(Case(f"boot {label}", "farm.boot", time.monotonic() - t0, "pass"))
             progress.say(f"boot {label} ok in {booted.boot_seconds:.1f}s: {facts.cpus} cpus, "
                          f"{facts.kernel}, address {facts.address or '-'}")
             ctx = BenchContext(booted, facts)
             for bench in pipeline.benchmarks:
-                _run_benchmark(run, progress, ctx, bench, RunContext(
+                _run_benchmark(run, progress, ctx, bench, frequency, RunContext(
                     run_id=run.run_id, target=env.target_name, arch=env.arch, setup=setup.name,
                     image=image.name, suite=BENCHMARKS[bench.name].suite, repeat=repeat), label)
     except InfrastructureError as exc:
@@ -253,8 +307,27 @@ def _boot_and_bench(run: RunDir, progress: Progress, pipeline: Pipeline, env: En
         run.fail(exc)
 
 
+def cpu_frequency(facts: TargetFacts, pipeline: Pipeline, env: EnvFile) -> tuple[float | None, str]:
+    """The target's CPU frequency and where it came from: the target itself (cpufreq, cpuinfo),
+    else the pipeline's ``cpu_frequency_hz``, else the env file's option of that name."""
+    if facts.frequency_hz:
+        return facts.frequency_hz, facts.frequency_source
+    if pipeline.cpu_frequency_hz:
+        return pipeline.cpu_frequency_hz, "pipeline"
+    value = env.options.get("cpu_frequency_hz")
+    if value is not None:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+            raise JobError(f"{env.path}: options.cpu_frequency_hz: {value!r} is not a positive number of Hz")
+        return float(value), "env"
+    return None, "unknown"
+
+
+#: suites whose throughput records also get cycles/byte (the cost of the function per byte)
+CYCLES_SUITES = ("crypto", "storage")
+
+
 def _run_benchmark(run: RunDir, progress: Progress, ctx: BenchContext, bench: Benchmark,
-                   rc: RunContext, label: str) -> None:
+                   frequency: float | None, rc: RunContext, label: str) -> None:
     spec = BENCHMARKS[bench.name]
     name = f"{spec.suite}.{bench.name} {label}"
     progress.say(f"{name} ...")
@@ -271,6 +344,8 @@ def _run_benchmark(run: RunDir, progress: Progress, ctx: BenchContext, bench: Be
     except Exception as exc:  # the console or the board went away mid-benchmark
         raise InfrastructureError(f"{name}: {type(exc).__name__}: {exc}") from exc
     records = [rc.record(m) for m in measurements]
+    if frequency and rc.suite in CYCLES_SUITES:
+        records += cycles_per_byte(records, {rc.target: frequency})
     append_records(run.results_csv, records)
     seconds = time.monotonic() - t0
     if not records:

@@ -1,13 +1,15 @@
-"""The network suite: iperf3 between the lab host (client) and the target (server)."""
+"""The network suite: iperf3 between the lab host (client) and the target (server), and the
+ipbench-style load sweep (iperf3 at each requested rate + sockperf RTT + target CPU)."""
 
 from __future__ import annotations
 
+import shlex
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Mapping
 
 from ..results.record import Measurement
-from . import BenchmarkError
-from . import iperf3
+from . import BenchmarkError, cpustat, iperf3, rtt
 from .context import BenchContext
 
 IPERF3_PORT = 5201
@@ -44,3 +46,65 @@ def run_iperf3(ctx: BenchContext, params: Mapping[str, Any]) -> list[Measurement
         if params.get(key) is not None:
             recorded[key] = params[key]
     return iperf3.parse_json(proc.stdout, params=recorded)
+
+
+# --- the ipbench-style load sweep ------------------------------------------------------------
+
+DEFAULT_LOADS_MBPS = (10, 20, 50, 100, 200, 300, 400, 500, 600, 700, 800, 900, 1000)
+SOCKPERF_PORT = rtt.DEFAULT_PORT
+
+
+def _wait_listening(ctx: BenchContext, port: int, proto: str, tool: str) -> None:
+    """Poll /proc/net until ``port`` is bound (no fixed sleep); UDP sockets show state 07."""
+    files, state = ("/proc/net/tcp /proc/net/tcp6", "0A") if proto == "tcp" else ("/proc/net/udp /proc/net/udp6", "07")
+    ctx.run(f"i=0; while [ $i -lt 100 ]; do grep -qi ':{port:04X} 0\\{{8,32\\}}:0000 {state}' {files} 2>/dev/null "
+            f"&& exit 0; i=$((i+1)); usleep 20000; done; exit 1", timeout=10, tool=tool)
+
+
+def _cpu_times(ctx: BenchContext) -> cpustat.CpuTimes:
+    return cpustat.parse_proc_stat("\n".join(ctx.run("head -n1 /proc/stat", tool="cpu")))
+
+
+def run_sweep(ctx: BenchContext, params: Mapping[str, Any]) -> list[Measurement]:
+    """For each requested load: iperf3 (host -> target) at that rate, sockperf RTT probes at the
+    same time, and the target's CPU utilisation from /proc/stat around the point.
+
+    The RTT probe is sockperf's under-load client at ``rtt_rate`` packets/s of ``packet_size``
+    bytes (sockperf server on the target); its own load (100 pps x 1472 B = 1.2 Mb/s by default)
+    is recorded as ``rtt_rate`` in every point's params. A point whose iperf3 fails becomes a
+    failed benchmark with the points before it kept.
+    """
+    protocol = params.get("protocol", "udp")
+    loads = [float(v) for v in params.get("loads", DEFAULT_LOADS_MBPS)]
+    size = int(params.get("packet_size", 1472))
+    duration = params.get("duration", 5)
+    warmup = params.get("warmup", 1)
+    rtt_rate = int(params.get("rtt_rate", 100))
+    ctx.run(f"pidof iperf3 >/dev/null || iperf3 -s -D -p {IPERF3_PORT}", tool="iperf3")
+    ctx.run("pidof sockperf >/dev/null || " + shlex.join(rtt.server_command(SOCKPERF_PORT, daemonize=True))
+            + " >/dev/null", tool="sockperf")
+    _wait_listening(ctx, IPERF3_PORT, "tcp", "iperf3")
+    _wait_listening(ctx, SOCKPERF_PORT, "udp", "sockperf")
+    ihost, iport = ctx.reach(IPERF3_PORT, ("tcp", "udp"))
+    shost, sport = ctx.reach(SOCKPERF_PORT, ("udp",))
+
+    measurements: list[Measurement] = []
+    for load in loads:
+        point = {"protocol": protocol, "requested": int(load * 1e6), "packet_size": size,
+                 "duration": duration, "rtt_rate": rtt_rate}
+        argv = iperf3.client_command(ihost, iport, duration=duration, protocol=protocol,
+                                     bitrate=f"{load:g}M", length=size, omit=warmup)
+        before = _cpu_times(ctx)
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            probe = pool.submit(rtt.measure_rtt, shost, sport, rate_pps=rtt_rate, size=size,
+                                duration=duration + warmup)
+            proc = subprocess.run(argv, capture_output=True, text=True, timeout=float(duration + warmup) + 60)
+            stats = probe.result()
+        after = _cpu_times(ctx)
+        found = iperf3.parse_json(proc.stdout, params=point)
+        measurements.append(Measurement("sweep", "requested_throughput", load * 1e6, "bit/s", point))
+        measurements += [Measurement("sweep", m.metric, m.value, m.unit, point) for m in found
+                         if m.metric in ("sent_throughput", "received_throughput", "loss", "jitter")]
+        measurements += stats.measurements(point)
+        measurements.append(Measurement("sweep", "cpu_utilisation", cpustat.utilisation(before, after), "percent", point))
+    return measurements

@@ -8,8 +8,8 @@ import attrs
 
 from ..results.record import Measurement
 from .context import BenchContext
-from .crypto import run_openssl_speed
-from .network import run_iperf3
+from .crypto import run_isal, run_openssl_speed
+from .network import run_iperf3, run_sweep
 
 
 @attrs.frozen
@@ -24,6 +24,9 @@ BENCHMARKS: dict[str, BenchmarkSpec] = {spec.name: spec for spec in (
     BenchmarkSpec("iperf3", "network", run_iperf3, {
         "protocol": str, "duration": (int, float), "bitrate": str, "length": int, "reverse": bool,
         "omit": (int, float)}),
+    BenchmarkSpec("sweep", "network", run_sweep, {
+        "protocol": str, "loads": list, "packet_size": int, "duration": int, "warmup": int, "rtt_rate": int}),
     BenchmarkSpec("openssl-speed", "crypto", run_openssl_speed, {
-        "algorithms": list, "seconds": int, "block": int}),
+        "algorithms": list, "seconds": int, "block": int, "decrypt": bool}),
+    BenchmarkSpec("isal", "storage", run_isal, {"seconds": (int, float), "only": str}),
 )}

@@ -118,3 +118,21 @@ def _value(row: Mapping[str, Any], column: str, missing: float = math.nan) -> fl
         return float(value)
     except (TypeError, ValueError):
         raise JobError(f"plot_sweep: {column} is {value!r}, expected a number") from None
+
+
+def write_run_plots(run_dir: PathLike, records: Sequence[Any]) -> list[Path]:
+    """``plots/sweep-<target>.png`` for each target of a run with sweeps, every setup one series
+    (repeats folded into medians). Called by :func:`farm.results.report.regenerate`."""
+    from .sweeps import run_sweeps
+
+    by_target: dict[str, dict[str, Sequence[Mapping[str, Any]]]] = {}
+    for sweep in run_sweeps(records):
+        label = sweep.setup + (f" (median of {sweep.repeats})" if sweep.repeats > 1 else "")
+        by_target.setdefault(sweep.target, {})[label] = sweep.rows
+    written = []
+    for target, series in by_target.items():
+        path = Path(run_dir) / "plots" / f"sweep-{target}.png"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        plot_sweep(series, path, title=f"Network load sweep: {target}")
+        written.append(path)
+    return written

@@ -83,15 +83,25 @@ def test_farm_run_smoke_publishes_junit_csv_and_console(project_root, maaxboard_
                              "params", "repeat", "metric", "value", "unit"]
     received = [float(r["value"]) for r in rows if r["benchmark"] == "iperf3" and r["metric"] == "received_throughput"]
     assert received and all(v > 0 for v in received)
-    openssl = {r["params"]: float(r["value"]) for r in rows if r["benchmark"] == "openssl-speed"}
+    openssl = {r["params"]: float(r["value"]) for r in rows
+               if r["benchmark"] == "openssl-speed" and r["metric"] == "throughput"}
     assert len(openssl) == 2 and all(v > 0 for v in openssl.values())
-    assert {r["unit"] for r in rows if r["benchmark"] == "openssl-speed"} == {"bytes/s"}
+    assert {r["unit"] for r in rows if r["metric"] == "throughput"} == {"bytes/s"}
+    # every throughput has its cycles/byte at the frequency run.json names
+    cycles = {r["params"]: float(r["value"]) for r in rows if r["metric"] == "cycles_per_byte"}
+    assert set(cycles) == set(openssl)
+    for params, bytes_per_second in openssl.items():
+        assert cycles[params] == pytest.approx(1.5e9 / bytes_per_second)
     assert {r["target"] for r in rows} == {"maaxboard-twin"} and {r["arch"] for r in rows} == {"arm64"}
 
     run = json.loads((out / "run.json").read_text())
     assert run["status"] == "passed"
-    assert run["image"]["artifacts"]["Image"]["sha256"] == maaxboard_image.manifest["artifacts"]["Image"]["sha256"]
-    assert run["targets"]["maaxboard-twin"]["cpus"] == 4
-    assert run["targets"]["maaxboard-twin"]["frequency_source"] in ("cpufreq", "cpuinfo", "unknown")
+    kernel = maaxboard_image.manifest["kernel"]
+    assert run["images"]["maaxboard-bench"]["artifacts"][kernel]["sha256"] == \
+        maaxboard_image.manifest["artifacts"][kernel]["sha256"]
+    boot = run["targets"]["maaxboard-twin"]["boots"][0]
+    assert boot["cpus"] == 4 and boot["setup"] == "default"
+    # the twin has no cpufreq and arm64 has no "cpu MHz": the env file's nominal 1.5 GHz, said so
+    assert boot["frequency_hz"] == 1.5e9 and boot["frequency_source"] == "env"
     log = (out / "console" / "maaxboard-twin.log").read_text(errors="replace")
     assert "Starting kernel" in log and "FARM-READY" in log

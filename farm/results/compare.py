@@ -1,0 +1,332 @@
+"""``farm compare``: put result directories side by side, one row per measured quantity.
+
+The typical question is "how does the QEMU twin compare with the board?" or "what did the patch
+change?": the two runs have different targets and setups, so a row is joined on what was
+measured, ``(suite, benchmark, params, metric, unit)``, and not on where.
+
+**Columns.** Each input (a result directory) gives one column per ``(target, setup)`` found in it,
+in the order they first appear; almost always that is one. Pooling two targets or setups into one
+median would mix two experiments, so they are never merged. A column's label is its setup; when an
+input holds several targets it is ``target/setup``; a label that another column already has gets
+``@<input name>`` (the directory name) appended, then ``#2``, ``#3`` if that still collides.
+
+**Values.** Repeats (and several runs in one directory) are reduced to their median, with ``n``
+beside it: a median of 1 value and one of 10 are not equally trustworthy. ``ratio`` is last
+column / first column (for two inputs: candidate / baseline); with three or more columns each later
+one also gets ``<label>/<first label>``. A ratio is left empty when either median is missing or the
+first is 0. Whether a ratio above 1 is good depends on the unit (throughput up, cycles down):
+this module reports, :mod:`farm.results.qualify` judges.
+
+**Missing.** A key present in some columns only is kept as a row with empty cells, and listed in
+:attr:`Comparison.missing` and in its own section of ``compare.md``: a benchmark that silently
+vanished from a run is a result too.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import os
+import statistics
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import attrs
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from farm.errors import JobError
+from farm.results.csvout import read_records
+from farm.results.record import Record, write_text_atomic
+
+PathLike = str | os.PathLike[str]
+KEY_FIELDS = ("suite", "benchmark", "params", "metric", "unit")
+RESULTS_FILE = "results.csv"
+
+
+@attrs.frozen
+class Key:
+    """What was measured: the join key of a comparison row."""
+
+    suite: str
+    benchmark: str
+    params: str
+    metric: str
+    unit: str
+
+    @classmethod
+    def of(cls, record: Record) -> "Key":
+        return cls(record.suite, record.benchmark, record.params, record.metric, record.unit)
+
+
+@attrs.frozen
+class Column:
+    """One ``(target, setup)`` of one input, and its label in the outputs."""
+
+    label: str
+    source: str  # the input's name (directory name)
+    target: str
+    setup: str
+
+
+@attrs.frozen
+class Row:
+    key: Key
+    medians: tuple[float | None, ...]  # per column, None where the column lacks the key
+    counts: tuple[int, ...]            # values behind each median
+    ratios: tuple[float | None, ...]   # column i / column 0, for i = 1 .. len(columns) - 1
+
+    @property
+    def ratio(self) -> float | None:
+        """Last column / first column."""
+        return self.ratios[-1] if self.ratios else None
+
+
+@attrs.frozen
+class Missing:
+    key: Key
+    present: tuple[str, ...]  # labels of the columns that have it
+    absent: tuple[str, ...]   # labels of the columns that do not
+
+
+@attrs.frozen
+class Comparison:
+    columns: tuple[Column, ...]
+    rows: tuple[Row, ...]        # every key, in order of first appearance
+    missing: tuple[Missing, ...]  # the keys some columns lack, in the same order
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        return tuple(c.label for c in self.columns)
+
+
+def load_result_dir(path: PathLike) -> tuple[str, list[Record]]:
+    """``(directory name, records of <path>/results.csv)``; the name labels the input in
+    :func:`compare`. A missing directory or results file raises :class:`~farm.errors.JobError`
+    naming the path; a malformed file raises the :class:`~farm.errors.ParseError` of
+    :func:`~farm.results.csvout.read_records`."""
+    path = Path(path)
+    results = path / RESULTS_FILE
+    if not path.is_dir():
+        raise JobError(f"compare: {path}: not a result directory")
+    if not results.is_file():
+        raise JobError(f"compare: {results}: no such file (is {path} a farm result directory?)")
+    return path.resolve().name or str(path), read_records(results)
+
+
+def compare(inputs: Sequence[tuple[str, Sequence[Record]]]) -> Comparison:
+    """Join the records of several inputs, each ``(name, records)``, into a :class:`Comparison`
+    (see the module docstring for columns, medians, ratios and missing keys).
+
+    At least two columns are needed, and every input must hold a record: an empty input or a
+    single column raises :class:`~farm.errors.JobError`, since there would be nothing to compare.
+    """
+    if not inputs:
+        raise JobError("compare: no inputs given")
+    groups: dict[tuple[int, str, str], dict[Key, list[float]]] = {}
+    order: list[Key] = []
+    seen: set[Key] = set()
+    for index, (name, records) in enumerate(inputs):
+        if not records:
+            raise JobError(f"compare: {name}: no records")
+        for record in records:
+            key = Key.of(record)
+            groups.setdefault((index, record.target, record.setup), {}).setdefault(key, []).append(
+                record.value)
+            if key not in seen:
+                seen.add(key)
+                order.append(key)
+    columns = _columns(inputs, list(groups))
+    if len(columns) < 2:
+        raise JobError(f"compare: only one target and setup ({columns[0].target}, "
+                       f"{columns[0].setup}) among the inputs; nothing to compare")
+    values = list(groups.values())
+    rows: list[Row] = []
+    missing: list[Missing] = []
+    for key in order:
+        per_column = [v.get(key, []) for v in values]
+        medians = tuple(statistics.median(v) if v else None for v in per_column)
+        counts = tuple(len(v) for v in per_column)
+        ratios = tuple(_ratio(m, medians[0]) for m in medians[1:])
+        rows.append(Row(key, medians, counts, ratios))
+        if not all(counts):
+            missing.append(Missing(
+                key, tuple(c.label for c, n in zip(columns, counts) if n),
+                tuple(c.label for c, n in zip(columns, counts) if not n)))
+    return Comparison(tuple(columns), tuple(rows), tuple(missing))
+
+
+def _columns(inputs: Sequence[tuple[str, Sequence[Record]]],
+             groups: list[tuple[int, str, str]]) -> list[Column]:
+    targets_per_input: dict[int, set[str]] = {}
+    for index, target, _ in groups:
+        targets_per_input.setdefault(index, set()).add(target)
+    wanted = [setup if len(targets_per_input[index]) == 1 else f"{target}/{setup}"
+              for index, target, setup in groups]
+    labels: list[str] = []
+    for (index, _, _), label in zip(groups, wanted):
+        if wanted.count(label) > 1:
+            label = f"{label}@{inputs[index][0]}"
+        unique, n = label, 1
+        while unique in labels:
+            n += 1
+            unique = f"{label}#{n}"
+        labels.append(unique)
+    return [Column(label, inputs[index][0], target, setup)
+            for label, (index, target, setup) in zip(labels, groups)]
+
+
+def _ratio(value: float | None, base: float | None) -> float | None:
+    if value is None or base is None or base == 0:
+        return None
+    return value / base
+
+
+# --- outputs ---------------------------------------------------------------------------------
+
+
+def write_compare(comparison: Comparison, out_dir: PathLike) -> dict[str, Path]:
+    """Write ``compare.csv``, ``compare.md`` and ``compare.png`` into ``out_dir`` (created if
+    needed, each file replaced atomically); returns their paths by kind."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {"csv": out / "compare.csv", "md": out / "compare.md", "png": out / "compare.png"}
+    write_text_atomic(paths["csv"], to_csv(comparison))
+    write_text_atomic(paths["md"], to_markdown(comparison))
+    plot_ratios(comparison, paths["png"])
+    return paths
+
+
+def csv_header(comparison: Comparison) -> list[str]:
+    labels = comparison.labels
+    header = [*KEY_FIELDS]
+    for label in labels:
+        header += [label, f"{label}_n"]
+    header.append("ratio")
+    if len(labels) > 2:
+        header += [f"{label}/{labels[0]}" for label in labels[1:]]
+    return header
+
+
+def to_csv(comparison: Comparison) -> str:
+    """compare.csv: key columns, then ``<label>`` (median) and ``<label>_n`` per column, then
+    ``ratio`` (last/first) and, for three or more columns, ``<label>/<first label>`` for each
+    later one. Missing values are empty cells; numbers are ``repr`` (read back bit for bit)."""
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(csv_header(comparison))
+    for row in comparison.rows:
+        cells: list[str] = [getattr(row.key, f) for f in KEY_FIELDS]
+        for median, count in zip(row.medians, row.counts):
+            cells += [_repr(median), str(count)]
+        cells.append(_repr(row.ratio))
+        if len(comparison.columns) > 2:
+            cells += [_repr(r) for r in row.ratios]
+        writer.writerow(cells)
+    return buf.getvalue()
+
+
+def to_markdown(comparison: Comparison) -> str:
+    """compare.md: one table (medians to 4 significant digits, ratios to 3), then the missing
+    keys. Plain GitHub-flavoured Markdown, so it can go into a CI job summary as is."""
+    labels = comparison.labels
+    first = labels[0]
+    lines = [f"# Comparison: {' vs '.join(labels)}", ""]
+    sources = "; ".join(f"`{c.label}` = {c.source} (target {c.target}, setup {c.setup})"
+                        for c in comparison.columns)
+    lines += [f"Columns: {sources}. Values are medians over repeats (n = values). "
+              f"Ratio = {labels[-1]} / {first}.", ""]
+    ratio_heads = ["ratio"] if len(labels) == 2 else [f"{label}/{first}" for label in labels[1:]]
+    head = ["suite", "benchmark", "params", "metric", "unit",
+            *(f"{label} (n)" for label in labels), *ratio_heads]
+    lines.append(_md_row(head))
+    lines.append(_md_row(["---"] * 5 + ["---:"] * (len(head) - 5)))
+    for row in comparison.rows:
+        cells = [getattr(row.key, f) for f in KEY_FIELDS]
+        cells += [f"{_sig(m, 4)} ({n})" if m is not None else "—"
+                  for m, n in zip(row.medians, row.counts)]
+        cells += [_sig(r, 3) if r is not None else "—" for r in row.ratios]
+        lines.append(_md_row(cells))
+    lines += ["", "## Missing", ""]
+    if comparison.missing:
+        lines.append("Measured in some columns only (kept in the table above with —):")
+        lines.append("")
+        for m in comparison.missing:
+            k = m.key
+            params = f" `{k.params}`" if k.params else ""
+            lines.append(f"- {k.suite} / {k.benchmark}{params} {k.metric} ({k.unit}): "
+                         f"only in {', '.join(m.present)}; not in {', '.join(m.absent)}")
+    else:
+        lines.append("None: every column measured every row.")
+    return "\n".join(lines) + "\n"
+
+
+def plot_ratios(comparison: Comparison, path: PathLike) -> None:
+    """compare.png: horizontal bars of each row's ratio(s) to the first column, one panel per
+    metric and unit, a vertical line at 1.0. Rows without a ratio are left out (the Markdown lists
+    them); with none at all the picture says so rather than being blank."""
+    panels: dict[tuple[str, str], list[Row]] = {}
+    for row in comparison.rows:
+        if any(r is not None for r in row.ratios):
+            panels.setdefault((row.key.metric, row.key.unit), []).append(row)
+    labels = comparison.labels
+    series = labels[1:]
+    bars = sum(len(rows) for rows in panels.values())
+    height = 1.6 + sum(0.9 + 0.28 * len(rows) * max(1, len(series) * 0.6)
+                       for rows in panels.values())
+    fig = Figure(figsize=(10, max(3.0, height)), layout="constrained")
+    FigureCanvasAgg(fig)
+    if not bars:
+        ax = fig.subplots()
+        ax.axis("off")
+        ax.text(0.5, 0.5, "no row has a ratio to plot (see compare.md)", ha="center", va="center")
+    else:
+        axes = fig.subplots(len(panels), 1, squeeze=False,
+                            height_ratios=[max(1, len(rows)) for rows in panels.values()])[:, 0]
+        width = 0.8 / len(series)
+        for ax, ((metric, unit), rows) in zip(axes, panels.items()):
+            for s, label in enumerate(series):
+                ys = [i - 0.4 + width * (s + 0.5) for i in range(len(rows))]
+                xs = [r.ratios[s] if r.ratios[s] is not None else math.nan for r in rows]
+                bars_ = ax.barh(ys, xs, height=width * 0.9, color=f"C{s % 10}",
+                                label=f"{label} / {labels[0]}")
+                ax.bar_label(bars_, labels=[_sig(x, 3) if math.isfinite(x) else "" for x in xs],
+                             fontsize="x-small", padding=2)
+            ax.axvline(1.0, color="black", linewidth=1)
+            ax.set_yticks(range(len(rows)), [_row_label(r.key) for r in rows], fontsize="small")
+            ax.invert_yaxis()  # first row on top, as in the table
+            ax.set_title(f"{metric} ({unit})", fontsize="medium", loc="left")
+            ax.grid(True, axis="x", alpha=0.3)
+            ax.set_xlabel(f"ratio to {labels[0]}")
+        if len(series) > 1:  # one legend for all panels, below them: it never hides a bar
+            handles, names = axes[0].get_legend_handles_labels()
+            fig.legend(handles, names, loc="outside lower center", ncols=len(series),
+                       fontsize="small")
+        fig.suptitle(f"{' vs '.join(labels[1:])} relative to {labels[0]}")
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp")
+    fig.savefig(tmp, format="png", dpi=100)
+    os.replace(tmp, path)
+
+
+def _row_label(key: Key) -> str:
+    params = f" {key.params}" if key.params else ""
+    return f"{key.benchmark}{params}"
+
+
+def _md_row(cells: Iterable[str]) -> str:
+    return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+
+
+def _repr(value: float | None) -> str:
+    return "" if value is None else repr(value)
+
+
+def _sig(value: float, digits: int) -> str:
+    """``value`` to ``digits`` significant digits, trailing zeros kept (1.00, 0.500, 12.3)."""
+    if value == 0 or not math.isfinite(value):
+        return f"{value:g}"
+    text = f"{value:#.{digits}g}"
+    mantissa, e, exponent = text.partition("e")
+    return mantissa.rstrip(".") + (e + exponent if e else "")

@@ -1,0 +1,116 @@
+"""Import benchmark output captured by hand (a board outside the farm, a colleague's laptop, a
+mailing-list post) as farm records, so that ``farm compare`` can put it beside a farm run.
+
+An import is reproducible and recognisable: its ``run_id`` is ``import-`` + the first 12 hex digits
+of the file's SHA-256 (importing the same file twice gives the same id; a changed file a new one),
+its timestamp is the file's modification time (when it was captured, as near as we know), and
+what farm cannot know is said so: arch ``unknown``, target ``unknown`` unless given, image empty.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+from farm.bench import BenchmarkError
+from farm.bench.isal import parse_perf
+from farm.bench.openssl import parse_speed_mr
+from farm.bench.vmexit import parse_vmexit
+from farm.errors import JobError, ParseError
+from farm.results.csvout import write_records
+from farm.results.record import Measurement, Record, RunContext, to_json, write_text_atomic
+
+PathLike = str | os.PathLike[str]
+UNKNOWN = "unknown"
+# suite of each importer: what the farm's own suites call these benchmarks
+SUITE_OPENSSL = "crypto"
+SUITE_ISAL = "storage"
+SUITE_VMEXIT = "virt"
+
+
+def import_openssl(path: PathLike, setup: str, target: str = UNKNOWN) -> list[Record]:
+    """Records from a saved ``openssl speed -mr`` output
+    (:func:`~farm.bench.openssl.parse_speed_mr`)."""
+    return _import(path, setup, target, SUITE_OPENSSL, parse_speed_mr)
+
+
+def import_isal(path: PathLike, setup: str, target: str = UNKNOWN) -> list[Record]:
+    """Records from saved ISA-L perf lines (:func:`~farm.bench.isal.parse_perf`): isal_bench's
+    output or an upstream ``perf_report_*.perf`` file."""
+    return _import(path, setup, target, SUITE_ISAL, parse_perf)
+
+
+def import_vmexit(path: PathLike, setup: str, target: str = UNKNOWN) -> list[Record]:
+    """Records from a saved kvm-unit-tests vmexit console
+    (:func:`~farm.bench.vmexit.parse_vmexit`)."""
+    return _import(path, setup, target, SUITE_VMEXIT, parse_vmexit)
+
+
+def _import(path: PathLike, setup: str, target: str, suite: str,
+            parse: Callable[[str], list[Measurement]]) -> list[Record]:
+    path = Path(path)
+    for name, value in (("setup", setup), ("target", target)):
+        if not isinstance(value, str) or not value.strip():
+            raise JobError(f"import {path}: {name} {value!r}: expected a non-empty name")
+    data = _read(path)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ParseError(f"{path}: not UTF-8 text ({e})") from None
+    try:
+        measurements = parse(text)
+    except ParseError as e:
+        raise ParseError(f"{path}: {e}") from None
+    except BenchmarkError as e:  # the capture is of a failed run, e.g. openssl's "speed: ..."
+        raise BenchmarkError(e.tool, f"{path}: {e.message}") from None
+    if not measurements:
+        raise ParseError(f"{path}: no {suite} measurement found in it")
+    context = RunContext(run_id=run_id(data), target=target, arch=UNKNOWN, setup=setup, image="",
+                         suite=suite, repeat=0)
+    timestamp = mtime_iso(path)
+    return [context.record(m, timestamp) for m in measurements]
+
+
+def write_import(records: list[Record], out_dir: PathLike, source_path: PathLike) -> Path:
+    """Make ``out_dir`` a result directory holding ``records``: ``results.csv`` and ``run.json``
+    (``imported_from``: the source's absolute path, ``sha256`` of its content, ``setup``:
+    the records' setup(s)). Returns ``out_dir``. Both files are replaced atomically."""
+    if not records:
+        raise JobError(f"import {source_path}: no records to write")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    source = Path(source_path)
+    setups = sorted({r.setup for r in records})
+    write_records(out / "results.csv", records)
+    write_text_atomic(out / "run.json", to_json({
+        "imported_from": str(source.resolve()),
+        "sha256": hashlib.sha256(_read(source)).hexdigest(),
+        "setup": setups[0] if len(setups) == 1 else setups,
+    }) + "\n")
+    return out
+
+
+def run_id(data: bytes) -> str:
+    """``import-`` + the first 12 hex digits of the SHA-256 of ``data``."""
+    return f"import-{hashlib.sha256(data).hexdigest()[:12]}"
+
+
+def mtime_iso(path: PathLike) -> str:
+    """The file's modification time, UTC, ISO 8601 with milliseconds (as
+    :func:`~farm.results.record.now_iso`)."""
+    mtime = os.stat(path).st_mtime
+    return datetime.fromtimestamp(mtime, timezone.utc).isoformat(timespec="milliseconds")
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise JobError(f"import {path}: no such file") from None
+    except IsADirectoryError:
+        raise JobError(f"import {path}: is a directory, expected a file") from None
+    except OSError as e:
+        raise JobError(f"import {path}: cannot read it ({e.strerror})") from None

@@ -1,0 +1,20 @@
+"""Everything a run directory shows humans and CI, made from its records alone (so ``farm report``
+can make it again): the sweeps in the lab's wide CSV form, plots, summary.md, metrics.txt."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .csvout import read_records
+from .ipbench import write_wide_csv
+from .report import Report, regenerate
+from .sweeps import run_sweeps, wide_csv_name
+
+
+def publish(run_dir: str | os.PathLike[str]) -> Report:
+    run_dir = Path(run_dir)
+    records = read_records(run_dir / "results.csv") if (run_dir / "results.csv").exists() else []
+    for sweep in run_sweeps(records):
+        write_wide_csv(run_dir / wide_csv_name(sweep), sweep.rows)
+    return regenerate(run_dir, step_summary=os.environ.get("GITHUB_STEP_SUMMARY") or None)

@@ -1,0 +1,466 @@
+"""Release qualification: is the candidate worse than the baseline, metric by metric?
+
+A **metric** is identified by ``(target, suite, benchmark, params, metric, unit)``, plus the setup
+it ran under (see *Setups*). Its values across repeats form one sample on each side; the samples
+are compared by median, min–max range and the two-sided Mann–Whitney U test
+(:mod:`farm.results.stats`).
+
+**Regression** = the candidate's median moved more than ``threshold`` (relative to the baseline
+median) in the *bad* direction for that metric, AND the move is significant:
+
+* rule ``mann-whitney``: two-sided Mann–Whitney U p < ``alpha``, used whenever the samples are
+  large enough for the test to reach ``alpha`` at all;
+* rule ``ranges``: when they are not (3 repeats per side can never give p < 0.05: the smallest
+  possible p is 0.1), the baseline and candidate min–max ranges must not overlap. With one value
+  per side that is simply "the values differ", so the threshold does all the work.
+
+Both conditions are needed: the threshold keeps a tiny but consistent change (a 0.3 % drift that a
+test with 30 repeats will call significant) from failing a release, the statistics keep one noisy
+run from doing so. Every comparison records which rule decided it.
+
+**Direction** comes from the unit (:func:`direction`): higher is better for rates (bit/s, bytes/s,
+MB/s, ops/s, ...), lower is better for times (us, ms, s, ...), cycles, ticks and per-byte costs, and for
+percentages of loss or CPU utilisation. A unit with no known direction (``count``, e.g. TCP
+retransmits, or any unit farm does not know) is compared and its change reported, but it is never
+a regression: guessing a direction would fail releases for the wrong reason.
+
+**Setups**: the key includes the setup, because ``default`` and ``one-core`` of the same board are
+different experiments. Baseline and candidate pair setups by name; when a target has exactly one
+setup on each side under different names (the candidate was run as ``patched``, the baseline as
+``default``) those two are paired, and the pairing is reported. An explicit ``setups`` mapping
+(baseline name -> candidate name) overrides both. Metrics with no partner are listed as only in
+the baseline or only in the candidate, never silently dropped.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import os
+from collections import defaultdict
+from pathlib import Path
+from typing import Iterable, Mapping, Sequence
+
+import attrs
+
+from farm.errors import JobError
+from farm.results.junit import Case, write_junit
+from farm.results.record import Record, write_text_atomic
+from farm.results.report import human
+from farm.results.report import md_escape as _md
+from farm.results.stats import mann_whitney_u, median, ranges_overlap, value_range
+
+HIGHER_IS_BETTER = 1
+LOWER_IS_BETTER = -1
+UNKNOWN_DIRECTION = 0
+
+_HIGHER_UNITS = {
+    "bit/s", "bits/s", "bps", "kbit/s", "mbit/s", "gbit/s", "kb/s", "mb/s", "gb/s",
+    "byte/s", "bytes/s", "b/s", "kbyte/s", "kbytes/s", "mbyte/s", "mbytes/s", "gbyte/s", "gbytes/s",
+    "kib/s", "mib/s", "gib/s",
+    "op/s", "ops/s", "operations/s", "packets/s", "pkt/s", "pps", "requests/s", "req/s",
+    "transactions/s", "messages/s", "msg/s", "iterations/s", "frames/s", "fps",
+}
+_LOWER_UNITS = {
+    "ns", "us", "µs", "μs", "usec", "ms", "msec", "s", "sec", "seconds",
+    "cycles", "cycle", "cycles/byte", "cycles/b", "cpb", "cycles/packet", "cycles/op",
+    "ticks", "ticks/byte",  # ISA-L's perf output (farm.bench.isal)
+}
+_PERCENT_UNITS = {"percent", "%"}
+# a percentage is a loss or a utilisation (lower is better) only when the metric says so
+_LOWER_PERCENT_WORDS = ("loss", "lost", "drop", "error", "cpu", "util", "busy")
+
+# verdicts
+REGRESSION = "regression"
+IMPROVEMENT = "improvement"
+UNCHANGED = "unchanged"            # median moved no more than the threshold
+NOT_SIGNIFICANT = "not significant"  # moved more than the threshold, but within the noise
+NO_DIRECTION = "no direction"      # moved more than the threshold; the unit has no known direction
+
+RULE_MWU = "mann-whitney"
+RULE_RANGES = "ranges"
+
+
+def direction(metric: str, unit: str) -> int:
+    """:data:`HIGHER_IS_BETTER`, :data:`LOWER_IS_BETTER` or :data:`UNKNOWN_DIRECTION`."""
+    u = unit.strip().lower()
+    if u in _HIGHER_UNITS:
+        return HIGHER_IS_BETTER
+    if u in _LOWER_UNITS:
+        return LOWER_IS_BETTER
+    if u in _PERCENT_UNITS and any(word in metric.lower() for word in _LOWER_PERCENT_WORDS):
+        return LOWER_IS_BETTER
+    return UNKNOWN_DIRECTION
+
+
+def parse_threshold(text: str) -> float:
+    """``"5%"`` or ``"0.05"`` -> 0.05. A bare number above 1 is refused (``5`` is ambiguous)."""
+    raw = text.strip()
+    try:
+        value = float(raw[:-1]) / 100 if raw.endswith("%") else float(raw)
+    except ValueError:
+        raise JobError(f"threshold {text!r}: expected a fraction like 0.05 or a percentage like 5%") from None
+    if not math.isfinite(value) or value < 0:
+        raise JobError(f"threshold {text!r}: must be a finite value of 0 or more")
+    if value >= 1 and not raw.endswith("%"):
+        raise JobError(f"threshold {text!r}: a fraction must be below 1; write {raw}% for a percentage")
+    return value
+
+
+def parse_alpha(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise JobError(f"alpha {text!r}: expected a probability like 0.05") from None
+    if not 0 < value < 1:
+        raise JobError(f"alpha {text!r}: must be between 0 and 1")
+    return value
+
+
+@attrs.frozen(order=True)
+class MetricKey:
+    """What is measured, independent of the run: the comparison key (setup aside)."""
+
+    target: str
+    suite: str
+    benchmark: str
+    params: str
+    metric: str
+    unit: str
+
+    @classmethod
+    def of(cls, record: Record) -> "MetricKey":
+        return cls(record.target, record.suite, record.benchmark, record.params, record.metric, record.unit)
+
+    def label(self) -> str:
+        params = f"[{self.params}]" if self.params else ""
+        return f"{self.suite}.{self.benchmark} {self.metric}{params} {self.target}"
+
+
+@attrs.frozen
+class Sample:
+    """The values of one metric on one side, and their summary."""
+
+    values: tuple[float, ...]
+
+    @property
+    def n(self) -> int:
+        return len(self.values)
+
+    @property
+    def median(self) -> float:
+        return median(self.values)
+
+    @property
+    def low(self) -> float:
+        return value_range(self.values)[0]
+
+    @property
+    def high(self) -> float:
+        return value_range(self.values)[1]
+
+
+@attrs.frozen
+class Comparison:
+    key: MetricKey
+    baseline_setup: str
+    candidate_setup: str
+    baseline: Sample
+    candidate: Sample
+    direction: int
+    change: float           # (candidate median - baseline median) / |baseline median|
+    rule: str               # RULE_MWU or RULE_RANGES
+    p_value: float          # of the Mann–Whitney U test, reported under either rule
+    test_method: str        # "exact" or "normal"
+    min_p: float            # the smallest p the test could give for these sizes: below alpha -> RULE_MWU
+    significant: bool       # under ``rule``
+    verdict: str
+
+    @property
+    def setup(self) -> str:
+        if self.baseline_setup == self.candidate_setup:
+            return self.baseline_setup
+        return f"{self.baseline_setup} -> {self.candidate_setup}"
+
+    def explain(self, threshold: float, alpha: float) -> str:
+        """One sentence: what moved, by how much, and which rule made it (in)significant."""
+        unit = self.key.unit
+        moved = (f"median {human(self.baseline.median, unit)} -> {human(self.candidate.median, unit)} "
+                 f"({format_change(self.change)}, threshold {threshold:.1%})")
+        if self.rule == RULE_MWU:
+            why = (f"Mann-Whitney U p={self.p_value:.3g} ({self.test_method}, n={self.baseline.n}+"
+                   f"{self.candidate.n}) {'<' if self.significant else '>='} alpha {alpha:g}")
+        else:
+            why = (f"ranges [{human(self.baseline.low, unit)}, {human(self.baseline.high, unit)}] and "
+                   f"[{human(self.candidate.low, unit)}, {human(self.candidate.high, unit)}] "
+                   f"{'do not overlap' if self.significant else 'overlap'} (n={self.baseline.n}+"
+                   f"{self.candidate.n} is too few for Mann-Whitney U: its smallest possible p is "
+                   f"{self.min_p:.3g}, not below alpha {alpha:g})")
+        better = {HIGHER_IS_BETTER: "higher is better", LOWER_IS_BETTER: "lower is better",
+                  UNKNOWN_DIRECTION: f"unit {unit!r} has no known direction, never a regression"}
+        return f"{self.key.metric} {self.verdict}: {moved}; {why}; {better[self.direction]}"
+
+
+@attrs.frozen
+class Unmatched:
+    """A metric (under a setup) found on one side only."""
+
+    key: MetricKey
+    setup: str
+    n: int
+    median: float
+
+
+@attrs.frozen
+class Qualification:
+    comparisons: tuple[Comparison, ...]
+    only_in_baseline: tuple[Unmatched, ...]
+    only_in_candidate: tuple[Unmatched, ...]
+    setup_pairs: tuple[tuple[str, str, str], ...]  # (target, baseline setup, candidate setup), paired by rule
+    threshold: float
+    alpha: float
+    require_all: bool = False  # a baseline metric the candidate did not measure fails too
+
+    @property
+    def missing(self) -> tuple[Unmatched, ...]:
+        """Baseline metrics the candidate did not measure, when that counts as failing."""
+        return self.only_in_baseline if self.require_all else ()
+
+    @property
+    def regressions(self) -> tuple[Comparison, ...]:
+        return tuple(c for c in self.comparisons if c.verdict == REGRESSION)
+
+    @property
+    def improvements(self) -> tuple[Comparison, ...]:
+        return tuple(c for c in self.comparisons if c.verdict == IMPROVEMENT)
+
+    @property
+    def passed(self) -> bool:
+        return not self.regressions and not self.missing
+
+    def headline(self) -> str:
+        n = f"{len(self.comparisons)} metric{'s' * (len(self.comparisons) != 1)}"
+        if self.regressions:
+            names = ", ".join(c.key.label() for c in self.regressions[:3])
+            more = f" and {len(self.regressions) - 3} more" if len(self.regressions) > 3 else ""
+            missing = f"; {len(self.missing)} baseline metrics not measured" if self.missing else ""
+            return (f"FAILED: {len(self.regressions)} regression{'s' * (len(self.regressions) != 1)} "
+                    f"in {n}: {names}{more}{missing}")
+        if self.missing:
+            return f"FAILED: {len(self.missing)} baseline metrics not measured by the candidate"
+        return f"passed: no regression in {n} ({len(self.improvements)} improved)"
+
+
+def format_change(change: float) -> str:
+    if math.isnan(change):
+        return "n/a"
+    if math.isinf(change):
+        return "+inf (baseline 0)" if change > 0 else "-inf (baseline 0)"
+    return f"{change:+.1%}"
+
+
+def relative_change(baseline: float, candidate: float) -> float:
+    if baseline == 0:
+        return 0.0 if candidate == 0 else math.copysign(math.inf, candidate)
+    return (candidate - baseline) / abs(baseline)
+
+
+def compare(key: MetricKey, baseline_setup: str, candidate_setup: str, baseline: Sequence[float],
+            candidate: Sequence[float], *, threshold: float, alpha: float) -> Comparison:
+    """Compare one metric's two samples (see the module docstring for the rules)."""
+    base, cand = Sample(tuple(baseline)), Sample(tuple(candidate))
+    sign = direction(key.metric, key.unit)
+    change = relative_change(base.median, cand.median)
+    test = mann_whitney_u(base.values, cand.values)
+    if test.can_reach(alpha):
+        rule, significant = RULE_MWU, test.p_value < alpha
+    else:
+        rule, significant = RULE_RANGES, not ranges_overlap(base.values, cand.values)
+    if not abs(change) > threshold:
+        verdict = UNCHANGED
+    elif sign == UNKNOWN_DIRECTION:
+        verdict = NO_DIRECTION
+    elif not significant:
+        verdict = NOT_SIGNIFICANT
+    else:
+        verdict = IMPROVEMENT if sign * change > 0 else REGRESSION
+    return Comparison(key=key, baseline_setup=baseline_setup, candidate_setup=candidate_setup,
+                      baseline=base, candidate=cand, direction=sign, change=change, rule=rule,
+                      p_value=test.p_value, test_method=test.method, min_p=test.min_p, significant=significant,
+                      verdict=verdict)
+
+
+def _samples(records: Iterable[Record]) -> dict[tuple[str, str], dict[MetricKey, list[float]]]:
+    """target, setup -> metric -> values (every repeat, every run given)."""
+    out: dict[tuple[str, str], dict[MetricKey, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for r in records:
+        if math.isnan(r.value):
+            continue  # a value that was not measured; NaN has no rank
+        out[r.target, r.setup][MetricKey.of(r)].append(r.value)
+    return out
+
+
+def pair_setups(baseline: Iterable[tuple[str, str]], candidate: Iterable[tuple[str, str]],
+                explicit: Mapping[str, str] | None = None) -> list[tuple[str, str, str]]:
+    """Pairs ``(target, baseline setup, candidate setup)`` to compare (rules: module docstring)."""
+    base_by_target: dict[str, set[str]] = defaultdict(set)
+    cand_by_target: dict[str, set[str]] = defaultdict(set)
+    for target, setup in baseline:
+        base_by_target[target].add(setup)
+    for target, setup in candidate:
+        cand_by_target[target].add(setup)
+    pairs = []
+    for target in sorted(base_by_target.keys() & cand_by_target.keys()):
+        bs, cs = base_by_target[target], cand_by_target[target]
+        if explicit:
+            pairs += [(target, b, explicit.get(b, b)) for b in sorted(bs) if explicit.get(b, b) in cs]
+        elif len(bs) == 1 and len(cs) == 1:
+            pairs.append((target, next(iter(bs)), next(iter(cs))))
+        else:
+            pairs += [(target, s, s) for s in sorted(bs & cs)]
+    return pairs
+
+
+def qualify(baseline_records: Iterable[Record], candidate_records: Iterable[Record], *,
+            threshold: float = 0.05, alpha: float = 0.05, setups: Mapping[str, str] | None = None,
+            require_all: bool = False) -> Qualification:
+    """Compare every metric present in both record sets; see the module docstring."""
+    if not threshold >= 0:
+        raise JobError(f"threshold {threshold}: must be 0 or more")
+    if not 0 < alpha < 1:
+        raise JobError(f"alpha {alpha}: must be between 0 and 1")
+    base, cand = _samples(baseline_records), _samples(candidate_records)
+    pairs = pair_setups(base, cand, setups)
+    comparisons: list[Comparison] = []
+    used_base: set[tuple[str, str, MetricKey]] = set()
+    used_cand: set[tuple[str, str, MetricKey]] = set()
+    for target, bsetup, csetup in pairs:
+        bm, cm = base[target, bsetup], cand[target, csetup]
+        for key in sorted(bm.keys() & cm.keys()):
+            comparisons.append(compare(key, bsetup, csetup, bm[key], cm[key], threshold=threshold, alpha=alpha))
+            used_base.add((target, bsetup, key))
+            used_cand.add((target, csetup, key))
+
+    def unmatched(samples, used) -> tuple[Unmatched, ...]:
+        return tuple(Unmatched(key, setup, len(values), median(values))
+                     for (target, setup), metrics in sorted(samples.items())
+                     for key, values in sorted(metrics.items()) if (target, setup, key) not in used)
+
+    renamed = tuple(p for p in pairs if p[1] != p[2])
+    return Qualification(comparisons=tuple(comparisons), only_in_baseline=unmatched(base, used_base),
+                         only_in_candidate=unmatched(cand, used_cand), setup_pairs=renamed,
+                         threshold=threshold, alpha=alpha, require_all=require_all)
+
+
+# --- outputs ---------------------------------------------------------------------------------
+
+CSV_FIELDS = (
+    "target", "suite", "benchmark", "params", "metric", "unit", "baseline_setup", "candidate_setup",
+    "baseline_n", "baseline_median", "baseline_min", "baseline_max",
+    "candidate_n", "candidate_median", "candidate_min", "candidate_max",
+    "change", "direction", "rule", "p_value", "test", "verdict",
+)
+_DIRECTION_WORD = {HIGHER_IS_BETTER: "higher", LOWER_IS_BETTER: "lower", UNKNOWN_DIRECTION: "unknown"}
+
+
+def csv_text(q: Qualification) -> str:
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=CSV_FIELDS, lineterminator="\n")
+    writer.writeheader()
+    for c in q.comparisons:
+        writer.writerow({
+            **_key_row(c.key), "baseline_setup": c.baseline_setup, "candidate_setup": c.candidate_setup,
+            "baseline_n": c.baseline.n, "baseline_median": repr(c.baseline.median),
+            "baseline_min": repr(c.baseline.low), "baseline_max": repr(c.baseline.high),
+            "candidate_n": c.candidate.n, "candidate_median": repr(c.candidate.median),
+            "candidate_min": repr(c.candidate.low), "candidate_max": repr(c.candidate.high),
+            "change": repr(c.change), "direction": _DIRECTION_WORD[c.direction], "rule": c.rule,
+            "p_value": repr(c.p_value), "test": c.test_method, "verdict": c.verdict,
+        })
+    for side, items in (("baseline", q.only_in_baseline), ("candidate", q.only_in_candidate)):
+        for u in items:
+            writer.writerow({**_key_row(u.key), f"{side}_setup": u.setup, f"{side}_n": u.n,
+                             f"{side}_median": repr(u.median),
+                             "direction": _DIRECTION_WORD[direction(u.key.metric, u.key.unit)],
+                             "verdict": f"only in {side}"})
+    return buf.getvalue()
+
+
+def _key_row(key: MetricKey) -> dict[str, str]:
+    return attrs.asdict(key)
+
+
+def junit_cases(q: Qualification) -> list[Case]:
+    """One test case per compared metric (a regression is a failure), plus one per metric missing
+    from the candidate: skipped, or a failure when the qualification requires all."""
+    cases = []
+    for c in q.comparisons:
+        name = f"{c.key.label()} {c.setup}"
+        kind = "failure" if c.verdict == REGRESSION else "pass"
+        text = c.explain(q.threshold, q.alpha)
+        cases.append(Case(name, f"farm.qualify.{c.key.suite}", 0.0, kind,
+                          message=text if kind == "failure" else "", output=text))
+    for u in q.only_in_baseline:
+        cases.append(Case(f"{u.key.label()} {u.setup}", f"farm.qualify.{u.key.suite}", 0.0,
+                          "failure" if q.require_all else "skipped",
+                          message=f"{u.key.metric}: in the baseline (n={u.n}) but not measured by the candidate"))
+    return cases
+
+
+def markdown(q: Qualification, *, baseline_label: str = "baseline", candidate_label: str = "candidate") -> str:
+    """The human report: verdict first, then regressions, improvements, everything, and what
+    could not be compared."""
+    lines = [f"# Release qualification: {_md(q.headline())}", "",
+             f"- baseline: {_md(baseline_label)}", f"- candidate: {_md(candidate_label)}",
+             f"- threshold {q.threshold:.1%} on the change of the median, alpha {q.alpha:g}", "",
+             "A **regression** is a change of the median beyond the threshold in the bad direction that is "
+             "also significant: two-sided Mann-Whitney U p < alpha (rule `mann-whitney`) or, where the "
+             "samples are too small for the test ever to reach alpha, baseline and candidate min-max ranges "
+             "that do not overlap (rule `ranges`). Higher is better for rates (bit/s, bytes/s, ops/s), lower "
+             "for times, cycles and loss/CPU percentages; a unit with no known direction is reported, never "
+             "a regression.", ""]
+    if q.setup_pairs:
+        lines += ["Setups compared under different names: " + "; ".join(
+            f"{_md(t)}: {_md(b)} (baseline) with {_md(c)} (candidate)" for t, b, c in q.setup_pairs), ""]
+    for title, items in (("Regressions", q.regressions), ("Improvements", q.improvements)):
+        if items:
+            lines += [f"## {title}", ""] + [f"- **{_md(c.key.label())}** ({_md(c.setup)}): "
+                                             f"{_md(c.explain(q.threshold, q.alpha))}" for c in items] + [""]
+    if q.comparisons:
+        lines += ["## All metrics", "",
+                  "| target | setup | benchmark | params | metric | baseline median (n, range) | "
+                  "candidate median (n, range) | change | p | rule | verdict |",
+                  "|---|---|---|---|---|---|---|---:|---:|---|---|"]
+        for c in q.comparisons:
+            verdict = f"**{c.verdict}**" if c.verdict == REGRESSION else _md(c.verdict)
+            lines.append("| " + " | ".join([*(_md(v) for v in (
+                c.key.target, c.setup, f"{c.key.suite}.{c.key.benchmark}", c.key.params or "-", c.key.metric,
+                _side(c.baseline, c.key.unit), _side(c.candidate, c.key.unit), format_change(c.change),
+                f"{c.p_value:.3g}", c.rule)), verdict]) + " |")
+        lines.append("")
+    for side, items in (("baseline", q.only_in_baseline), ("candidate", q.only_in_candidate)):
+        if items:
+            lines += [f"## Only in the {side} (not compared)", ""]
+            lines += [f"- {_md(u.key.label())} ({_md(u.setup)}): median {_md(human(u.median, u.key.unit))}, "
+                      f"n={u.n}" for u in items] + [""]
+    return "\n".join(lines)
+
+
+def _side(s: Sample, unit: str) -> str:
+    spread = f", {human(s.low, unit)} – {human(s.high, unit)}" if s.n > 1 else ""
+    return f"{human(s.median, unit)} (n={s.n}{spread})"
+
+
+
+
+def write_outputs(q: Qualification, out_dir: str | os.PathLike[str], *, baseline_label: str = "baseline",
+                  candidate_label: str = "candidate") -> dict[str, Path]:
+    """Write ``qualify.md``, ``qualify.csv`` and ``junit.xml`` into ``out_dir`` (created)."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {"markdown": out / "qualify.md", "csv": out / "qualify.csv", "junit": out / "junit.xml"}
+    write_text_atomic(paths["markdown"], markdown(q, baseline_label=baseline_label, candidate_label=candidate_label))
+    write_text_atomic(paths["csv"], csv_text(q))
+    write_junit(paths["junit"], "farm.qualify", junit_cases(q))
+    return paths

@@ -1,0 +1,369 @@
+"""Publishing a run directory for people and for CI, from what it holds on disk alone.
+
+:func:`regenerate` reads ``results.csv``, ``run.json`` and ``junit.xml`` (whichever exist: a run
+that died early still gets a report) and (re)writes:
+
+* ``summary.md``: how the run ended, the stage table from junit.xml and the key figures (per
+  target, setup, benchmark, parameters and metric: the median over repeats, n and the min–max
+  range). It is what a GitHub job summary (``$GITHUB_STEP_SUMMARY``) or a GitLab artifact page shows.
+* ``metrics.txt``: the medians in the OpenMetrics text format that GitLab's metrics report
+  (``artifacts:reports:metrics``) compares between a merge request and its target branch:
+  ``farm_<suite>_<benchmark>_<metric>{target="…",setup="…",params="…"} <median>``.
+
+GitLab's parser (``Gitlab::Ci::Parsers::Metrics::Generic``) deletes everything from a ``#`` to the
+end of the line and then shell-splits what is left, taking the first word as the name and the
+second as the value (kept as a string). So ``# TYPE``/``# HELP``/``# EOF`` lines are invisible to
+it, label values must never contain ``#`` (the line would lose its closing quote and the whole
+report would fail to parse): :func:`label_value` writes ``#`` as ``%23``. Values are written with
+``repr`` (shortest round-trip text) so an unchanged median compares equal as a string.
+
+Plots are drawn when :mod:`farm.results.plots` is there and offers
+``write_run_plots(run_dir, records)``; it is imported lazily and skipped otherwise.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import math
+import os
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import attrs
+
+from farm.errors import JobError, ParseError
+from farm.results.csvout import read_records
+from farm.results.record import Record, write_text_atomic
+from farm.results.stats import median, value_range
+
+PathLike = str | os.PathLike[str]
+
+SUMMARY_MD = "summary.md"
+METRICS_TXT = "metrics.txt"
+
+
+@attrs.frozen
+class StageResult:
+    """One ``<testcase>`` of junit.xml."""
+
+    name: str
+    classname: str
+    seconds: float
+    kind: str  # pass, failure, error, skipped
+    message: str
+
+
+@attrs.frozen
+class KeyFigure:
+    """The summary of one metric of one run: all repeats of it under one target, setup and params."""
+
+    target: str
+    setup: str
+    suite: str
+    benchmark: str
+    params: str
+    metric: str
+    unit: str
+    values: tuple[float, ...]
+
+    @property
+    def n(self) -> int:
+        return len(self.values)
+
+    @property
+    def median(self) -> float:
+        return median(self.values)
+
+    @property
+    def low(self) -> float:
+        return value_range(self.values)[0]
+
+    @property
+    def high(self) -> float:
+        return value_range(self.values)[1]
+
+
+@attrs.frozen
+class RunData:
+    """What a run directory holds, read back."""
+
+    path: Path
+    records: tuple[Record, ...]
+    info: dict[str, Any]          # run.json ({} when absent)
+    stages: tuple[StageResult, ...]  # junit.xml (() when absent)
+    missing: tuple[str, ...]      # which of results.csv, run.json, junit.xml were not there
+
+
+@attrs.frozen
+class Report:
+    """What :func:`regenerate` wrote."""
+
+    summary: Path
+    metrics: Path
+    figures: int
+    plots: tuple[Path, ...]
+    notes: tuple[str, ...]  # e.g. why there are no plots
+
+
+def load_run(run_dir: PathLike) -> RunData:
+    """Read a run directory; JobError when it is not one (none of the three files)."""
+    path = Path(run_dir)
+    if not path.is_dir():
+        raise JobError(f"{path}: no such run directory")
+    missing = []
+    records: list[Record] = []
+    if (path / "results.csv").is_file():
+        records = read_records(path / "results.csv")
+    else:
+        missing.append("results.csv")
+    info: dict[str, Any] = {}
+    if (path / "run.json").is_file():
+        try:
+            info = json.loads((path / "run.json").read_text(encoding="utf-8"))
+        except (ValueError, UnicodeDecodeError) as e:
+            raise ParseError(f"{path / 'run.json'}: not JSON ({e})") from None
+        if not isinstance(info, dict):
+            raise ParseError(f"{path / 'run.json'}: expected a JSON object")
+    else:
+        missing.append("run.json")
+    stages: tuple[StageResult, ...] = ()
+    if (path / "junit.xml").is_file():
+        stages = read_stages(path / "junit.xml")
+    else:
+        missing.append("junit.xml")
+    if len(missing) == 3:
+        raise JobError(f"{path}: not a run directory (no results.csv, run.json or junit.xml)")
+    return RunData(path, tuple(records), info, stages, tuple(missing))
+
+
+def read_stages(path: PathLike) -> tuple[StageResult, ...]:
+    try:
+        root = ET.parse(path).getroot()
+    except ET.ParseError as e:
+        raise ParseError(f"{path}: not XML ({e})") from None
+    stages = []
+    for case in root.iter("testcase"):
+        kind, message = "pass", ""
+        for child in case:
+            if child.tag in ("failure", "error", "skipped"):
+                kind, message = child.tag, child.get("message") or (child.text or "")
+                break
+        try:
+            seconds = float(case.get("time") or 0)
+        except ValueError:
+            seconds = math.nan
+        stages.append(StageResult(case.get("name", ""), case.get("classname", ""), seconds, kind, message))
+    return tuple(stages)
+
+
+def key_figures(records: Iterable[Record]) -> list[KeyFigure]:
+    """Records grouped by target, setup, suite, benchmark, params, metric and unit, in the order
+    they were first measured (repeats and runs pooled)."""
+    groups: dict[tuple[str, ...], list[float]] = {}
+    for r in records:
+        if math.isnan(r.value):
+            continue
+        key = (r.target, r.setup, r.suite, r.benchmark, r.params, r.metric, r.unit)
+        groups.setdefault(key, []).append(r.value)
+    return [KeyFigure(*key, values=tuple(values)) for key, values in groups.items()]
+
+
+# --- summary.md ------------------------------------------------------------------------------
+
+_SCALED_UNITS = {"bit/s": "bit/s", "bits/s": "bit/s", "bytes/s": "B/s", "byte/s": "B/s"}
+_PREFIXES = ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
+
+
+def human(value: float, unit: str) -> str:
+    """``32139119.19, "bytes/s"`` -> ``"32.14 MB/s"``; other units get 4 significant digits."""
+    if unit in _SCALED_UNITS and math.isfinite(value):
+        for factor, prefix in _PREFIXES:
+            if abs(value) >= factor:
+                return f"{value / factor:.4g} {prefix}{_SCALED_UNITS[unit]}"
+        return f"{value:.4g} {_SCALED_UNITS[unit]}"
+    return f"{value:.4g} {unit}".rstrip()
+
+
+_MD_ESCAPES = {"\\": "\\\\", "|": "\\|", "`": "\\`", "*": "\\*", "$": "\\$", "<": "\\<",
+               "\r": " ", "\n": " "}
+_MD_SPECIAL = re.compile("|".join(re.escape(c) for c in _MD_ESCAPES))
+
+
+def md_escape(text: Any) -> str:
+    """Text that stays literal in a Markdown table cell or list item, on GitHub too: no pipe or line
+    break to end the cell, no emphasis, code, HTML or ``$…$`` maths made from tool output."""
+    return _MD_SPECIAL.sub(lambda m: _MD_ESCAPES[m.group()], str(text))
+
+
+_md = md_escape
+
+
+def _first_line(text: str, limit: int = 160) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def summary_markdown(run: RunData, plots: Sequence[Path] = ()) -> str:
+    info = run.info
+    run_id = info.get("run_id") or run.path.name
+    status = info.get("status", "unknown (no run.json)" if "run.json" in run.missing else "unknown")
+    stages = run.stages
+    passed = sum(s.kind == "pass" for s in stages)
+    lines = [f"# farm run {_md(run_id)}: {_md(status)}", ""]
+    if stages:
+        lines += [f"{passed} of {len(stages)} stages passed.", ""]
+    facts = []
+    if info.get("pipeline_name") or info.get("pipeline"):
+        facts.append(f"pipeline **{_md(info.get('pipeline_name', '?'))}** (`{_md(info.get('pipeline', '?'))}`)")
+    if info.get("started"):
+        facts.append(f"started {_md(info['started'])}, finished {_md(info.get('finished') or '-')}")
+    who = [f"by {_md(info['who'])}" if info.get("who") else "",
+           f"farm {_md(info['farm_version'])}" if info.get("farm_version") else "",
+           f"git {_md(str(info['git_sha'])[:12])}" if info.get("git_sha") else "",
+           f"CI job {_md(info['ci_job'])}" if info.get("ci_job") else ""]
+    if any(who):
+        facts.append(", ".join(w for w in who if w))
+    image = info.get("image")
+    if isinstance(image, dict):
+        facts.append(f"image {_md(image.get('name', '?'))} (kernel {_md(image.get('kernel_version', '?'))}, "
+                     f"key {_md(str(image.get('key', '?'))[:12])})")
+    targets = info.get("targets")
+    if isinstance(targets, dict):
+        for name, t in targets.items():
+            if not isinstance(t, dict):
+                continue
+            freq = t.get("frequency_hz")
+            freq_text = f" @ {freq / 1e6:.0f} MHz ({_md(t.get('frequency_source', '?'))})" if isinstance(
+                freq, (int, float)) else ""
+            boot = f", booted in {t['boot_seconds']:.1f} s" if isinstance(t.get("boot_seconds"), (int, float)) else ""
+            facts.append(f"target **{_md(name)}**: {_md(t.get('cpus', '?'))} cpus{freq_text}, "
+                         f"kernel {_md(t.get('kernel', '?'))}{boot}")
+    lines += [f"- {f}" for f in facts]
+    if run.missing:
+        lines.append(f"- not in the run directory: {', '.join(run.missing)}")
+    lines.append("")
+
+    if stages:
+        lines += ["## Stages", "", "| stage | result | time | message |", "|---|---|---:|---|"]
+        for s in stages:
+            result = s.kind if s.kind == "pass" else f"**{s.kind}**"
+            time_text = f"{s.seconds:.1f} s" if math.isfinite(s.seconds) else "-"
+            lines.append(f"| {_md(s.name)} | {result} | {time_text} | {_md(_first_line(s.message))} |")
+        lines.append("")
+
+    figures = key_figures(run.records)
+    lines += ["## Key figures", ""]
+    if figures:
+        lines += ["Median over repeats, n values, min–max range.", "",
+                  "| target | setup | benchmark | params | metric | median | n | min–max |",
+                  "|---|---|---|---|---|---:|---:|---|"]
+        for f in figures:
+            spread = f"{human(f.low, f.unit)} – {human(f.high, f.unit)}" if f.n > 1 else "-"
+            lines.append("| " + " | ".join(_md(v) for v in (
+                f.target, f.setup, f"{f.suite}.{f.benchmark}", f.params or "-", f.metric,
+                human(f.median, f.unit), f.n, spread)) + " |")
+    else:
+        lines.append("No measurements.")
+    lines.append("")
+    if plots:
+        lines += ["## Plots", ""] + [f"- [{_md(p.name)}]({p.relative_to(run.path).as_posix()})" for p in plots] + [""]
+    return "\n".join(lines)
+
+
+# --- metrics.txt -----------------------------------------------------------------------------
+
+_NAME_JUNK = re.compile(r"[^a-zA-Z0-9_]+")
+
+
+def metric_name(suite: str, benchmark: str, metric: str) -> str:
+    """``farm_<suite>_<benchmark>_<metric>``, lower case, every run of other characters one ``_``
+    (a valid OpenMetrics/Prometheus name, ``[a-zA-Z_][a-zA-Z0-9_]*``, no colons)."""
+    parts = [_NAME_JUNK.sub("_", p).strip("_").lower() for p in ("farm", suite, benchmark, metric)]
+    return "_".join(p for p in parts if p)
+
+
+def label_value(text: str) -> str:
+    """A label value in double quotes: OpenMetrics escapes (backslash, quote, line feed), and ``#``
+    as ``%23`` since GitLab's parser cuts every line at the first ``#``."""
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("#", "%23")
+    return f'"{escaped}"'
+
+
+def _help_text(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("\n", "\\n")
+
+
+def _number(value: float) -> str:
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    return repr(float(value))
+
+
+def metrics_text(records: Iterable[Record]) -> str:
+    """The OpenMetrics exposition of the key figures' medians (one gauge family per
+    suite/benchmark/metric, one sample per target, setup and params), ending in ``# EOF``.
+
+    A family has one unit, named in its HELP line; should one metric come in two units, each unit
+    gets a family of its own, named with the unit as a suffix.
+    """
+    by_unit: dict[tuple[str, str], dict[tuple[str, str, str], list[float]]] = {}
+    descriptions: dict[str, str] = {}
+    for f in key_figures(records):
+        name = metric_name(f.suite, f.benchmark, f.metric)
+        descriptions.setdefault(name, f"{f.suite} {f.benchmark} {f.metric}")
+        by_unit.setdefault((name, f.unit), {}).setdefault((f.target, f.setup, f.params), []).extend(f.values)
+    units_of: dict[str, int] = {}
+    for name, _ in by_unit:
+        units_of[name] = units_of.get(name, 0) + 1
+    lines = []
+    for (base, unit), samples in sorted(by_unit.items(), key=lambda item: item[0]):
+        name = base if units_of[base] == 1 else f"{base}_{_NAME_JUNK.sub('_', unit).strip('_').lower() or 'unitless'}"
+        lines.append(f"# TYPE {name} gauge")
+        in_unit = f"in {_help_text(unit)}" if unit else "no unit"
+        lines.append(f"# HELP {name} {_help_text(descriptions[base])}, median over repeats, {in_unit}")
+        for (target, setup, params), values in sorted(samples.items()):
+            labels = ",".join(f"{k}={label_value(v)}" for k, v in
+                              (("target", target), ("setup", setup), ("params", params)))
+            lines.append(f"{name}{{{labels}}} {_number(median(values))}")
+    lines.append("# EOF")
+    return "\n".join(lines) + "\n"
+
+
+# --- regenerate ------------------------------------------------------------------------------
+
+def _plots(run: RunData) -> tuple[tuple[Path, ...], tuple[str, ...]]:
+    try:
+        plots = importlib.import_module("farm.results.plots")
+    except ImportError:
+        return (), ("plots: farm.results.plots is not installed",)
+    write = getattr(plots, "write_run_plots", None)
+    if write is None:
+        return (), ("plots: farm.results.plots has no write_run_plots(run_dir, records); none drawn",)
+    return tuple(Path(p) for p in (write(run.path, list(run.records)) or ())), ()
+
+
+def regenerate(run_dir: PathLike, *, step_summary: PathLike | None = None) -> Report:
+    """Rewrite ``summary.md`` and ``metrics.txt`` of ``run_dir`` (and its plots, see the module
+    docstring) from the files in it. With ``step_summary`` (the CLI passes
+    ``$GITHUB_STEP_SUMMARY``), ``summary.md`` is also appended to that file."""
+    run = load_run(run_dir)
+    plots, notes = _plots(run)
+    existing = tuple(sorted((run.path / "plots").glob("*.png"))) if (run.path / "plots").is_dir() else ()
+    summary = summary_markdown(run, plots or existing)
+    write_text_atomic(run.path / SUMMARY_MD, summary)
+    write_text_atomic(run.path / METRICS_TXT, metrics_text(run.records))
+    if step_summary:
+        append_step_summary(step_summary, summary)
+    return Report(run.path / SUMMARY_MD, run.path / METRICS_TXT, len(key_figures(run.records)),
+                  plots, notes)
+
+
+def append_step_summary(path: PathLike, markdown: str) -> None:
+    """Append to a GitHub job summary file (several reports in one job each add theirs)."""
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(markdown.rstrip("\n") + "\n\n")

@@ -1,0 +1,186 @@
+"""Statistics for qualification: medians, ranges and the two-sided Mann–Whitney U test. Pure, no numpy.
+
+Why these:
+
+* **median** and **min–max range**, not mean and standard deviation: a benchmark on a board has
+  outliers (a cache-cold first run, a DHCP renewal in the middle of an iperf3 run) and few repeats
+  (3 to 10). The median ignores a single outlier; the min–max range is the honest spread of so few
+  values (quartiles of five numbers are mostly interpolation), and it is what the small-sample rule
+  of :mod:`farm.results.qualify` compares.
+* **Mann–Whitney U** (Wilcoxon rank-sum): no assumption of normality, only of independent
+  repeats. Two-sided, because "the candidate differs" is tested first and the direction is judged
+  from the medians afterwards.
+
+How the p-value is computed (:func:`mann_whitney_u`):
+
+* **Exact** when the two samples together hold at most :data:`EXACT_MAX_N` values: the null
+  distribution of U is enumerated over all ``C(n1 + n2, n1)`` ways to split the pooled ranks. Ties
+  get mid-ranks and the enumeration runs over those very mid-ranks, so with ties this is the exact
+  *conditional* permutation test, not an approximation; without ties it is the classical exact
+  distribution (the same numbers as ``scipy.stats.mannwhitneyu(method="exact")``). Counting is done
+  with a dynamic programme over tie groups in integers (mid-ranks doubled), so it is exact
+  arithmetic and takes milliseconds at this size.
+* **Normal approximation** beyond that, with the tie correction of the variance and a continuity
+  correction of 0.5, the formula of ``scipy.stats.mannwhitneyu(method="asymptotic")``.
+* Two-sided p = ``min(1, 2 * min(P(U <= u), P(U >= u)))`` for the exact distribution: the
+  convention of scipy's exact test (where U is symmetric it is the same as counting both tails)
+  and of ``scipy.stats.permutation_test`` when ties make U asymmetric.
+
+:attr:`MannWhitney.min_p` is the smallest p-value the test *could* give for these sample sizes
+(and ties): with 3 repeats on each side it is 0.1, so no outcome can be significant at 0.05.
+Qualification uses it to decide when to fall back to comparing ranges.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import defaultdict
+from typing import Iterable, Sequence
+
+import attrs
+
+#: largest n1 + n2 for which the null distribution is enumerated exactly
+EXACT_MAX_N = 40
+
+
+def median(values: Iterable[float]) -> float:
+    """Median (mean of the two middle values for an even count); ValueError when empty."""
+    data = list(values)
+    if not data:
+        raise ValueError("median of no values")
+    return float(statistics.median(data))
+
+
+def value_range(values: Iterable[float]) -> tuple[float, float]:
+    """``(min, max)``: the spread farm reports and the small-sample rule compares."""
+    data = list(values)
+    if not data:
+        raise ValueError("range of no values")
+    return float(min(data)), float(max(data))
+
+
+def ranges_overlap(a: Sequence[float], b: Sequence[float]) -> bool:
+    """Whether the closed ranges ``[min a, max a]`` and ``[min b, max b]`` share a point."""
+    (alo, ahi), (blo, bhi) = value_range(a), value_range(b)
+    return alo <= bhi and blo <= ahi
+
+
+def midranks(values: Sequence[float]) -> list[float]:
+    """1-based ranks of ``values``, tied values sharing the mean of their positions."""
+    order = sorted(range(len(values)), key=lambda i: values[i])
+    ranks = [0.0] * len(values)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            ranks[order[k]] = (i + j + 2) / 2
+        i = j + 1
+    return ranks
+
+
+@attrs.frozen
+class MannWhitney:
+    """Result of :func:`mann_whitney_u`.
+
+    ``u`` is the U statistic of the *first* sample (the number of pairs (x, y) with x > y, ties
+    counting one half), as scipy reports it; ``method`` is ``"exact"`` or ``"normal"``; ``min_p``
+    the smallest two-sided p-value any outcome could reach with these sizes and ties.
+    """
+
+    u: float
+    p_value: float
+    method: str
+    min_p: float
+    ties: bool
+
+    def can_reach(self, alpha: float) -> bool:
+        """Whether some outcome of this test would be significant at ``alpha``."""
+        return self.min_p < alpha
+
+
+def mann_whitney_u(x: Sequence[float], y: Sequence[float], *, exact_max_n: int = EXACT_MAX_N) -> MannWhitney:
+    """Two-sided Mann–Whitney U test of ``x`` against ``y`` (see the module docstring for how)."""
+    n1, n2 = len(x), len(y)
+    if n1 == 0 or n2 == 0:
+        raise ValueError("Mann-Whitney U needs at least one value in each sample")
+    if any(math.isnan(v) for v in (*x, *y)):
+        raise ValueError("Mann-Whitney U of NaN values")
+    pooled = [float(v) for v in (*x, *y)]
+    ranks = midranks(pooled)
+    u1 = sum(ranks[:n1]) - n1 * (n1 + 1) / 2
+    groups = _tie_groups(pooled)
+    ties = any(size > 1 for size, _ in groups)
+    if n1 + n2 <= exact_max_n:
+        p, min_p = _exact_p(n1, n2, groups, u1)
+        method = "exact"
+    else:
+        p, min_p = _normal_p(n1, n2, groups, u1)
+        method = "normal"
+    return MannWhitney(u=u1, p_value=p, method=method, min_p=min_p, ties=ties)
+
+
+def _tie_groups(pooled: Sequence[float]) -> list[tuple[int, int]]:
+    """``(size, doubled mid-rank)`` of each run of equal values in the sorted pool."""
+    data = sorted(pooled)
+    groups, i = [], 0
+    while i < len(data):
+        j = i
+        while j + 1 < len(data) and data[j + 1] == data[i]:
+            j += 1
+        groups.append((j - i + 1, (i + 1) + (j + 1)))  # twice the mean of positions i+1 .. j+1
+        i = j + 1
+    return groups
+
+
+def _exact_p(n1: int, n2: int, groups: list[tuple[int, int]], u1: float) -> tuple[float, float]:
+    """Exact two-sided p and its smallest possible value, from the enumerated rank-sum counts."""
+    counts = _rank_sum_counts(n1, groups)  # doubled rank sum of the first sample -> ways
+    total = math.comb(n1 + n2, n1)
+    offset = n1 * (n1 + 1)  # doubled n1(n1+1)/2: doubled U = doubled R - offset
+    observed = round(2 * u1)  # mid-ranks are halves at worst, so 2*U is an exact integer
+    le = sum(c for s, c in counts.items() if s - offset <= observed)
+    ge = sum(c for s, c in counts.items() if s - offset >= observed)
+    p = min(1.0, 2 * min(le, ge) / total)
+    lowest, highest = min(counts), max(counts)
+    min_p = min(1.0, 2 * min(counts[lowest], counts[highest]) / total)
+    return p, min_p
+
+
+def _rank_sum_counts(n: int, groups: list[tuple[int, int]]) -> dict[int, int]:
+    """How many ways ``n`` of the pooled values can be chosen, by the doubled sum of their ranks.
+
+    A tie group of ``size`` values shares one rank, so choosing ``j`` of them adds ``j * rank`` in
+    ``C(size, j)`` ways; walking the groups builds the count table for every (chosen, sum).
+    """
+    table: list[dict[int, int]] = [defaultdict(int) for _ in range(n + 1)]
+    table[0][0] = 1
+    for size, rank2 in groups:
+        new: list[dict[int, int]] = [defaultdict(int) for _ in range(n + 1)]
+        for chosen, sums in enumerate(table):
+            if not sums:
+                continue
+            for j in range(min(size, n - chosen) + 1):
+                ways, add, row = math.comb(size, j), j * rank2, new[chosen + j]
+                for s, c in sums.items():
+                    row[s + add] += c * ways
+        table = new
+    return dict(table[n])
+
+
+def _normal_p(n1: int, n2: int, groups: list[tuple[int, int]], u1: float) -> tuple[float, float]:
+    """Normal approximation with tie and continuity correction (scipy's ``asymptotic``)."""
+    n = n1 + n2
+    mu = n1 * n2 / 2
+    tie_term = sum(t ** 3 - t for t, _ in groups)
+    variance = n1 * n2 / 12 * ((n + 1) - tie_term / (n * (n - 1)))
+    if variance <= 0:  # every value equal: nothing can differ
+        return 1.0, 1.0
+
+    def two_sided(u: float) -> float:
+        z = (max(u, n1 * n2 - u) - mu - 0.5) / math.sqrt(variance)
+        return min(1.0, math.erfc(z / math.sqrt(2)))  # 2 * P(Z > z)
+
+    return two_sided(u1), two_sided(0.0)

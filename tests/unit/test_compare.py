@@ -1,0 +1,163 @@
+"""farm.results.compare on small result directories written with write_records."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from farm.errors import JobError, ParseError
+from farm.results.compare import compare, load_result_dir, to_markdown, write_compare
+from farm.results.csvout import write_records
+from farm.results.record import Record
+
+AES = ("crypto", "openssl-speed", "algorithm=aes-128-gcm;block=16384", "throughput", "bytes/s")
+CRC = ("storage", "isal", "function=crc32_ieee;mode=cold", "throughput", "bytes/s")
+CPUID = ("virt", "vmexit", "test=cpuid", "cycles", "cycles")
+XOR = ("storage", "isal", "function=xor_gen;mode=warm", "throughput", "bytes/s")
+
+
+def rec(key, value, *, target, setup="default", repeat=0, run_id="r1"):
+    suite, benchmark, params, metric, unit = key
+    return Record(run_id=run_id, timestamp="2024-05-01T10:00:00.000+00:00", target=target,
+                  arch="arm64", setup=setup, image="img", suite=suite, benchmark=benchmark,
+                  params=params, repeat=repeat, metric=metric, value=value, unit=unit)
+
+
+def result_dir(root: Path, name: str, records) -> Path:
+    d = root / name
+    d.mkdir()
+    write_records(d / "results.csv", records)
+    return d
+
+
+@pytest.fixture
+def dirs(tmp_path):
+    board = result_dir(tmp_path, "board", [
+        # four repeats: even n, the median is the mean of the middle two (200 and 300)
+        *(rec(AES, v, target="maaxboard", repeat=i) for i, v in enumerate([100.0, 300.0, 400.0, 200.0])),
+        rec(CRC, 10.0, target="maaxboard", repeat=0), rec(CRC, 20.0, target="maaxboard", repeat=1),
+        rec(CPUID, 3374.0, target="maaxboard"),  # only on the board
+    ])
+    twin = result_dir(tmp_path, "twin", [
+        rec(AES, 500.0, target="qemu-maaxboard"),
+        *(rec(CRC, v, target="qemu-maaxboard", repeat=i) for i, v in enumerate([30.0, 50.0, 40.0])),
+        rec(XOR, 7.0, target="qemu-maaxboard"),  # only on the twin
+    ])
+    return board, twin
+
+
+def test_medians_counts_ratios_and_labels(dirs):
+    c = compare([load_result_dir(d) for d in dirs])
+    # both inputs have setup "default": the directory names tell them apart
+    assert c.labels == ("default@board", "default@twin")
+    assert [(col.target, col.setup, col.source) for col in c.columns] == [
+        ("maaxboard", "default", "board"), ("qemu-maaxboard", "default", "twin")]
+    rows = {tuple(getattr(r.key, f) for f in ("suite", "benchmark", "params", "metric", "unit")): r
+            for r in c.rows}
+    assert rows[AES].medians == (250.0, 500.0)
+    assert rows[AES].counts == (4, 1)
+    assert rows[AES].ratio == 2.0
+    assert rows[CRC].medians == (15.0, 40.0)
+    assert rows[CRC].ratio == pytest.approx(40 / 15)
+    assert rows[CPUID].medians == (3374.0, None) and rows[CPUID].ratio is None
+    assert rows[XOR].medians == (None, 7.0) and rows[XOR].counts == (0, 1)
+    # rows keep the order in which keys first appear
+    assert [r.key.benchmark + r.key.params for r in c.rows][:2] == [AES[1] + AES[2], CRC[1] + CRC[2]]
+
+
+def test_missing_pairs_are_listed(dirs):
+    c = compare([load_result_dir(d) for d in dirs])
+    assert [(m.key.params, m.present, m.absent) for m in c.missing] == [
+        ("test=cpuid", ("default@board",), ("default@twin",)),
+        ("function=xor_gen;mode=warm", ("default@twin",), ("default@board",)),
+    ]
+
+
+def test_write_compare_files(dirs, tmp_path):
+    c = compare([load_result_dir(d) for d in dirs])
+    paths = write_compare(c, tmp_path / "out")
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["compare.csv", "compare.md", "compare.png"]
+
+    with open(paths["csv"], newline="") as f:
+        table = list(csv.reader(f))
+    assert table[0] == ["suite", "benchmark", "params", "metric", "unit",
+                        "default@board", "default@board_n", "default@twin", "default@twin_n", "ratio"]
+    assert table[1] == [*AES, "250.0", "4", "500.0", "1", "2.0"]
+    assert table[2] == [*CRC, "15.0", "2", "40.0", "3", repr(40 / 15)]
+    assert table[3] == [*CPUID, "3374.0", "1", "", "0", ""]
+    assert table[4] == [*XOR, "", "0", "7.0", "1", ""]
+    assert len(table) == 5
+
+    md = paths["md"].read_text()
+    assert "| crypto | openssl-speed | algorithm=aes-128-gcm;block=16384 | throughput | bytes/s | 250.0 (4) | 500.0 (1) | 2.00 |" in md
+    assert "| 15.00 (2) | 40.00 (3) | 2.67 |" in md
+    assert "## Missing" in md
+    assert "- virt / vmexit `test=cpuid` cycles (cycles): only in default@board; not in default@twin" in md
+    assert "- storage / isal `function=xor_gen;mode=warm` throughput (bytes/s): only in default@twin; not in default@board" in md
+
+    png = paths["png"].read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    assert len(png) > 5000
+
+
+def test_three_inputs_get_a_ratio_per_later_column(dirs, tmp_path):
+    patched = result_dir(tmp_path, "patched", [
+        rec(AES, 1000.0, target="maaxboard", setup="patched"),
+        rec(CRC, 30.0, target="maaxboard", setup="patched"),
+    ])
+    c = compare([load_result_dir(d) for d in (*dirs, patched)])
+    assert c.labels == ("default@board", "default@twin", "patched")
+    paths = write_compare(c, tmp_path / "out3")
+    with open(paths["csv"], newline="") as f:
+        table = list(csv.reader(f))
+    assert table[0][5:] == ["default@board", "default@board_n", "default@twin", "default@twin_n",
+                            "patched", "patched_n", "ratio",
+                            "default@twin/default@board", "patched/default@board"]
+    assert table[1][-3:] == ["4.0", "2.0", "4.0"]  # ratio = last/first = 1000/250
+    assert table[2][-3:] == ["2.0", repr(40 / 15), "2.0"]
+    assert paths["png"].read_bytes()[:4] == b"\x89PNG"
+    md = paths["md"].read_text()
+    assert "| default@twin/default@board | patched/default@board |" in md
+    assert "`test=cpuid` cycles (cycles): only in default@board; not in default@twin, patched" in md
+
+
+def test_one_input_with_two_targets_gives_two_columns(tmp_path):
+    both = result_dir(tmp_path, "both", [
+        rec(AES, 100.0, target="maaxboard"), rec(AES, 300.0, target="qemu-maaxboard"),
+    ])
+    c = compare([load_result_dir(both)])
+    assert c.labels == ("maaxboard/default", "qemu-maaxboard/default")
+    assert c.rows[0].ratio == 3.0
+    assert c.missing == ()
+
+
+def test_ratio_against_zero_is_empty(tmp_path):
+    a = [rec(CPUID, 0.0, target="a", setup="x")]
+    b = [rec(CPUID, 5.0, target="b", setup="y")]
+    c = compare([("a", a), ("b", b)])
+    assert c.labels == ("x", "y")
+    assert c.rows[0].ratio is None
+    assert "| 0 (1) | 5.000 (1) | — |" in to_markdown(c)
+
+
+def test_nothing_to_compare(tmp_path):
+    with pytest.raises(JobError, match="nothing to compare"):
+        compare([("a", [rec(AES, 1.0, target="t", repeat=0), rec(AES, 2.0, target="t", repeat=1)])])
+    with pytest.raises(JobError, match="b: no records"):
+        compare([("a", [rec(AES, 1.0, target="t")]), ("b", [])])
+    with pytest.raises(JobError, match="no inputs"):
+        compare([])
+
+
+def test_load_result_dir_errors(tmp_path):
+    with pytest.raises(JobError, match=f"{tmp_path / 'nope'}: not a result directory"):
+        load_result_dir(tmp_path / "nope")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(JobError, match=f"{tmp_path / 'empty' / 'results.csv'}: no such file"):
+        load_result_dir(tmp_path / "empty")
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "results.csv").write_text("not,a,header\n")
+    with pytest.raises(ParseError, match="line 1"):
+        load_result_dir(tmp_path / "bad")

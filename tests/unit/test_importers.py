@@ -1,0 +1,126 @@
+"""farm.results.importers: hand-captured outputs (the real fixtures) as records and result dirs."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from farm.bench import BenchmarkError
+from farm.errors import JobError, ParseError
+from farm.results.compare import compare, load_result_dir
+from farm.results.csvout import read_records
+from farm.results.importers import import_isal, import_openssl, import_vmexit, write_import
+
+DATA = Path(__file__).resolve().parent.parent / "data"
+MTIME = 1714557600.25  # 2024-05-01T10:00:00.250Z
+
+
+def capture(tmp_path: Path, name: str) -> Path:
+    """A copy of a fixture with a known modification time."""
+    path = tmp_path / name
+    shutil.copyfile(DATA / name, path)
+    os.utime(path, (MTIME, MTIME))
+    return path
+
+
+def sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_openssl(tmp_path):
+    path = capture(tmp_path, "openssl-sha256-mr.txt")
+    rs = import_openssl(path, "laptop")
+    assert len(rs) == 6
+    first = rs[0]
+    assert first.run_id == f"import-{sha(path)[:12]}"
+    assert len(first.run_id) == len("import-") + 12
+    assert first.timestamp == "2024-05-01T10:00:00.250+00:00"
+    assert (first.target, first.arch, first.setup, first.image, first.suite, first.repeat) == (
+        "unknown", "unknown", "laptop", "", "crypto", 0)
+    assert (first.benchmark, first.params, first.metric, first.value, first.unit) == (
+        "openssl-speed", "algorithm=sha256;block=16", "throughput", 125717168.0, "bytes/s")
+    assert {r.run_id for r in rs} == {first.run_id}
+
+
+def test_isal_and_target(tmp_path):
+    path = capture(tmp_path, "isal-perf-host.txt")
+    rs = import_isal(path, "host", target="devbox")
+    assert len(rs) == 16
+    assert {(r.suite, r.target, r.benchmark) for r in rs} == {("storage", "devbox", "isal")}
+    assert rs[2].params == "function=crc32_ieee;mode=cold"
+    assert rs[2].value == pytest.approx(31899.22e6, rel=1e-12)
+
+
+def test_vmexit(tmp_path):
+    path = capture(tmp_path, "vmexit-x86.txt")
+    rs = import_vmexit(path, "nested-kvm")
+    assert len(rs) == 41
+    assert {r.suite for r in rs} == {"virt"}
+    assert (rs[0].params, rs[0].metric, rs[0].value, rs[0].unit) == ("test=cpuid", "cycles", 70591.0, "cycles")
+
+
+def test_same_content_same_run_id(tmp_path):
+    a = capture(tmp_path, "isal-perf-host.txt")
+    b = tmp_path / "copy.txt"
+    shutil.copyfile(a, b)
+    assert import_isal(a, "x")[0].run_id == import_isal(b, "x")[0].run_id
+    b.write_text(a.read_text() + "\n")
+    assert import_isal(a, "x")[0].run_id != import_isal(b, "x")[0].run_id
+
+
+def test_write_import_makes_a_result_dir(tmp_path):
+    path = capture(tmp_path, "isal-perf-host.txt")
+    records = import_isal(path, "host")
+    out = write_import(records, tmp_path / "imported", path)
+    assert read_records(out / "results.csv") == records
+    assert json.loads((out / "run.json").read_text()) == {
+        "imported_from": str(path.resolve()), "sha256": sha(path), "setup": "host"}
+    # and compare can read it beside another import
+    other = write_import(import_isal(path, "again"), tmp_path / "again", path)
+    c = compare([load_result_dir(out), load_result_dir(other)])
+    assert c.labels == ("host", "again")
+    assert {r.ratio for r in c.rows} == {1.0}
+
+
+def test_missing_file_names_it(tmp_path):
+    with pytest.raises(JobError, match=f"import {tmp_path / 'nope.txt'}: no such file"):
+        import_isal(tmp_path / "nope.txt", "x")
+    with pytest.raises(JobError, match="is a directory"):
+        import_isal(tmp_path, "x")
+
+
+def test_malformed_file_names_file_and_line(tmp_path):
+    path = tmp_path / "bad.txt"
+    path.write_text("header\nxor_gen_warm: runtime = 1 usecs, bandwidth 2 MB in x sec = 3 MB/s\n")
+    with pytest.raises(ParseError, match=f"{path}: ISA-L perf output line 2: cannot parse"):
+        import_isal(path, "x")
+
+
+def test_file_without_measurements(tmp_path):
+    path = tmp_path / "empty.txt"
+    path.write_text("enabling apic\n")
+    with pytest.raises(ParseError, match=f"{path}: no virt measurement found"):
+        import_vmexit(path, "x")
+    path.write_bytes(b"\xff\xfe")
+    with pytest.raises(ParseError, match="not UTF-8"):
+        import_vmexit(path, "x")
+
+
+def test_failed_openssl_capture(tmp_path):
+    path = tmp_path / "fail.txt"
+    path.write_text("speed: foo is an unknown cipher or digest\n")
+    with pytest.raises(BenchmarkError, match=f"openssl: {path}: foo is an unknown cipher"):
+        import_openssl(path, "x")
+
+
+def test_setup_is_required(tmp_path):
+    path = capture(tmp_path, "isal-perf-host.txt")
+    with pytest.raises(JobError, match="setup '': expected a non-empty name"):
+        import_isal(path, "")
+    with pytest.raises(JobError, match="no records to write"):
+        write_import([], tmp_path / "o", path)

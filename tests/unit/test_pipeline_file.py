@@ -1,0 +1,177 @@
+"""farm.pipeline.load_pipeline: the real smoke pipeline loads; every broken file names file:line: field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from farm.bench.registry import BENCHMARKS
+from farm.errors import JobError
+from farm.pipeline import Benchmark, Setup, load_pipeline
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+SMOKE = ROOT / "pipelines" / "smoke.yaml"
+
+GOOD = """\
+name: t
+image: ../images/x.yaml
+targets:
+  - env: ../env/a.yaml
+  - env: /srv/farm/env/b.yaml
+benchmarks:
+  - iperf3: {protocol: tcp, duration: 3}
+  - openssl-speed:
+      seconds: 1
+"""
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    folder = tmp_path / "pipelines"
+    folder.mkdir(exist_ok=True)
+    path = folder / "p.yaml"
+    path.write_text(text)
+    return path
+
+
+def _error(path: Path) -> str:
+    with pytest.raises(JobError) as info:
+        load_pipeline(path)
+    return str(info.value)
+
+
+def test_smoke_pipeline_loads():
+    pipeline = load_pipeline(SMOKE)
+    assert pipeline.name == "smoke"
+    assert pipeline.source == SMOKE
+    # paths are relative to the pipeline file, not to the current directory
+    assert pipeline.images['*'] == SMOKE.parent / "../images/maaxboard-bench.yaml"
+    assert pipeline.images['*'].resolve() == ROOT / "images" / "maaxboard-bench.yaml"
+    assert pipeline.images['*'].is_file()
+    assert [e.resolve() for e in pipeline.envs] == [ROOT / "env" / "qemu-maaxboard.yaml"]
+    assert all(e.is_file() for e in pipeline.envs)
+    assert pipeline.setups == (Setup("default"),)
+    assert pipeline.repeats == 1
+    assert [b.name for b in pipeline.benchmarks][:2] == ["iperf3", "openssl-speed"]
+    assert pipeline.benchmarks[0] == Benchmark("iperf3", {"protocol": "tcp", "duration": 3})
+    assert all(b.name in BENCHMARKS for b in pipeline.benchmarks)
+
+
+def test_smoke_pipeline_loads_from_another_directory(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    pipeline = load_pipeline(SMOKE)
+    assert pipeline.images['*'].resolve() == ROOT / "images" / "maaxboard-bench.yaml"
+
+
+def test_relative_and_absolute_paths(tmp_path):
+    path = _write(tmp_path, GOOD)
+    pipeline = load_pipeline(path)
+    assert pipeline.images['*'] == tmp_path / "pipelines" / "../images/x.yaml"
+    assert pipeline.envs == (tmp_path / "pipelines" / "../env/a.yaml", Path("/srv/farm/env/b.yaml"))
+    assert pipeline.benchmarks == (Benchmark("iperf3", {"protocol": "tcp", "duration": 3}),
+                                   Benchmark("openssl-speed", {"seconds": 1}))
+
+
+def test_setups_and_repeats(tmp_path):
+    path = _write(tmp_path, GOOD + "repeats: 3\nsetups:\n  - name: base\n  - name: nosmt\n    bootargs: [nosmt, mitigations=off]\n")
+    pipeline = load_pipeline(path)
+    assert pipeline.repeats == 3
+    assert pipeline.setups == (Setup("base"), Setup("nosmt", ("nosmt", "mitigations=off")))
+
+
+def test_benchmark_without_params(tmp_path):
+    pipeline = load_pipeline(_write(tmp_path, GOOD.replace("  - iperf3: {protocol: tcp, duration: 3}", "  - iperf3:")))
+    assert pipeline.benchmarks[0] == Benchmark("iperf3", {})
+
+
+# --- errors ---
+
+def test_unknown_benchmark(tmp_path):
+    path = _write(tmp_path, GOOD.replace("  - openssl-speed:", "  - dhrystone:"))
+    message = _error(path)
+    assert message.startswith(f"{path}:8: benchmarks[1].dhrystone: unknown benchmark (known: ")
+    assert "iperf3" in message and "openssl-speed" in message
+
+
+@pytest.mark.parametrize("old, new, line, field, expected", [
+    ("duration: 3", 'duration: "three"', 7, "benchmarks[0].iperf3.duration", "expected an integer or a number, got str 'three'"),
+    ("duration: 3", "duration: true", 7, "benchmarks[0].iperf3.duration", "expected an integer or a number, got True"),
+    ("protocol: tcp", "protocol: 6", 7, "benchmarks[0].iperf3.protocol", "expected a string, got int 6"),
+    ("seconds: 1", 'seconds: "1"', 9, "benchmarks[1].openssl-speed.seconds", "expected an integer, got str '1'"),
+    ("seconds: 1", "seconds: 1.5", 9, "benchmarks[1].openssl-speed.seconds", "expected an integer, got float 1.5"),
+    ("seconds: 1", "algorithms: sha256", 9, "benchmarks[1].openssl-speed.algorithms", "expected a list, got str 'sha256'"),
+])
+def test_bad_param_type(tmp_path, old, new, line, field, expected):
+    path = _write(tmp_path, GOOD.replace(old, new))
+    assert _error(path) == f"{path}:{line}: {field}: {expected}"
+
+
+def test_float_duration_is_fine(tmp_path):
+    pipeline = load_pipeline(_write(tmp_path, GOOD.replace("duration: 3", "duration: 2.5")))
+    assert pipeline.benchmarks[0].params["duration"] == 2.5
+
+
+def test_unknown_param(tmp_path):
+    path = _write(tmp_path, GOOD.replace("duration: 3", "durration: 3"))
+    message = _error(path)
+    assert message.startswith(f"{path}:7: benchmarks[0].iperf3.durration: unknown field (allowed: ")
+    assert "duration" in message and "protocol" in message
+    path = _write(tmp_path, GOOD.replace("seconds: 1", "secs: 1"))
+    assert _error(path).startswith(f"{path}:9: benchmarks[1].openssl-speed.secs: unknown field (allowed: ")
+
+
+def test_missing_targets(tmp_path):
+    path = _write(tmp_path, GOOD.replace("targets:\n  - env: ../env/a.yaml\n  - env: /srv/farm/env/b.yaml\n", ""))
+    assert _error(path) == f"{path}:1: (top level): missing required field 'targets'"
+
+
+def test_empty_or_null_targets(tmp_path):
+    targets = "targets:\n  - env: ../env/a.yaml\n  - env: /srv/farm/env/b.yaml\n"
+    path = _write(tmp_path, GOOD.replace(targets, "targets: []\n"))
+    assert _error(path) == f"{path}:3: targets: at least one target is needed"
+    path = _write(tmp_path, GOOD.replace(targets, "targets:\n"))
+    assert "missing required field 'targets'" in _error(path)
+
+
+def test_bad_target_items(tmp_path):
+    path = _write(tmp_path, GOOD.replace("  - env: ../env/a.yaml\n", "  - ../env/a.yaml\n"))
+    assert _error(path) == f"{path}:3: targets: item 0 must be a mapping like {{env: ../env/x.yaml}}"
+    path = _write(tmp_path, GOOD.replace("  - env: ../env/a.yaml\n", "  - env: ../env/a.yaml\n    place: rack1\n"))
+    assert _error(path).startswith(f"{path}:5: targets[0].place: unknown field (allowed: env)")
+    path = _write(tmp_path, GOOD.replace("  - env: ../env/a.yaml\n", "  - {}\n"))
+    assert _error(path).startswith(f"{path}:4: targets[0]: missing required field 'targets[0].env'")
+
+
+@pytest.mark.parametrize("value, expected", [("0", "must be at least 1"), ("-2", "must be at least 1"),
+                                             ("two", "expected an integer, got str 'two'"),
+                                             ("true", "expected an integer, got True")])
+def test_bad_repeats(tmp_path, value, expected):
+    path = _write(tmp_path, GOOD + f"repeats: {value}\n")
+    assert _error(path) == f"{path}:10: repeats: {expected}"
+
+
+def test_benchmark_items_must_be_single_pairs(tmp_path):
+    path = _write(tmp_path, GOOD.replace("  - iperf3: {protocol: tcp, duration: 3}", "  - iperf3"))
+    assert _error(path).startswith(f"{path}:6: benchmarks: item 0 must be one 'name: {{params}}' pair")
+    path = _write(tmp_path, GOOD.replace("  - iperf3: {protocol: tcp, duration: 3}", "  - iperf3: {}\n    openssl-speed: {}"))
+    assert _error(path).startswith(f"{path}:6: benchmarks: item 0 must be one")
+    path = _write(tmp_path, GOOD.replace("  - iperf3: {protocol: tcp, duration: 3}", "  - iperf3: [tcp]"))
+    assert _error(path) == f"{path}:7: benchmarks[0].iperf3: parameters must be a mapping"
+
+
+def test_unknown_top_level_field_and_missing_image(tmp_path):
+    path = _write(tmp_path, GOOD + "timeout: 10\n")
+    assert _error(path).startswith(f"{path}:10: timeout: unknown field (allowed: ")
+    path = _write(tmp_path, GOOD.replace("image: ../images/x.yaml\n", ""))
+    assert _error(path) == f"{path}:1: (top level): give either 'image' (one recipe) or 'images' (a recipe per architecture)"
+
+
+def test_bad_setup(tmp_path):
+    path = _write(tmp_path, GOOD + "setups:\n  - name: a\n  - nam: b\n")
+    assert _error(path).startswith(f"{path}:12: setups[1].nam: unknown field (allowed: bootargs, image, name)")
+    path = _write(tmp_path, GOOD + "setups:\n  - name: a\n    bootargs: [quiet, 3]\n")
+    assert _error(path) == f"{path}:12: setups[0].bootargs: item 1 must be a string, got int 3"
+
+
+def test_not_found(tmp_path):
+    assert _error(tmp_path / "nope.yaml") == f"{tmp_path / 'nope.yaml'}: pipeline file not found"
