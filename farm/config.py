@@ -64,6 +64,8 @@ def _set_paths(value: Any, path: str) -> None:
     if isinstance(value, Node):
         value.path = path
         for k, v in value.items():
+            if isinstance(v, Node):  # a block mapping starts at its first key; name the key holding it
+                v.line = value.key_lines.get(k, v.line)
             _set_paths(v, f"{path}.{k}" if path else str(k))
     elif isinstance(value, list):
         for i, v in enumerate(value):
@@ -93,7 +95,7 @@ def load_yaml(path: str | Path, what: str = "file") -> Node:
     finally:
         loader.dispose()
     if not isinstance(data, Node):
-        raise JobError(f"{path}:1: a {what} must be a YAML mapping (key: value), not {type(data).__name__}")
+        raise JobError(f"{path}:1: {'an' if what[0] in 'aeiou' else 'a'} {what} must be a YAML mapping (key: value), not {type(data).__name__}")
     _set_paths(data, "")
     return data
 
@@ -101,7 +103,7 @@ def load_yaml(path: str | Path, what: str = "file") -> Node:
 # --- field accessors: each returns the typed value or raises a JobError naming file:line: field ---
 
 def require(node: Node, key: str, kind: type[T] | tuple[type, ...], what: str = "") -> T:
-    if key not in node:
+    if node.get(key) is None:
         raise node.error(None, f"missing required field '{node.field(key)}'" + (f" ({what})" if what else ""))
     return field(node, key, kind, None)  # type: ignore[return-value]
 

@@ -32,6 +32,7 @@ from .config import Node, field, load_yaml, reject_unknown, require, string_list
 from .errors import (EXIT_INFRA_ERROR, EXIT_JOB_ERROR, EXIT_OK, EXIT_TEST_FAILURE, FarmError,
                      InfrastructureError, JobError)
 from .images.build import Image, build
+from .images.recipe import ARCHES
 from .results.csvout import append_records
 from .results.cycles import cycles_per_byte
 from .results.junit import Case, write_junit
@@ -94,7 +95,8 @@ def load_pipeline(path: str | Path) -> Pipeline:
         images = {ANY_ARCH: _relative(doc, "image", require(doc, "image", str))}
     else:
         per_arch = require(doc, "images", Node)
-        images = {arch: _relative(per_arch, arch, field(per_arch, arch, str, "")) for arch in per_arch}
+        reject_unknown(per_arch, ARCHES)
+        images = {arch: _relative(per_arch, arch, require(per_arch, arch, str)) for arch in per_arch}
     targets = require(doc, "targets", list)
     envs = []
     for i, item in enumerate(targets):

@@ -90,8 +90,9 @@ def run_sweep(ctx: BenchContext, params: Mapping[str, Any]) -> list[Measurement]
 
     measurements: list[Measurement] = []
     for load in loads:
-        point = {"protocol": protocol, "requested": int(load * 1e6), "packet_size": size,
-                 "duration": duration, "rtt_rate": rtt_rate}
+        # the point is identified as in the lab's ipbench files (requested, packet size), so live
+        # sweeps and imported history join in `farm compare`; UDP is the lab's default protocol
+        point = {"requested": int(load * 1e6), "packet_size": size, **({"protocol": protocol} if protocol != "udp" else {})}
         argv = iperf3.client_command(ihost, iport, duration=duration, protocol=protocol,
                                      bitrate=f"{load:g}M", length=size, omit=warmup)
         before = _cpu_times(ctx)

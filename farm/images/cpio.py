@@ -6,6 +6,7 @@ owner root:root. Given the same entries, the bytes are the same.
 
 from __future__ import annotations
 
+import posixpath
 import stat
 from typing import Iterable
 
@@ -56,8 +57,8 @@ def write_newc(entries: Iterable[Entry]) -> bytes:
     """The archive bytes. Duplicate paths are an error: the kernel would silently keep the last one."""
     by_path: dict[str, Entry] = {}
     for entry in entries:
-        path = entry.path.strip("/")
-        if not path or ".." in path.split("/"):
+        path = posixpath.normpath("/" + entry.path).lstrip("/")  # ./bin//sh and bin/sh are one file
+        if not path or ".." in entry.path.split("/"):
             raise ValueError(f"invalid cpio path {entry.path!r}")
         if path in by_path and by_path[path] != attrs.evolve(entry, path=path):
             raise ValueError(f"two different entries for {path!r}")

@@ -26,9 +26,19 @@ def is_elf(data: bytes) -> bool:
 
 
 def elf_deps(data: bytes) -> ElfDeps:
-    """Interpreter and DT_NEEDED entries of an ELF file (32/64-bit, either byte order)."""
+    """Interpreter and DT_NEEDED entries of an ELF file (32/64-bit, either byte order).
+
+    Raises ValueError for anything that is not a whole ELF file (not ELF, truncated, offsets out of range).
+    """
     if not is_elf(data):
         raise ValueError("not an ELF file")
+    try:
+        return _elf_deps(data)
+    except (struct.error, IndexError, UnicodeDecodeError) as exc:
+        raise ValueError(f"truncated or malformed ELF file: {exc}") from None
+
+
+def _elf_deps(data: bytes) -> ElfDeps:
     bits64 = data[4] == 2
     end = "<" if data[5] == 1 else ">"
     if bits64:

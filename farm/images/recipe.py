@@ -94,7 +94,7 @@ def load_recipe(path: str | Path) -> Recipe:
             raise doc.error("programs", f"item {i} must be a mapping with name and source")
         reject_unknown(item, {"name", "source", "packages", "libs"})
         prog_name = require(item, "name", str)
-        if not _NAME.match(prog_name):
+        if not _NAME.fullmatch(prog_name):
             raise item.error("name", f"{prog_name!r} is not a valid program name")
         source = Path(require(item, "source", str))
         source = source if source.is_absolute() else Path(path).parent / source

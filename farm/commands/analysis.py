@@ -1,0 +1,64 @@
+"""``farm compare`` and ``farm import``: results side by side, and the lab's history brought in."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+IMPORTERS = ("ipbench", "iperf3", "openssl", "isal", "vmexit")
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from ..errors import JobError
+    from ..results.compare import compare, load_result_dir, to_markdown, write_compare
+
+    if len(args.dirs) < 2:
+        raise JobError("compare: give at least two result directories")
+    comparison = compare([load_result_dir(d) for d in args.dirs])
+    out = Path(args.out) if args.out else Path(args.dirs[-1]) / "compare"
+    written = write_compare(comparison, out)
+    print(to_markdown(comparison), file=sys.stderr)
+    print(f"farm: wrote {', '.join(str(p) for p in written.values())}", file=sys.stderr)
+    print(out)
+    return 0
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from ..results import importers, ipbench
+
+    if args.kind == "ipbench":
+        records = ipbench.read_ipbench_csv(args.file, setup=args.setup, target=args.target,
+                                           cpu_fraction=args.cpu_fraction)
+    elif args.kind == "iperf3":
+        records = ipbench.import_iperf3(args.file, setup=args.setup, target=args.target)
+    else:
+        records = getattr(importers, f"import_{args.kind}")(args.file, args.setup, args.target)
+    out = importers.write_import(records, args.out, args.file)
+    print(f"farm: imported {len(records)} records from {args.file}", file=sys.stderr)
+    print(out)
+    return 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser("compare", help="put result directories side by side: ratio table and chart",
+                       description="Join the records of result directories (live runs or imports) on suite, "
+                       "benchmark, params, metric and unit; write compare.csv (median and n per input, ratio = "
+                       "later / first), compare.md and compare.png. Pairs missing from an input are listed.")
+    p.add_argument("dirs", nargs="+", metavar="DIR", help="result directories, the first is the reference")
+    p.add_argument("--out", metavar="DIR", help="output directory (default: LAST_DIR/compare)")
+    p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser("import", help="turn a captured tool output into a result directory",
+                       description="Read an output captured by hand or by the lab's old tools and write "
+                       "DIR/results.csv in the same record form as a live run, so `farm compare` and `farm "
+                       "qualify` can use it. KIND: ipbench (the lab's wide CSV), iperf3 (-J JSON, or the text of "
+                       "one or more runs), openssl (speed -mr), isal (ISA-L perf lines), vmexit (kvm-unit-tests).")
+    p.add_argument("kind", choices=IMPORTERS, metavar="KIND", help=" | ".join(IMPORTERS))
+    p.add_argument("file", help="the captured output")
+    p.add_argument("--setup", required=True, help="setup name the records carry (e.g. bare-linux, kvm-guest)")
+    p.add_argument("--target", default="unknown", help="target name the records carry")
+    p.add_argument("--out", required=True, metavar="DIR", help="result directory to write")
+    p.add_argument("--cpu-fraction", action="store_true",
+                   help="ipbench: CPU_Utilisation is a 0-1 fraction, not percent")
+    p.set_defaults(func=cmd_import)
