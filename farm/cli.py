@@ -10,7 +10,7 @@ from . import __version__
 from .errors import EXIT_INTERRUPTED, FarmError
 
 #: command modules under farm.commands, in the order --help lists them
-COMMAND_MODULES = ("images", "boot", "run", "analysis")
+COMMAND_MODULES = ("images", "boot", "run", "analysis", "results")
 
 EPILOG = """\
 exit codes: 0 passed, 1 a benchmark failed (test), 2 bad input (job: recipe, env or pipeline file),

@@ -11,6 +11,8 @@ APT_PACKAGES=(
   kmod cpio                                                         # depmod for target modules; cpio to inspect initrds
   gcc-aarch64-linux-gnu                                             # target benchmark programs
   ser2net git python3 python3-venv python3-pip
+  pdudaemon openssh-server rsync                                    # farm lab: PDU, lab-host SSH, labgrid staging
+  sockperf binutils                                                 # RTT probe of the sweeps; readelf for tests
 )
 
 SUDO=""

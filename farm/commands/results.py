@@ -1,0 +1,139 @@
+"""``farm report``, ``farm qualify`` and ``farm baseline save|list``."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+from ..errors import EXIT_OK, EXIT_TEST_FAILURE, JobError
+
+STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
+
+
+def _step_summary(args: argparse.Namespace) -> str | None:
+    return None if args.no_step_summary else (os.environ.get(STEP_SUMMARY_ENV) or None)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from ..results.report import regenerate
+
+    for run_dir in args.run_dirs:
+        report = regenerate(run_dir, step_summary=_step_summary(args))
+        print(f"farm: {run_dir}: {report.summary.name}, {report.metrics.name} ({report.figures} key figures"
+              + (f", {len(report.plots)} plots" if report.plots else "") + ")", file=sys.stderr)
+        for note in report.notes:
+            print(f"farm: {run_dir}: {note}", file=sys.stderr)
+        print(report.summary)
+    return EXIT_OK
+
+
+def _pairs(items: list[str]) -> dict[str, str]:
+    pairs = {}
+    for item in items:
+        base, sep, cand = item.partition("=")
+        if not sep or not base or not cand:
+            raise JobError(f"--pair-setup {item!r}: expected BASELINE_SETUP=CANDIDATE_SETUP")
+        pairs[base] = cand
+    return pairs
+
+
+def cmd_qualify(args: argparse.Namespace) -> int:
+    from ..results import baselines
+    from ..results.qualify import parse_alpha, parse_threshold, qualify, write_outputs
+    from ..results.report import append_step_summary
+
+    threshold, alpha = parse_threshold(args.threshold), parse_alpha(args.alpha)
+    base_path, base_records = baselines.load_records(args.baseline)
+    cand_path, cand_records = baselines.load_records(args.candidate)
+    result = qualify(base_records, cand_records, threshold=threshold, alpha=alpha,
+                     setups=_pairs(args.pair_setup) or None, require_all=args.require_all)
+    if not result.comparisons:
+        raise JobError(f"no metric measured in both {base_path} and {cand_path}: nothing to qualify "
+                       f"({len(result.only_in_baseline)} only in the baseline, "
+                       f"{len(result.only_in_candidate)} only in the candidate)")
+    out = Path(args.out) if args.out else Path("results") / (
+        "qualify-" + datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S"))
+    paths = write_outputs(result, out, baseline_label=baselines.describe(args.baseline, base_path),
+                          candidate_label=baselines.describe(args.candidate, cand_path))
+    if (summary := _step_summary(args)):
+        append_step_summary(summary, paths["markdown"].read_text(encoding="utf-8"))
+    for c in result.regressions:
+        print(f"farm: REGRESSION {c.key.label()} ({c.setup}): {c.explain(threshold, alpha)}", file=sys.stderr)
+    print(f"farm: qualify {result.headline()}", file=sys.stderr)
+    print(out)
+    return EXIT_OK if result.passed else EXIT_TEST_FAILURE
+
+
+def cmd_baseline_save(args: argparse.Namespace) -> int:
+    from ..results.baselines import save_baseline
+
+    b = save_baseline(args.run_dir, args.name, force=args.force)
+    print(f"farm: baseline {b.name}: run {b.run_id} ({b.status}), {b.records} records", file=sys.stderr)
+    print(b.path)
+    return EXIT_OK
+
+
+def cmd_baseline_list(args: argparse.Namespace) -> int:
+    from ..results.baselines import list_baselines, store_dir
+
+    found = list_baselines()
+    if not found:
+        print(f"farm: no baselines in {store_dir()}", file=sys.stderr)
+        return EXIT_OK
+    rows = [("NAME", "SAVED", "BY", "RUN", "STATUS", "RECORDS")] + [
+        (b.name, b.saved[:19], b.saved_by, b.run_id, b.status, str(b.records)) for b in found]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+    return EXIT_OK
+
+
+def register(sub) -> None:
+    p = sub.add_parser("report", help="write summary.md and metrics.txt of run directories",
+                       description="Regenerate summary.md (run status, stages, key figures: median, n and "
+                       "range per target/setup/benchmark/metric) and metrics.txt (OpenMetrics, for GitLab's "
+                       "metrics report) of each RUN_DIR from its results.csv, run.json and junit.xml. When "
+                       f"${STEP_SUMMARY_ENV} is set (GitHub Actions) summary.md is appended to it too. "
+                       "Prints each summary.md path.")
+    p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run directory, e.g. results/<run-id>")
+    p.add_argument("--no-step-summary", action="store_true", help=f"do not append to ${STEP_SUMMARY_ENV}")
+    p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("qualify", help="compare a candidate run with a baseline; exit 1 on a regression",
+                       description="Compare every metric measured by both BASELINE and CANDIDATE. A regression "
+                       "is a change of the median beyond --threshold in the bad direction for its unit that is "
+                       "also significant: two-sided Mann-Whitney U p < --alpha, or, when there are too few "
+                       "repeats for the test to ever reach alpha, non-overlapping min-max ranges. Writes "
+                       "qualify.md, qualify.csv and junit.xml into --out and prints that directory; exits 1 "
+                       "when anything regressed, 0 otherwise.")
+    p.add_argument("--baseline", required=True, metavar="NAME|DIR",
+                   help="a directory with results.csv (a run directory), or the name of a saved baseline "
+                   "(farm baseline list); an existing directory wins")
+    p.add_argument("--candidate", required=True, metavar="DIR|NAME", help="the run to qualify")
+    p.add_argument("--threshold", default="5%", help="smallest relative change of the median that counts: "
+                   "5%% or 0.05 (default 5%%)")
+    p.add_argument("--alpha", default="0.05", help="significance level of the test (default 0.05)")
+    p.add_argument("--out", metavar="DIR", help="output directory (default results/qualify-<time>)")
+    p.add_argument("--pair-setup", action="append", default=[], metavar="BASE=CAND",
+                   help="compare baseline setup BASE with candidate setup CAND (repeatable; default: same "
+                   "names, or the only setup of each side)")
+    p.add_argument("--require-all", action="store_true",
+                   help="fail too when a baseline metric was not measured by the candidate")
+    p.add_argument("--no-step-summary", action="store_true", help=f"do not append to ${STEP_SUMMARY_ENV}")
+    p.set_defaults(func=cmd_qualify)
+
+    p = sub.add_parser("baseline", help="keep named baselines for farm qualify (save, list)",
+                       description="Named baselines live in $FARM_BASELINES (default ~/.local/share/farm/baselines), "
+                       "a directory the lab shares; each holds a run's results.csv, run.json and summary.md.")
+    verbs = p.add_subparsers(dest="baseline_command", metavar="VERB", required=True)
+    s = verbs.add_parser("save", help="save a run directory as a named baseline",
+                         description="Copy RUN_DIR's records into the baseline store as NAME.")
+    s.add_argument("run_dir", metavar="RUN_DIR")
+    s.add_argument("--name", required=True, help="letters, digits and . _ + - (no '/' or '..'), e.g. release-1.2")
+    s.add_argument("--force", action="store_true", help="replace an existing baseline of that name")
+    s.set_defaults(func=cmd_baseline_save)
+    s = verbs.add_parser("list", help="list the saved baselines", description="List the baselines in the store.")
+    s.set_defaults(func=cmd_baseline_list)

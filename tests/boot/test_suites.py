@@ -1,0 +1,79 @@
+"""The network and crypto pipelines on the MaaXBoard twin, for real, with their published outputs."""
+
+from __future__ import annotations
+
+import csv
+import json
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from farm.results.csvout import read_records
+from farm.results.ipbench import WIDE_COLUMNS
+
+from ..conftest import run_farm
+
+pytestmark = pytest.mark.boot
+
+
+def _run(pipeline: str, out) -> None:
+    proc = run_farm("run", pipeline, "--out", str(out), timeout=900)
+    assert proc.returncode == 0, proc.stderr
+    suite = ET.parse(out / "junit.xml").getroot()
+    assert suite.get("failures") == "0" and suite.get("errors") == "0", proc.stderr
+
+
+def test_network_sweep_writes_the_wide_form_and_plot(maaxboard_image, tftp_root, tmp_path):
+    out = tmp_path / "network"
+    _run("pipelines/network.yaml", out)
+    for setup in ("four-cores", "one-core"):
+        with open(out / f"sweep-maaxboard-twin-{setup}.csv") as f:
+            reader = csv.DictReader(f)
+            assert tuple(reader.fieldnames) == WIDE_COLUMNS
+            rows = list(reader)
+        assert [float(r["Requested_Throughput"]) for r in rows] == [10e6, 50e6, 100e6, 200e6]
+        for row in rows:
+            assert all(row[c] != "" for c in WIDE_COLUMNS), row
+            v = {c: float(row[c]) for c in WIDE_COLUMNS}
+            # iperf3 divides by each side's own elapsed time (receiver: first to last datagram), so
+            # with no loss the received rate can read a few per mille above the sent one
+            assert 0 < v["Receive_Throughput"] <= v["Send_Throughput"] * 1.01
+            assert v["Packet_Size"] == 1472
+            assert 0 < v["Minimum_RTT"] <= v["Median_RTT"] <= v["Maximum_RTT"]
+            assert v["Minimum_RTT"] <= v["Average_RTT"] <= v["Maximum_RTT"]
+            assert 0 <= v["CPU_Utilisation"] <= 100
+    png = out / "plots" / "sweep-maaxboard-twin.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    boots = json.loads((out / "run.json").read_text())["targets"]["maaxboard-twin"]["boots"]
+    assert [(b["setup"], b["cpus"]) for b in boots] == [("four-cores", 4), ("one-core", 1)]
+
+
+def test_crypto_suite_and_compare_between_setups(maaxboard_image, tftp_root, tmp_path):
+    out = tmp_path / "crypto"
+    _run("pipelines/crypto.yaml", out)
+    records = read_records(out / "results.csv")
+    four = [r for r in records if r.setup == "four-cores"]
+    throughput = {(r.benchmark, r.params) for r in four if r.metric == "throughput" and r.unit == "bytes/s"}
+    cycles = {(r.benchmark, r.params) for r in four if r.metric == "cycles_per_byte"}
+    functions = {p.split("function=")[1].split(";")[0] for b, p in throughput if b == "isal"}
+    algorithms = {p.split("algorithm=")[1].split(";")[0] for b, p in throughput if b == "openssl-speed"}
+    assert functions == {"crc16_t10dif", "crc32_ieee", "crc32_iscsi", "xor_gen", "pq_gen", "erasure_code_encode",
+                         "erasure_code_decode", "igzip_deflate_l1"}
+    assert algorithms == {"aes-128-xts", "aes-256-xts", "aes-128-gcm", "sha1", "sha256", "sha512", "md5"}
+    assert cycles == throughput
+    assert any("direction=decrypt" in p for _, p in throughput)
+
+    # the same records, split by setup, compare into a ratio table with one command
+    a, b = tmp_path / "a", tmp_path / "b"
+    for d, setup in ((a, "four-cores"), (b, "one-core")):
+        d.mkdir()
+        lines = (out / "results.csv").read_text().splitlines()
+        (d / "results.csv").write_text("\n".join([lines[0], *[l for l in lines[1:] if f",{setup}," in l]]) + "\n")
+    proc = run_farm("compare", str(a), str(b), "--out", str(tmp_path / "cmp"))
+    assert proc.returncode == 0, proc.stderr
+    with open(tmp_path / "cmp" / "compare.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert {"four-cores", "one-core", "ratio"} <= set(rows[0])
+    ratios = [float(r["ratio"]) for r in rows if r["metric"] == "throughput" and r["ratio"]]
+    assert len(ratios) >= 20 and all(r > 0 for r in ratios)
+    assert (tmp_path / "cmp" / "compare.png").read_bytes()[:4] == b"\x89PNG"

@@ -1,0 +1,176 @@
+"""The CI files: valid YAML, valid against GitLab's and GitHub's schemas (vendored by
+check-jsonschema, so offline), and every `farm` command in them is one farm's parser accepts."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from farm.cli import build_parser
+
+ROOT = Path(__file__).resolve().parents[2]
+GITLAB = ROOT / "pipelines" / "gitlab-ci.yml"
+GITHUB = ROOT / ".github" / "workflows" / "farm.yml"
+
+# Verbs and options the CI files use that another engineer is still adding. While one is not
+# registered, commands using it are checked without it and the test reports the gap as a skip;
+# once registered it is checked like everything else. Delete an entry when it has landed.
+PENDING_VERBS: dict[str, str] = {}  # (farm reserve/release/janitor landed with farm/commands/places.py)
+PENDING_OPTIONS = {
+    ("run", "--farm"): "farm run --farm TAG=VALUE (reserve and lock a board through the coordinator, "
+                       "farm.places.acquired_place) is being added to farm/commands/run.py",
+}
+
+GITLAB_KEYWORDS = {"default", "include", "stages", "variables", "workflow", "spec", "image", "services",
+                   "cache", "before_script", "after_script", "pages"}
+
+
+def load(path: Path) -> dict:
+    doc = yaml.safe_load(path.read_text())
+    assert isinstance(doc, dict), f"{path}: not a mapping"
+    return doc
+
+
+def gitlab_jobs(doc: dict) -> dict[str, dict]:
+    return {name: job for name, job in doc.items()
+            if name not in GITLAB_KEYWORDS and not name.startswith(".") and isinstance(job, dict)}
+
+
+def gitlab_commands(doc: dict) -> list[str]:
+    parts = [doc.get("default", {}).get(k, []) for k in ("before_script", "after_script")]
+    parts += [job.get(k, []) for job in gitlab_jobs(doc).values() for k in ("before_script", "script", "after_script")]
+    return [line for part in parts for line in ([part] if isinstance(part, str) else part)]
+
+
+def github_commands(doc: dict) -> list[str]:
+    return [line for job in doc["jobs"].values() for step in job.get("steps", []) if "run" in step
+            for line in step["run"].splitlines()]
+
+
+def farm_invocations(command: str) -> list[list[str]]:
+    """argv after each `farm` (or `…/bin/farm`) in a shell line, variables replaced by a word."""
+    line = re.sub(r"\$\{\{[^}]*\}\}|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?", "VALUE", command)
+    words = shlex.split(line, comments=True)
+    found = []
+    for i, word in enumerate(words):
+        if word == "farm" or word.endswith("/bin/farm"):
+            argv = []
+            for w in words[i + 1:]:
+                if w in ("||", "&&", ";", "|", ">", ">>", "2>&1") or w.startswith((">", "|")):
+                    break
+                argv.append(w)
+            found.append(argv)
+    return found
+
+
+def all_invocations() -> list[tuple[str, list[str]]]:
+    out = [(f"{GITLAB.name}: {c}", argv) for c in gitlab_commands(load(GITLAB)) for argv in farm_invocations(c)]
+    out += [(f"{GITHUB.name}: {c}", argv) for c in github_commands(load(GITHUB)) for argv in farm_invocations(c)]
+    return out
+
+
+def registered_verbs() -> set[str]:
+    parser = build_parser()
+    (sub,) = [a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction"]
+    return set(sub.choices)
+
+
+def test_both_parse_as_yaml():
+    assert load(GITLAB)["stages"]
+    assert load(GITHUB)["jobs"]
+
+
+@pytest.mark.parametrize("path,schema,extra", [
+    (GITLAB, "vendor.gitlab-ci", ["--data-transform", "gitlab-ci"]),
+    (GITHUB, "vendor.github-workflows", []),
+])
+def test_valid_against_schema(path, schema, extra):
+    pytest.importorskip("check_jsonschema", reason="check-jsonschema (test extra) vendors the CI schemas")
+    proc = subprocess.run([sys.executable, "-m", "check_jsonschema", "--builtin-schema", schema, *extra, str(path)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_gitlab_structure():
+    doc = load(GITLAB)
+    assert doc["stages"] == ["build", "boot-bench", "publish"]
+    jobs = gitlab_jobs(doc)
+    for name, job in jobs.items():
+        assert job["stage"] in doc["stages"], name
+        assert "farm" in (job.get("tags") or doc["default"]["tags"]), f"{name} must run on a lab host"
+    bench = jobs["boot-bench"]
+    assert bench["resource_group"]
+    assert any("farm janitor" in line for line in bench["after_script"])
+    assert bench["artifacts"]["when"] == "always" and bench["artifacts"]["paths"] == ["results/"]
+    assert bench["artifacts"]["reports"]["junit"].startswith("results/")
+    publish = jobs["publish"]
+    assert publish["when"] == "always"
+    assert publish["artifacts"]["reports"]["metrics"] == "results/run/metrics.txt"
+    assert "make setup" in doc["default"]["before_script"]
+    assert jobs["qualify"]["artifacts"]["reports"]["junit"] == "results/qualify/junit.xml"
+
+
+def test_github_structure():
+    doc = load(GITHUB)
+    (job,) = doc["jobs"].values()
+    assert job["runs-on"] == ["self-hosted", "farm"]
+    steps = job["steps"]
+    assert any(s.get("uses", "").startswith("actions/upload-artifact@") and s["with"]["path"] == "results/"
+               and s.get("if") == "always()" for s in steps)
+    assert any("make setup" in s.get("run", "") for s in steps)
+    release = [s for s in steps if "farm janitor" in s.get("run", "")]
+    assert release and release[0]["if"] == "always()"
+    assert any(s.get("run", "").startswith("farm report") for s in steps)  # it writes $GITHUB_STEP_SUMMARY
+    assert "concurrency" in doc
+
+
+def test_paths_the_ci_files_name_exist():
+    for doc in (load(GITLAB)["variables"], load(GITHUB)["env"]):
+        for key in ("FARM_IMAGE",):
+            assert (ROOT / doc[key]).is_file(), doc[key]
+    assert (ROOT / "pipelines" / "smoke.yaml").is_file()
+
+
+def test_every_farm_command_is_one_farm_accepts():
+    invocations = all_invocations()
+    verbs = {argv[0] for _, argv in invocations}
+    assert {"build", "run", "report", "qualify", "baseline", "janitor"} <= verbs
+    registered = registered_verbs()
+    parser = build_parser()
+    pending = []
+    for where, argv in invocations:
+        verb = argv[0]
+        if verb not in registered:
+            assert verb in PENDING_VERBS, f"{where}: farm has no verb {verb!r} (farm --help lists {sorted(registered)})"
+            pending.append(PENDING_VERBS[verb])
+            continue
+        for (pverb, option), why in PENDING_OPTIONS.items():
+            if verb == pverb and option in argv and not _accepts(parser, argv):
+                i = argv.index(option)
+                argv = argv[:i] + argv[i + 2:]
+                pending.append(why)
+        assert _accepts(parser, argv), f"{where}: farm does not accept {shlex.join(argv)!r}"
+    if pending:
+        pytest.skip("CI files checked, but they use what is not registered yet: " + "; ".join(sorted(set(pending))))
+
+
+def _accepts(parser, argv: list[str]) -> bool:
+    try:
+        parser.parse_args(argv)
+    except SystemExit:
+        return False
+    return True
+
+
+def test_invocation_extraction():
+    assert farm_invocations('.venv/bin/farm release "$LG_PLACE" || true') == [["release", "VALUE"]]
+    assert farm_invocations('farm run p.yaml --farm "board=${{ inputs.board }}"') == [
+        ["run", "p.yaml", "--farm", "board=VALUE"]]
+    assert farm_invocations("farm report \"$FARM_RUN_DIR\"  # appends") == [["report", "VALUE"]]
+    assert farm_invocations("make setup") == []

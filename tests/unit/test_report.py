@@ -1,0 +1,219 @@
+"""farm.results.report: summary.md and metrics.txt of a run directory, from its files alone."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import sys
+import types
+
+import pytest
+
+from farm.cli import main
+from farm.errors import EXIT_JOB_ERROR, EXIT_OK, JobError
+from farm.results.csvout import write_records
+from farm.results.junit import Case, write_junit
+from farm.results.record import Record
+from farm.results.report import (human, label_value, load_run, md_escape, metric_name, metrics_text,
+                                 regenerate)
+
+
+def rec(setup, benchmark, suite, params, metric, value, unit, repeat=0, target="maaxboard-twin"):
+    return Record(run_id="20261129-224818-e762", timestamp="2026-11-29T22:48:15.519+00:00", target=target,
+                  arch="arm64", setup=setup, image="maaxboard-bench", suite=suite, benchmark=benchmark,
+                  params=params, repeat=repeat, metric=metric, value=value, unit=unit)
+
+
+AES = "algorithm=aes-128-gcm;block=16384;seconds=1"
+NASTY = 'label=a "quoted" #hash \\back'
+
+
+@pytest.fixture
+def run(tmp_path):
+    """A run directory as farm run leaves it: three repeats of iperf3 on two setups, openssl once,
+    a benchmark that failed, an infrastructure error, and a parameter text with awkward characters."""
+    d = tmp_path / "20261129-224818-e762"
+    d.mkdir()
+    records = []
+    for setup, base in (("default", 940e6), ("one-core", 610e6)):
+        for repeat, k in enumerate((1.0, 1.01, 0.99)):
+            records += [rec(setup, "iperf3", "network", "protocol=tcp", "received_throughput", base * k, "bit/s", repeat),
+                        rec(setup, "iperf3", "network", "protocol=tcp", "retransmits", float(repeat), "count", repeat)]
+    records += [rec("default", "openssl-speed", "crypto", AES, "throughput", 32139119.19, "bytes/s"),
+                rec("default", "rtt", "network", NASTY, "rtt_median", 51.5, "us")]
+    write_records(d / "results.csv", records)
+    write_junit(d / "junit.xml", "farm.smoke", [
+        Case("build", "farm.build", 0.0035, "pass"),
+        Case("boot maaxboard-twin/default", "farm.boot", 4.2, "pass"),
+        Case("network.iperf3 maaxboard-twin/default", "farm.bench.network", 3.4, "pass", output="5 records"),
+        Case("crypto.openssl-speed maaxboard-twin/one-core", "farm.bench.crypto", 0.3, "failure",
+             "openssl: speed: Unknown algorithm | <aes-999>\nsecond line"),
+        Case("boot maaxboard-twin/two-core", "farm.boot", 60.0, "error", "U-Boot prompt not seen within 60 s"),
+    ])
+    (d / "run.json").write_text(json.dumps({
+        "run_id": "20261129-224818-e762", "pipeline": "pipelines/smoke.yaml", "pipeline_name": "smoke",
+        "who": "ci", "started": "2026-11-29T22:48:07.671+00:00", "finished": "2026-11-29T22:48:15.530+00:00",
+        "status": "infrastructure-error", "farm_version": "0.1.0", "git_sha": "9c0c63c6761ff282c77ab298dc",
+        "ci_job": "4711", "image": {"name": "maaxboard-bench", "kernel_version": "6.1.0-57-arm64", "key": "745440545eb5"},
+        "targets": {"maaxboard-twin": {"cpus": 4, "frequency_hz": 1.5e9, "frequency_source": "cpufreq",
+                                       "kernel": "6.1.0-57-arm64", "boot_seconds": 4.21}},
+    }))
+    return d
+
+
+def test_summary(run):
+    report = regenerate(run)
+    md = report.summary.read_text()
+    assert md.startswith("# farm run 20261129-224818-e762: infrastructure-error\n")
+    assert "3 of 5 stages passed." in md
+    assert "- pipeline **smoke** (`pipelines/smoke.yaml`)" in md
+    assert "git 9c0c63c6761f" in md and "CI job 4711" in md
+    assert "target **maaxboard-twin**: 4 cpus @ 1500 MHz (cpufreq), kernel 6.1.0-57-arm64, booted in 4.2 s" in md
+    # the stage table: one row per testcase, failures and errors stand out, first line of the message only
+    assert "| build | pass | 0.0 s |  |" in md
+    assert ("| crypto.openssl-speed maaxboard-twin/one-core | **failure** | 0.3 s | "
+            "openssl: speed: Unknown algorithm \\| \\<aes-999> |") in md
+    assert "| boot maaxboard-twin/two-core | **error** | 60.0 s | U-Boot prompt not seen within 60 s |" in md
+    # key figures: median, n and range per target/setup/benchmark/params/metric
+    assert ("| maaxboard-twin | default | network.iperf3 | protocol=tcp | received_throughput | 940 Mbit/s | 3 | "
+            "930.6 Mbit/s – 949.4 Mbit/s |") in md
+    assert "| maaxboard-twin | one-core | network.iperf3 | protocol=tcp | received_throughput | 610 Mbit/s | 3 |" in md
+    assert f"| maaxboard-twin | default | crypto.openssl-speed | {AES} | throughput | 32.14 MB/s | 1 | - |" in md
+    assert report.figures == 6
+    # every table row has the same number of cells as its header: nothing broke a row
+    for table in re.findall(r"(?:^\|.*\|\n)+", md, flags=re.M):
+        widths = {len(re.split(r"(?<!\\)\|", row)) for row in table.splitlines()}
+        assert len(widths) == 1, table
+
+
+OPENMETRICS_SAMPLE = re.compile(
+    r'^(?P<name>[a-zA-Z_][a-zA-Z0-9_]*)'
+    r'\{(?P<labels>[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\[\\"n])*"(?:,[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\[\\"n])*")*)\}'
+    r' (?P<value>[-+]?(?:[0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?|NaN|Inf))$')
+
+
+def test_metrics_txt_is_openmetrics(run):
+    text = regenerate(run).metrics.read_text()
+    lines = text.splitlines()
+    assert lines[-1] == "# EOF" and text.endswith("# EOF\n")
+    samples = [line for line in lines if not line.startswith("#")]
+    assert len(samples) == 6
+    for line in samples:
+        assert OPENMETRICS_SAMPLE.match(line), line
+    assert ('farm_network_iperf3_received_throughput{target="maaxboard-twin",setup="default",'
+            'params="protocol=tcp"} 940000000.0') in samples
+    assert f'farm_crypto_openssl_speed_throughput{{target="maaxboard-twin",setup="default",params="{AES}"}} 32139119.19' in samples
+    assert ('farm_network_rtt_rtt_median{target="maaxboard-twin",setup="default",'
+            'params="label=a \\"quoted\\" %23hash \\\\back"} 51.5') in samples
+    assert "# TYPE farm_network_iperf3_received_throughput gauge" in lines
+    assert ("# HELP farm_network_iperf3_received_throughput network iperf3 received_throughput, median over "
+            "repeats, in bit/s") in lines
+
+
+def test_metrics_txt_parses_with_the_openmetrics_reference_parser(run):
+    parser = pytest.importorskip("prometheus_client.openmetrics.parser", reason="prometheus-client is in the test extra")
+    families = {f.name: f for f in parser.text_string_to_metric_families(regenerate(run).metrics.read_text())}
+    iperf = families["farm_network_iperf3_received_throughput"]
+    assert iperf.type == "gauge"
+    values = {(s.labels["setup"], s.labels["params"]): s.value for s in iperf.samples}
+    assert values == {("default", "protocol=tcp"): 940e6, ("one-core", "protocol=tcp"): 610e6}
+    (rtt,) = families["farm_network_rtt_rtt_median"].samples
+    assert rtt.labels["params"] == 'label=a "quoted" %23hash \\back'
+
+
+def test_metrics_txt_as_gitlab_reads_it(run):
+    """GitLab's parser: cut each line at '#', shell-split the rest, first word name, second value."""
+    seen = {}
+    for line in regenerate(run).metrics.read_text().splitlines():
+        words = shlex.split(re.sub(r"#.*$", "", line))
+        if not words:
+            continue
+        assert len(words) == 2, line
+        seen[words[0]] = words[1]
+    assert len(seen) == 6
+    assert seen["farm_network_iperf3_received_throughput{target=maaxboard-twin,setup=default,params=protocol=tcp}"] == \
+        "940000000.0"
+
+
+def test_one_metric_in_two_units_gets_two_families():
+    text = metrics_text([rec("default", "x", "s", "", "lat", 1.0, "us"), rec("default", "x", "s", "", "lat", 2.0, "ms")])
+    assert "# TYPE farm_s_x_lat_us gauge" in text and "# TYPE farm_s_x_lat_ms gauge" in text
+
+
+def test_names_and_labels():
+    assert metric_name("crypto", "openssl-speed", "throughput") == "farm_crypto_openssl_speed_throughput"
+    assert metric_name("net work", "a..b", "9lives") == "farm_net_work_a_b_9lives"
+    assert label_value('a"b\\c\nd#e') == '"a\\"b\\\\c\\nd%23e"'
+
+
+def test_human_numbers():
+    assert human(32139119.19, "bytes/s") == "32.14 MB/s"
+    assert human(940e6, "bit/s") == "940 Mbit/s"
+    assert human(999.0, "bit/s") == "999 bit/s"
+    assert human(51.5, "us") == "51.5 us"
+    assert human(3.0, "") == "3"
+
+
+def test_md_escape():
+    assert md_escape("a|b\nc *d* `e` $x$ <b>") == "a\\|b c \\*d\\* \\`e\\` \\$x\\$ \\<b>"
+
+
+def test_step_summary_is_appended(run, tmp_path):
+    summary = tmp_path / "step.md"
+    summary.write_text("earlier step\n")
+    regenerate(run, step_summary=summary)
+    regenerate(run, step_summary=summary)
+    text = summary.read_text()
+    assert text.startswith("earlier step\n# farm run")
+    assert text.count("# farm run 20261129-224818-e762") == 2
+
+
+def test_run_that_died_early(tmp_path):
+    d = tmp_path / "r"
+    d.mkdir()
+    (d / "run.json").write_text('{"run_id": "r", "status": "job-error"}')
+    report = regenerate(d)
+    md = report.summary.read_text()
+    assert md.startswith("# farm run r: job-error") and "No measurements." in md
+    assert "not in the run directory: results.csv, junit.xml" in md
+    assert report.metrics.read_text() == "# EOF\n"
+
+
+def test_not_a_run_directory(tmp_path):
+    with pytest.raises(JobError, match="not a run directory"):
+        load_run(tmp_path)
+    with pytest.raises(JobError, match="no such run directory"):
+        load_run(tmp_path / "nope")
+
+
+def test_plots_are_drawn_when_the_module_offers_them(run, monkeypatch):
+    def write_run_plots(run_dir, records):
+        (run_dir / "plots").mkdir()
+        (run_dir / "plots" / "sweep.png").write_bytes(b"png")
+        return [run_dir / "plots" / "sweep.png"]
+
+    monkeypatch.setitem(sys.modules, "farm.results.plots",
+                        types.SimpleNamespace(write_run_plots=write_run_plots))
+    report = regenerate(run)
+    assert report.plots == (run / "plots" / "sweep.png",) and not report.notes
+    assert "- [sweep.png](plots/sweep.png)" in report.summary.read_text()
+
+    monkeypatch.setitem(sys.modules, "farm.results.plots", types.SimpleNamespace())
+    report = regenerate(run)
+    assert report.plots == () and "write_run_plots" in report.notes[0]
+    monkeypatch.setitem(sys.modules, "farm.results.plots", None)  # import fails: skipped quietly
+    assert regenerate(run).notes == ("plots: farm.results.plots is not installed",)
+
+
+def test_cli_report(run, tmp_path, capsys, monkeypatch):
+    step = tmp_path / "step.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step))
+    assert main(["report", str(run)]) == EXIT_OK
+    assert capsys.readouterr().out.strip() == str(run / "summary.md")
+    assert (run / "metrics.txt").exists() and step.read_text().startswith("# farm run")
+    step.unlink()
+    assert main(["report", "--no-step-summary", str(run)]) == EXIT_OK
+    assert not step.exists()
+    assert main(["report", str(tmp_path / "nope")]) == EXIT_JOB_ERROR
+    assert "no such run directory" in capsys.readouterr().err
