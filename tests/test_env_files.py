@@ -11,8 +11,13 @@ import farm.boot.drivers  # noqa: F401  (registers farm's drivers, as the env fi
 from .conftest import ROOT
 
 
-@pytest.mark.parametrize("name, target", [("maaxboard.yaml", "maaxboard"), ("qemu-maaxboard.yaml", "maaxboard-twin")])
-def test_env_file_loads(name, target, monkeypatch, tmp_path):
+@pytest.mark.parametrize("name, target, strategy_name, arch", [
+    ("maaxboard.yaml", "maaxboard", "UBootNetbootStrategy", "arm64"),
+    ("qemu-maaxboard.yaml", "maaxboard-twin", "UBootNetbootStrategy", "arm64"),
+    ("x86.yaml", "x86", "IPXENetbootStrategy", "amd64"),
+    ("qemu-x86.yaml", "x86-twin", "IPXENetbootStrategy", "amd64"),
+])
+def test_env_file_loads(name, target, strategy_name, arch, monkeypatch, tmp_path):
     monkeypatch.setenv("LG_PLACE", "maaxboard-1")
     monkeypatch.setenv("LG_TFTP_ROOT", str(tmp_path))
     monkeypatch.setenv("LG_QEMU_ACCEL", "tcg")
@@ -22,9 +27,9 @@ def test_env_file_loads(name, target, monkeypatch, tmp_path):
         assert driver in target_factory.drivers, driver
     for resource in config["resources"]:
         assert resource in target_factory.resources, resource
-    assert "UBootNetbootStrategy" in config["drivers"]
+    assert strategy_name in config["drivers"]
     assert env.config.get_imports() == ["farm.boot.drivers"]
-    assert env.config.get_target_option(target, "arch") == "arm64"
+    assert env.config.get_target_option(target, "arch") == arch
 
 
 def test_twin_env_builds_a_target_with_the_strategy(monkeypatch, tmp_path):

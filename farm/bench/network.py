@@ -35,17 +35,24 @@ def run_iperf3(ctx: BenchContext, params: Mapping[str, Any]) -> list[Measurement
     argv = iperf3.client_command(host, port, duration=duration, protocol=protocol,
                                  bitrate=params.get("bitrate"), length=params.get("length"),
                                  reverse=bool(params.get("reverse", False)), omit=params.get("omit", 0))
-    try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=float(duration) + 60)
-    except subprocess.TimeoutExpired:
-        raise BenchmarkError("iperf3", f"client did not finish within {float(duration) + 60:.0f} s") from None
-    if not proc.stdout.strip():
-        raise BenchmarkError("iperf3", f"client printed nothing (exit {proc.returncode}): {proc.stderr.strip()}")
+    output = _host_iperf3(argv, duration)
     recorded = {"protocol": protocol, "duration": duration, "direction": "target-to-host" if params.get("reverse") else "host-to-target"}
     for key in ("bitrate", "length"):
         if params.get(key) is not None:
             recorded[key] = params[key]
-    return iperf3.parse_json(proc.stdout, params=recorded)
+    return iperf3.parse_json(output, params=recorded)
+
+
+def _host_iperf3(argv: list[str], duration: float) -> str:
+    """Run the host-side iperf3 client; returns its JSON text (errors inside it are parsed later)."""
+    limit = float(duration) + 60
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=limit)
+    except subprocess.TimeoutExpired:
+        raise BenchmarkError("iperf3", f"client did not finish within {limit:.0f} s") from None
+    if not proc.stdout.strip():
+        raise BenchmarkError("iperf3", f"client printed nothing (exit {proc.returncode}): {proc.stderr.strip()}")
+    return proc.stdout
 
 
 # --- the ipbench-style load sweep ------------------------------------------------------------
@@ -69,10 +76,12 @@ def run_sweep(ctx: BenchContext, params: Mapping[str, Any]) -> list[Measurement]
     """For each requested load: iperf3 (host -> target) at that rate, sockperf RTT probes at the
     same time, and the target's CPU utilisation from /proc/stat around the point.
 
-    The RTT probe is sockperf's under-load client at ``rtt_rate`` packets/s of ``packet_size``
-    bytes (sockperf server on the target); its own load (100 pps x 1472 B = 1.2 Mb/s by default)
-    is recorded as ``rtt_rate`` in every point's params. A point whose iperf3 fails becomes a
-    failed benchmark with the points before it kept.
+    Each point first runs the load for ``warmup`` seconds unmeasured, then for ``duration``
+    seconds measured. The RTT probe is sockperf's under-load client at ``rtt_rate`` packets/s of
+    ``packet_size`` bytes (sockperf server on the target), during the measured seconds; its own
+    load (100 pps x 1472 B = 1.2 Mb/s by default) adds to the requested one. Points are keyed
+    like the lab's ipbench files (``requested``, ``packet_size``) so that history and live runs
+    join in ``farm compare``.
     """
     protocol = params.get("protocol", "udp")
     loads = [float(v) for v in params.get("loads", DEFAULT_LOADS_MBPS)]
@@ -93,16 +102,21 @@ def run_sweep(ctx: BenchContext, params: Mapping[str, Any]) -> list[Measurement]
         # the point is identified as in the lab's ipbench files (requested, packet size), so live
         # sweeps and imported history join in `farm compare`; UDP is the lab's default protocol
         point = {"requested": int(load * 1e6), "packet_size": size, **({"protocol": protocol} if protocol != "udp" else {})}
-        argv = iperf3.client_command(ihost, iport, duration=duration, protocol=protocol,
-                                     bitrate=f"{load:g}M", length=size, omit=warmup)
+        def client(seconds: float, rate: float = load) -> list[str]:
+            return iperf3.client_command(ihost, iport, duration=seconds, protocol=protocol,
+                                         bitrate=f"{rate:g}M", length=size)
+
+        if warmup:
+            # the load runs unmeasured first, as in ipbench; not iperf3's --omit, whose receiver
+            # counts datagrams still queued from the omitted seconds (received > sent on a twin)
+            _host_iperf3(client(warmup), warmup)
         before = _cpu_times(ctx)
         with ThreadPoolExecutor(max_workers=1) as pool:
-            probe = pool.submit(rtt.measure_rtt, shost, sport, rate_pps=rtt_rate, size=size,
-                                duration=duration + warmup)
-            proc = subprocess.run(argv, capture_output=True, text=True, timeout=float(duration + warmup) + 60)
+            probe = pool.submit(rtt.measure_rtt, shost, sport, rate_pps=rtt_rate, size=size, duration=duration)
+            output = _host_iperf3(client(duration), duration)
             stats = probe.result()
         after = _cpu_times(ctx)
-        found = iperf3.parse_json(proc.stdout, params=point)
+        found = iperf3.parse_json(output, params=point)
         measurements.append(Measurement("sweep", "requested_throughput", load * 1e6, "bit/s", point))
         measurements += [Measurement("sweep", m.metric, m.value, m.unit, point) for m in found
                          if m.metric in ("sent_throughput", "received_throughput", "loss", "jitter")]

@@ -138,6 +138,8 @@ def boot_target(env: EnvFile, image: Image, job: str, console: ConsoleLog,
         except FarmError:
             raise
         except Exception as exc:
+            if isinstance(exc.__cause__, JobError):  # labgrid wraps it in StrategyError: still bad input
+                raise exc.__cause__ from None
             tail = console.tail(target.name)
             raise InfrastructureError(
                 f"{target.name}: boot failed: {describe_boot_failure(exc)}"

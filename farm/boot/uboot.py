@@ -70,7 +70,7 @@ def uboot_boot_commands(*, kernel: str, initrd: str, kernel_addr: str, initrd_ad
             raise JobError(f"kernel_comp_size {comp_size!r}: expected a positive number of bytes")
         commands += [f"setenv kernel_comp_addr_r {comp_addr}", f"setenv kernel_comp_size {comp_size:#x}"]
     # double quotes so that U-Boot expands its own lease variables; user values were checked above
-    lease = ["farm.ip=${ipaddr}:${netmask}:${gatewayip}"] if pass_lease else []
+    lease = ["farm.ip=${ipaddr}:${netmask}:${gatewayip}", "farm.mac=${ethaddr}"] if pass_lease else []
     commands += [
         f"tftpboot {kernel_addr} {kernel}",
         f"tftpboot {initrd_addr} {initrd}",

@@ -17,15 +17,24 @@ while read -r module; do
 done < /etc/farm/modules
 echo "farm-init: modules loaded at $(uptime)s"
 ip link set lo up
-# farm.ip=ADDR:NETMASK:GATEWAY is U-Boot's DHCP lease, passed on so that Linux need not ask again
+# farm.ip=ADDR:NETMASK:GATEWAY is the bootloader's DHCP lease (U-Boot, iPXE), passed on so that Linux
+# need not ask again. It goes to the interface whose MAC is farm.mac=, else to the first one (U-Boot
+# may use an ethaddr of its own, as QEMU's does).
 lease=$(sed -n 's/.*farm\.ip=\([0-9.]*:[0-9.]*:[0-9.]*\).*/\1/p' /proc/cmdline)
-first=1
+mac=$(sed -n 's/.*farm\.mac=\([0-9a-fA-F:]*\).*/\1/p' /proc/cmdline | tr A-F a-f)
+leased=""
+for dev in /sys/class/net/*; do
+    name=${dev##*/}
+    [ "$name" = lo ] && continue
+    [ -z "$leased" ] && leased=$name
+    if [ -n "$mac" ] && [ "$(cat "$dev/address")" = "$mac" ]; then leased=$name; break; fi
+done
 for dev in /sys/class/net/*; do
     name=${dev##*/}
     [ "$name" = lo ] && continue
     ip link set "$name" up
     addr=${lease%%:*}; rest=${lease#*:}; mask=${rest%%:*}; gw=${rest#*:}
-    if [ "$first" = 1 ] && [ -n "$addr" ] && [ -n "$mask" ]; then
+    if [ "$name" = "$leased" ] && [ -n "$addr" ] && [ -n "$mask" ]; then
         eval "$(ipcalc -p "$addr" "$mask")"
         ip addr add "$addr/$PREFIX" dev "$name"
         [ -n "$gw" ] && [ "$gw" != 0.0.0.0 ] && ip route add default via "$gw" dev "$name"
@@ -37,7 +46,6 @@ for dev in /sys/class/net/*; do
     else
         echo "farm-init: $name up, no address"
     fi
-    first=0
 done
 echo "farm-init: network up at $(uptime)s"
 echo "FARM-READY kernel=$(uname -r) cpus=$(nproc) uptime=$(uptime)s"

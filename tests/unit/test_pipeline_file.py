@@ -45,9 +45,10 @@ def test_smoke_pipeline_loads():
     assert pipeline.name == "smoke"
     assert pipeline.source == SMOKE
     # paths are relative to the pipeline file, not to the current directory
-    assert pipeline.images['*'] == SMOKE.parent / "../images/maaxboard-bench.yaml"
-    assert pipeline.images['*'].resolve() == ROOT / "images" / "maaxboard-bench.yaml"
-    assert pipeline.images['*'].is_file()
+    assert pipeline.images["arm64"] == SMOKE.parent / "../images/maaxboard-bench.yaml"
+    assert pipeline.images["arm64"].resolve() == ROOT / "images" / "maaxboard-bench.yaml"
+    assert pipeline.images["amd64"].resolve() == ROOT / "images" / "x86-bench.yaml"
+    assert all(p.is_file() for p in pipeline.images.values())
     assert [e.resolve() for e in pipeline.envs] == [ROOT / "env" / "qemu-maaxboard.yaml"]
     assert all(e.is_file() for e in pipeline.envs)
     assert pipeline.setups == (Setup("default"),)
@@ -60,7 +61,7 @@ def test_smoke_pipeline_loads():
 def test_smoke_pipeline_loads_from_another_directory(monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
     pipeline = load_pipeline(SMOKE)
-    assert pipeline.images['*'].resolve() == ROOT / "images" / "maaxboard-bench.yaml"
+    assert pipeline.images["arm64"].resolve() == ROOT / "images" / "maaxboard-bench.yaml"
 
 
 def test_relative_and_absolute_paths(tmp_path):

@@ -8,7 +8,7 @@ from farm.boot.uboot import uboot_boot_commands
 from farm.errors import JobError
 
 JOB = "alice/20261129-224807-71fa-maaxboard-twin-default-0"
-LEASE = "farm.ip=${ipaddr}:${netmask}:${gatewayip}"
+LEASE = "farm.ip=${ipaddr}:${netmask}:${gatewayip} farm.mac=${ethaddr}"
 
 
 def commands(**override) -> list[str]:
@@ -28,7 +28,7 @@ def test_typical_netboot():
         f"tftpboot ${{kernel_addr_r}} {JOB}/Image",
         f"tftpboot ${{ramdisk_addr_r}} {JOB}/initrd.cpio.gz",
         "setenv farm_initrd_size ${filesize}",
-        'setenv bootargs "console=ttyAMA0 quiet farm.ip=${ipaddr}:${netmask}:${gatewayip}"',
+        'setenv bootargs "console=ttyAMA0 quiet farm.ip=${ipaddr}:${netmask}:${gatewayip} farm.mac=${ethaddr}"',
     ]
 
 

@@ -1,0 +1,336 @@
+"""Boot Linux over the network from iPXE, as the lab's x86 PCs do: the labgrid strategy.
+
+    power on -> "Press Ctrl-B" -> iPXE> dhcp -> iPXE> chain tftp://<server>/<user>/<job>/boot.ipxe
+             -> the job's script: kernel, initrd, boot -> ready marker -> shell
+
+A PC's iPXE is in its NIC's flash or chainloaded by its firmware's PXE; either way it offers a Ctrl-B
+prompt, so the flow is U-Boot's: interrupt, then type two commands. The job's iPXE script is staged in
+the job's TFTP folder next to its kernel and initrd, so nothing on the DHCP or TFTP server is shared
+between jobs. A missed prompt is no failure: iPXE autoboots, finds no boot file for the PC and offers
+the prompt again.
+
+iPXE reports a failure as a line ending in an error URL (``bzImage... No such file or directory
+(http://ipxe.org/2d12603b)``) and returns to its prompt. After each command the strategy waits for the
+prompt (or, after ``chain``, for the ready marker), so a failure is an :class:`InfrastructureError`
+quoting iPXE's lines as soon as iPXE gives up, not after a timeout.
+
+States: ``off``, ``ipxe`` (at iPXE's command line), ``shell``. Call
+:meth:`IPXENetbootStrategy.set_image` with the staged paths first, then ``transition("shell")``. Every
+value that reaches the iPXE command line or script is checked here: env files, images and job ids are
+inputs, not trusted script text.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+import posixpath
+import re
+import tempfile
+from pathlib import Path
+
+import attr
+from labgrid.factory import target_factory
+from labgrid.step import step
+from labgrid.strategy.common import Strategy, StrategyError, never_retry
+from labgrid.util import Timeout
+from pexpect import TIMEOUT
+
+from ..errors import InfrastructureError, JobError
+
+_TFTP_PATH = re.compile(r"[A-Za-z0-9._+/-]+")
+_BOOTARG = re.compile(r"[A-Za-z0-9_.,:=/+@-]+")
+_HOST = re.compile(r"[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?")  # an IPv4 address or a DNS name
+
+#: iPXE settings, expanded by iPXE itself: the TFTP server and the lease of its DHCP
+NEXT_SERVER = "${next-server}"
+LEASE_ARG = "farm.ip=${ip}:${netmask}:${gateway} farm.mac=${mac}"  # read by /init (farm/images/init.sh)
+SCRIPT_NAME = "boot.ipxe"
+CTRL_B = b"\x02"
+
+_ERROR_URL = re.compile(r"\(https?://ipxe\.org/[0-9a-f]{8}\)")
+_ERROR_PHRASES = ("Could not boot", "Nothing to boot", "No such file or directory", "Connection timed out",
+                  "Permission denied", "No configuration methods succeeded", "Exec format error")
+#: the firmware gave up before iPXE ran: SeaBIOS' last word, or a PXE ROM error (PXE-E53: No boot filename…)
+_FIRMWARE_FAILURE = r"No bootable device|PXE-E[0-9A-F]{2}"
+_ESCAPES = re.compile(r"\x1b(\[[0-9;?]*[A-Za-z]|[@-Z\\-_a-z])")  # CSI sequences and ESC c (reset)
+
+
+class Status(enum.Enum):
+    unknown = 0
+    off = 1
+    ipxe = 2
+    shell = 3
+
+
+def checked(value: str, pattern: re.Pattern[str], what: str) -> str:
+    if not isinstance(value, str) or not pattern.fullmatch(value) or ".." in value:
+        raise JobError(f"{what} {value!r} contains characters not allowed in an iPXE command or script")
+    return value
+
+
+def tftp_url(server: str | None, path: str) -> str:
+    """``tftp://<server>/<path>``; without a server, the next-server of iPXE's DHCP lease.
+
+    iPXE drops the URL's first '/', so a staged path (relative to the TFTP root, or absolute) is
+    requested exactly as staging returned it.
+    """
+    host = checked(server, _HOST, "TFTP server") if server else NEXT_SERVER
+    return f"tftp://{host}/{checked(path, _TFTP_PATH, 'TFTP path')}"
+
+
+def ipxe_script(*, server: str | None, kernel: str, initrd: str, bootargs: list[str], pass_lease: bool) -> str:
+    """The job's iPXE script (pure: easy to read and to test).
+
+    ``initrd=<name>`` tells the kernel's EFI stub which of iPXE's images is the initrd (a PC whose iPXE
+    runs under UEFI); booted from BIOS, iPXE hands the kernel its loaded initrds itself.
+    ``pass_lease`` hands iPXE's DHCP lease to Linux as ``farm.ip=`` so /init need not ask again.
+    """
+    args = [f"initrd={posixpath.basename(checked(initrd, _TFTP_PATH, 'initrd path'))}"]
+    args += [checked(arg, _BOOTARG, "kernel argument") for arg in bootargs]
+    if pass_lease:
+        args.append(LEASE_ARG)
+    return "\n".join([
+        "#!ipxe",
+        f"kernel {tftp_url(server, kernel)} {' '.join(args)}",
+        f"initrd {tftp_url(server, initrd)}",
+        "boot",
+        "",
+    ])
+
+
+def ipxe_commands(*, server: str | None, script: str) -> list[str]:
+    """What is typed at iPXE's prompt: configure the NIC, then run the job's script."""
+    return ["dhcp", f"chain {tftp_url(server, script)}"]
+
+
+def staged_folder(path: str, external: str) -> str:
+    """The job folder (``<user>/<job>``) of a path returned by ``JobTFTPProviderDriver.stage_as``."""
+    folder = posixpath.dirname(path)
+    prefix = external.rstrip("/")
+    if prefix:
+        if not folder.startswith(prefix + "/"):
+            raise JobError(f"staged path {path!r} is not under the TFTP provider's external path {external!r}")
+        folder = folder[len(prefix) + 1:]
+    if not folder:
+        raise JobError(f"staged path {path!r} is in no job folder")
+    return folder
+
+
+def console_lines(text: str, columns: int = 80) -> list[str]:
+    """The console's lines as iPXE printed them: escape sequences and backspaces applied, and lines the
+    console wrapped at ``columns`` (SeaBIOS' serial console wraps at 80; 0: never) joined again."""
+    text = _ESCAPES.sub("", text)
+    screen: list[str] = []
+    line: list[str] = []
+    col = 0
+    for ch in text:
+        if ch == "\n":
+            screen.append("".join(line))
+            line, col = [], 0
+        elif ch == "\r":
+            col = 0
+        elif ch == "\b":
+            col = max(0, col - 1)
+        elif ch >= " " or ch == "\t":
+            if col < len(line):
+                line[col] = ch
+            else:
+                line.append(ch)
+            col += 1
+    screen.append("".join(line))
+    joined: list[str] = []
+    wrapped = False
+    for row in screen:
+        if wrapped:
+            joined[-1] += row
+        else:
+            joined.append(row)
+        wrapped = columns > 0 and len(row) == columns
+    return [row.rstrip() for row in joined]
+
+
+def ipxe_errors(text: str, columns: int = 80) -> list[str]:
+    """iPXE's error lines in console output, in order, each once."""
+    found: list[str] = []
+    for line in console_lines(text, columns):
+        line = line.strip()
+        if (_ERROR_URL.search(line) or any(p in line for p in _ERROR_PHRASES)) and line not in found:
+            found.append(line)
+    return found
+
+
+def _text(data: bytes | str) -> str:
+    return data.decode("utf-8", "replace") if isinstance(data, bytes) else data
+
+
+@target_factory.reg_driver
+@attr.s(eq=False)
+class IPXENetbootStrategy(Strategy):
+    """iPXE + TFTP + the job's iPXE script to a busybox shell; the PC's values come from the env file."""
+
+    bindings = {
+        "power": "PowerProtocol",
+        "console": "ConsoleProtocol",
+        "shell": "ShellDriver",
+        "tftp": "JobTFTPProviderDriver",
+    }
+
+    console_device = attr.ib(default="ttyS0", validator=attr.validators.instance_of(str))
+    bootargs = attr.ib(default="", validator=attr.validators.instance_of(str))
+    #: empty: the next-server of iPXE's DHCP lease
+    tftp_server = attr.ib(default="", validator=attr.validators.instance_of(str))
+    pass_lease = attr.ib(default=True, validator=attr.validators.instance_of(bool))
+    interrupt = attr.ib(default="Press Ctrl-B for the iPXE command line", validator=attr.validators.instance_of(str))
+    prompt = attr.ib(default="iPXE> ", validator=attr.validators.instance_of(str))
+    #: where the serial console wraps long lines (SeaBIOS' serial console: 80); 0: it does not
+    console_columns = attr.ib(default=80, validator=[attr.validators.instance_of(int), attr.validators.ge(0)])
+    ready_marker = attr.ib(default="FARM-READY", validator=attr.validators.instance_of(str))
+    firmware_timeout = attr.ib(default=120, validator=attr.validators.instance_of(int))  # power on -> Ctrl-B prompt
+    tftp_timeout = attr.ib(default=120, validator=attr.validators.instance_of(int))  # dhcp; script, kernel, initrd
+    ready_timeout = attr.ib(default=120, validator=attr.validators.instance_of(int))  # kernel -> ready marker
+
+    status = attr.ib(default=Status.unknown)
+
+    def __attrs_post_init__(self):
+        super().__attrs_post_init__()
+        self.kernel_path: str | None = None
+        self.initrd_path: str | None = None
+        self.extra_bootargs: list[str] = []
+        self._scratch: tempfile.TemporaryDirectory | None = None  # holds the job's script while it boots
+
+    def set_image(self, kernel_path: str, initrd_path: str, extra_bootargs: list[str] | None = None,
+                  kernel_compressed: bool = False) -> None:
+        """The TFTP paths (as returned by staging) to boot at the next transition to ``shell``.
+
+        Checks every value at once, so bad input is a JobError before the PC is powered on.
+        """
+        if kernel_compressed:
+            raise JobError("iPXE boots a bzImage, which decompresses itself: build the image without kernel.compress")
+        self.kernel_path, self.initrd_path = kernel_path, initrd_path
+        self.extra_bootargs = list(extra_bootargs or [])
+        self.script()
+        if staged_folder(kernel_path, self._external()) != staged_folder(initrd_path, self._external()):
+            raise JobError(f"kernel {kernel_path!r} and initrd {initrd_path!r} are staged in different folders")
+
+    def script(self) -> str:
+        if not (self.kernel_path and self.initrd_path):
+            raise JobError("no image staged: call set_image() before booting")
+        return ipxe_script(server=self.tftp_server or None, kernel=self.kernel_path, initrd=self.initrd_path,
+                           bootargs=[f"console={self.console_device}", *self.bootargs.split(), *self.extra_bootargs],
+                           pass_lease=self.pass_lease)
+
+    def _external(self) -> str:
+        return self.tftp.provider.external
+
+    @never_retry
+    @step(args=["status"])
+    def transition(self, status):
+        if not isinstance(status, Status):
+            status = Status[status]
+        if status == Status.unknown:
+            raise StrategyError(f"can not transition to {status}")
+        if status == self.status:
+            return
+        if status == Status.off:
+            self.target.deactivate(self.shell)
+            self.target.activate(self.power)
+            self.power.off()
+            self._drop_script()
+        elif status == Status.ipxe:
+            self.transition(Status.off)
+            self.target.activate(self.console)
+            self.power.on()
+            self._take_command_line()
+        elif status == Status.shell:
+            script = self.script()  # fail on bad input before touching the PC
+            self.transition(Status.ipxe)
+            self._netboot(ipxe_commands(server=self.tftp_server or None, script=self._stage_script(script)))
+            self.target.activate(self.shell)
+        self.status = status
+
+    def _stage_script(self, script: str) -> str:
+        """Stage the job's script in the job's folder, next to its kernel; returns its TFTP path.
+
+        The local copy lives until the PC is powered off (a local TFTP provider links to it).
+        """
+        self._drop_script()
+        self._scratch = tempfile.TemporaryDirectory(prefix="farm-ipxe-")
+        os.chmod(self._scratch.name, 0o755)  # a local TFTP server follows the link into it
+        local = Path(self._scratch.name) / SCRIPT_NAME
+        local.write_text(script)
+        local.chmod(0o644)
+        self.target.activate(self.tftp)
+        return self.tftp.stage_as(str(local), staged_folder(self.kernel_path, self._external()), SCRIPT_NAME)
+
+    def _drop_script(self) -> None:
+        if self._scratch is not None:
+            self._scratch.cleanup()
+            self._scratch = None
+
+    @step()
+    def _take_command_line(self) -> None:
+        """Wait for iPXE's Ctrl-B prompt and answer it, until iPXE shows its command line."""
+        deadline = Timeout(float(self.firmware_timeout))
+        patterns = [re.escape(self.interrupt), re.escape(self.prompt), _FIRMWARE_FAILURE]
+        while True:
+            try:
+                index, before, match, _ = self.console.expect(patterns, timeout=deadline.remaining)
+            except TIMEOUT:
+                raise InfrastructureError(
+                    f"no iPXE prompt ('{self.interrupt}') within {self.firmware_timeout} s of power on: "
+                    "does the PC boot from the network, and is its NIC's iPXE enabled?") from None
+            if index == 0:
+                self.console.write(CTRL_B)
+            elif index == 1:
+                return
+            else:
+                line = _text(match.group(0)) + self._rest_of_line()
+                raise InfrastructureError(f"the firmware gave up before iPXE: {line.strip()}")
+
+    def _rest_of_line(self) -> str:
+        try:
+            _, before, _, _ = self.console.expect(r"\n", timeout=2)
+        except TIMEOUT:
+            return ""
+        return _text(before)
+
+    @step(args=["commands"])
+    def _netboot(self, commands: list[str]) -> None:
+        *setup, chain = commands
+        for command in setup:
+            self.console.sendline(command)
+            before = self._expect(command, [self.prompt], self.tftp_timeout)[1]
+            errors = ipxe_errors(self.prompt + before, self.console_columns)
+            if errors:
+                raise InfrastructureError(f"iPXE command '{command}' failed: {' | '.join(errors)}")
+        self.console.sendline(chain)
+        index, before = self._expect(chain, [self.ready_marker, self.prompt], self.tftp_timeout + self.ready_timeout)
+        if index == 1:  # iPXE is back at its prompt: the script, a download or the boot failed
+            output = self.prompt + before
+            errors = ipxe_errors(output, self.console_columns)
+            detail = " | ".join(errors) or " | ".join(console_lines(output, self.console_columns)[-3:])
+            raise InfrastructureError(f"iPXE command '{chain}' failed: {detail}")
+
+    def _expect(self, command: str, texts: list[str], timeout: int) -> tuple[int, str]:
+        """Which of ``texts`` came first after ``command``, and the console text before it."""
+        try:
+            index, before, _, _ = self.console.expect([re.escape(t) for t in texts], timeout=timeout)
+        except TIMEOUT:
+            raise InfrastructureError(f"after iPXE command '{command}', none of {texts} within {timeout} s "
+                                      "(no iPXE error on the console either)") from None
+        return index, _text(before)
+
+    @never_retry
+    def force(self, status):
+        if not isinstance(status, Status):
+            status = Status[status]
+        if status == Status.off:
+            self.target.activate(self.power)
+        elif status == Status.ipxe:
+            self.target.activate(self.console)
+        elif status == Status.shell:
+            self.target.activate(self.shell)
+        else:
+            raise StrategyError(f"can not force state {status}")
+        self.status = status
