@@ -196,8 +196,11 @@ def _severity(code: int) -> int:
 
 
 def run_pipeline(pipeline_path: str | Path, *, out: Path | None = None, env_override: list[Path] | None = None,
-                 progress: Progress | None = None) -> RunDir:
+                 extra_bootargs: list[str] | None = None, progress: Progress | None = None) -> RunDir:
     pipeline = load_pipeline(pipeline_path)
+    if extra_bootargs:
+        pipeline = attrs.evolve(pipeline, setups=tuple(attrs.evolve(s, bootargs=(*s.bootargs, *extra_bootargs))
+                                                       for s in pipeline.setups))
     envs = tuple(env_override) if env_override else pipeline.envs
     env_files = [EnvFile.load(e) for e in envs]  # bad env files fail now, before anything is built
     progress = progress or Progress()
@@ -211,6 +214,8 @@ def run_pipeline(pipeline_path: str | Path, *, out: Path | None = None, env_over
         "farm_version": __version__, "git_sha": git_sha(Path.cwd()) or git_sha(Path(__file__).parent),
         "ci_job": os.environ.get("CI_JOB_ID") or os.environ.get("GITHUB_RUN_ID"),
         "envs": [str(e) for e in envs], "images": {}, "targets": {},
+        "setups": {s.name: {"bootargs": list(s.bootargs), "image": str(s.image) if s.image else None}
+                   for s in pipeline.setups},
     })
     run.save()
     progress.say(f"run {run_id} -> {path}")

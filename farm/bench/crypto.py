@@ -24,18 +24,17 @@ def run_openssl_speed(ctx: BenchContext, params: Mapping[str, Any]) -> list[Meas
     """``openssl speed -mr -elapsed`` per algorithm (wall clock, not CPU time); with ``decrypt``,
     ciphers are measured decrypting too (params ``direction``)."""
     seconds = params.get("seconds", 1)
-    block = params.get("block")
+    multi = params.get("multi")
     algorithms = list(params.get("algorithms", DEFAULT_OPENSSL))
-    runs = [(command, "encrypt" if is_cipher(alg) else None)
-            for alg, command in zip(algorithms, openssl.speed_command(algorithms, seconds=seconds, block=block))]
+    commands = openssl.speed_command(algorithms, seconds=seconds, block=params.get("block"), multi=multi)
+    runs = [(command, "encrypt" if is_cipher(alg) else None) for alg, command in zip(algorithms, commands)]
     if params.get("decrypt"):
-        runs += [(command + " -decrypt", "decrypt")
-                 for alg, command in zip(algorithms, openssl.speed_command(algorithms, seconds=seconds, block=block))
-                 if is_cipher(alg)]
+        runs += [(command + " -decrypt", "decrypt") for alg, command in zip(algorithms, commands) if is_cipher(alg)]
     measurements: list[Measurement] = []
     for command, direction in runs:
         lines = ctx.run(command, timeout=seconds * 10 + 60, tool="openssl")
-        extra = {"seconds": seconds, **({"direction": direction} if direction else {})}
+        extra = {"seconds": seconds, **({"direction": direction} if direction else {}),
+                 **({"multi": multi} if multi else {})}
         measurements += openssl.parse_speed_mr("\n".join(lines), params=extra)
     return measurements
 

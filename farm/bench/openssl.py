@@ -17,6 +17,7 @@ from farm.results.record import Measurement
 BENCHMARK = "openssl-speed"
 _ALGORITHM = re.compile(r"^[a-z0-9-]+$")
 _PUBLIC_KEY_RESULT = re.compile(r"^\+F\d+:")  # +F2 rsa, +F3 dsa, +F4 ecdsa, +F5 ecdh, ...
+_CHILD = re.compile(r"^Got: (\S+) from \d+$")
 _TOOL_ERROR = "speed: "  # e.g. "speed: foo is an unknown cipher or digest"
 
 
@@ -26,7 +27,9 @@ def parse_speed_mr(text: str, *, params: Mapping[str, Any] | None = None) -> lis
     The lines that matter (stdout; ``+DT``/``+R`` progress lines go to stderr and may be mixed in):
 
     - ``+H:16:64:256:...`` -- the block sizes in bytes of the ``+F`` lines that follow;
-    - ``+F:<index>:<ALG>:<v1>:<v2>:...`` -- one value per block size of the last ``+H``.
+    - ``+F:<index>:<ALG>:<v1>:<v2>:...`` -- one value per block size of the last ``+H``;
+    - with ``-multi N``: ``Got: +H:...``/``Got: +F:... from <child>`` per child, then the sum of the
+      children as a plain ``+F`` line, which is the one measured (tests/data/openssl-multi2-*).
 
     Units, checked on OpenSSL 3.0 (tests/data/openssl-aes-128-gcm-mr.txt): the ``+F`` values are
     **bytes per second**, i.e. ``count * block / seconds`` from the ``+R:<count>:<ALG>:<seconds>``
@@ -49,6 +52,13 @@ def parse_speed_mr(text: str, *, params: Mapping[str, Any] | None = None) -> lis
     tool_error = ""
     for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
+        child = _CHILD.match(line)
+        if child:
+            # -multi N: each child reports "Got: +H:... from <n>" and "Got: +F:... from <n>"; the
+            # parent then prints the sum as a plain +F line. Only the children's +H is kept.
+            if child.group(1).startswith("+H:"):
+                blocks = _parse_header(number, child.group(1))
+            continue
         if line.startswith("+H:"):
             blocks = _parse_header(number, line)
         elif line.startswith("+F:"):
@@ -100,7 +110,8 @@ def _parse_result(number: int, line: str, blocks: Sequence[int]) -> list[tuple[s
     return [(fields[2].lower(), block, value) for block, value in zip(blocks, values)]
 
 
-def speed_command(algorithms: Sequence[str], *, seconds: int, block: int | None) -> list[str]:
+def speed_command(algorithms: Sequence[str], *, seconds: int, block: int | None,
+                  multi: int | None = None) -> list[str]:
     """Shell commands to run on the target, one per algorithm.
 
     OpenSSL 3 refuses a second ``-evp`` ("-evp option cannot be used more than once"), so each
@@ -122,6 +133,8 @@ def speed_command(algorithms: Sequence[str], *, seconds: int, block: int | None)
     if len(set(algorithms)) != len(algorithms):
         raise JobError(f"openssl algorithms {list(algorithms)}: listed twice")
     options = ["-seconds", str(_positive("seconds", seconds))]
+    if multi is not None:  # N processes at once: the throughput of N cores, summed by openssl
+        options += ["-multi", str(_positive("multi", multi))]
     if block is not None:
         options += ["-bytes", str(_positive("block", block))]
     return [shlex.join(["openssl", "speed", "-mr", "-elapsed", *options, "-evp", algorithm])

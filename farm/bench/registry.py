@@ -27,6 +27,6 @@ BENCHMARKS: dict[str, BenchmarkSpec] = {spec.name: spec for spec in (
     BenchmarkSpec("sweep", "network", run_sweep, {
         "protocol": str, "loads": list, "packet_size": int, "duration": int, "warmup": int, "rtt_rate": int}),
     BenchmarkSpec("openssl-speed", "crypto", run_openssl_speed, {
-        "algorithms": list, "seconds": int, "block": int, "decrypt": bool}),
+        "algorithms": list, "seconds": int, "block": int, "decrypt": bool, "multi": int}),
     BenchmarkSpec("isal", "storage", run_isal, {"seconds": (int, float), "only": str}),
 )}

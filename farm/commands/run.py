@@ -11,7 +11,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from ..pipeline import run_pipeline
 
     run = run_pipeline(args.pipeline, out=Path(args.out) if args.out else None,
-                       env_override=[Path(e) for e in args.env] if args.env else None)
+                       env_override=[Path(e) for e in args.env] if args.env else None,
+                       extra_bootargs=args.bootarg)
     print(f"farm: run {run.run_id} {run.info['status']}: {sum(c.kind == 'pass' for c in run.cases)} of "
           f"{len(run.cases)} stages passed", file=sys.stderr)
     print(run.path)
@@ -26,4 +27,6 @@ def register(sub) -> None:
     p.add_argument("pipeline", help="pipeline file, e.g. pipelines/smoke.yaml")
     p.add_argument("--env", action="append", metavar="ENV", help="run on this env file instead of the pipeline's targets (repeatable)")
     p.add_argument("--out", metavar="DIR", help="run directory (default results/<run-id>)")
+    p.add_argument("--bootarg", action="append", default=[], metavar="ARG",
+                   help="extra kernel argument for every boot of the run (repeatable), e.g. --bootarg maxcpus=1")
     p.set_defaults(func=cmd_run)

@@ -7,6 +7,7 @@ import csv
 import json
 import re
 import time
+import xml.etree.ElementTree as ET
 
 import pytest
 from labgrid.driver import QEMUDriver
@@ -122,14 +123,20 @@ def test_a_lost_ctrl_b_is_answered_at_ipxes_second_prompt(x86_env, x86_image, tf
     assert nothing < next(i for i, line in enumerate(lines) if line.startswith("iPXE> chain"))
 
 
-def test_farm_run_smoke_on_the_x86_twin(x86_image, tftp_root, tmp_path):
+def test_farm_run_smoke_on_both_twins_as_a_matrix(x86_image, maaxboard_image, tftp_root, tmp_path):
+    """One run over the MaaXBoard twin and the PC twin: one results.csv, one junit.xml, both targets."""
     out = tmp_path / "run"
-    proc = run_farm("run", "pipelines/smoke.yaml", "--env", "env/qemu-x86.yaml", "--out", str(out))
+    proc = run_farm("run", "pipelines/smoke.yaml", "--env", "env/qemu-maaxboard.yaml", "--env", "env/qemu-x86.yaml",
+                    "--out", str(out))
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == str(out)
     with open(out / "results.csv") as f:
         rows = list(csv.DictReader(f))
-    assert rows and {(r["target"], r["arch"]) for r in rows} == {(TARGET, "amd64")}
+    assert {(r["target"], r["arch"]) for r in rows} == {(TARGET, "amd64"), ("maaxboard-twin", "arm64")}
+    for target in (TARGET, "maaxboard-twin"):
+        assert {r["benchmark"] for r in rows if r["target"] == target} == {"iperf3", "openssl-speed"}
+    cases = [tc.get("name") for tc in ET.parse(out / "junit.xml").getroot().iter("testcase")]
+    assert {"build maaxboard-bench", "build x86-bench", f"boot {TARGET}/default", "boot maaxboard-twin/default"} <= set(cases)
     boot = json.loads((out / "run.json").read_text())["targets"][TARGET]["boots"][0]
     assert boot["machine"] == "x86_64" and boot["image"] == x86_image.name
     log = (out / "console" / f"{TARGET}.log").read_text(errors="replace")

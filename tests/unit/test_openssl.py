@@ -136,3 +136,18 @@ def test_speed_command_default_blocks():
 def test_speed_command_rejects_bad_input(algorithms, seconds, block):
     with pytest.raises(JobError):
         speed_command(algorithms, seconds=seconds, block=block)
+
+
+def test_multi_output_measures_the_parents_sum_of_the_children():
+    """``-multi 2``: children report "Got: +F:... from N", the parent prints their sum (real output)."""
+    text = (DATA / "openssl-multi2-aes-128-gcm-mr.txt").read_text()
+    [m] = parse_speed_mr(text)
+    assert m.value == 8443854848.0
+    assert m.params == {"algorithm": "aes-128-gcm", "block": 16384}
+    children = [float(line.split(":")[4].split()[0]) for line in text.splitlines() if line.startswith("Got: +F:")]
+    assert len(children) == 2 and m.value == pytest.approx(sum(children), rel=1e-6)
+
+
+def test_speed_command_multi():
+    [command] = speed_command(["sha256"], seconds=2, block=None, multi=4)
+    assert command == "openssl speed -mr -elapsed -seconds 2 -multi 4 -evp sha256"
