@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
 
 from . import __version__
-from .errors import EXIT_INTERRUPTED, FarmError
+from .errors import EXIT_INTERRUPTED, EXIT_TERMINATED, FarmError
+from .secrets import mask
 
 #: command modules under farm.commands, in the order --help lists them
-COMMAND_MODULES = ("images", "boot", "run", "analysis", "results")
+COMMAND_MODULES = ("images", "boot", "run", "analysis", "results", "places", "lab")
 
 EPILOG = """\
 exit codes: 0 passed, 1 a benchmark failed (test), 2 bad input (job: recipe, env or pipeline file),
-3 the lab failed (infrastructure: power, console, TFTP, bootloader), 130 interrupted.
+3 the lab failed (infrastructure: power, console, TFTP, bootloader), 130 interrupted (Ctrl-C), 143 terminated
+(SIGTERM). Interrupted or not, the board is powered off and what was measured is kept.
 
 examples:
   farm build images/maaxboard-bench.yaml
@@ -35,19 +38,28 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a CI job cancelled): handled like Ctrl-C, so the board is powered off and released."""
+
+
+def _terminate(signum, frame) -> None:
+    raise Terminated()
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    signal.signal(signal.SIGTERM, _terminate)
     try:
         return args.func(args)
     except FarmError as exc:
-        lines = str(exc).splitlines() or [type(exc).__name__]
+        lines = mask(str(exc)).splitlines() or [type(exc).__name__]
         print(f"farm: {exc.kind} error: {lines[0]}", file=sys.stderr)
         for line in lines[1:]:
             print(f"  {line}", file=sys.stderr)
         return exc.exit_code
-    except KeyboardInterrupt:
-        print("farm: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+    except KeyboardInterrupt as exc:
+        print("farm: terminated" if isinstance(exc, Terminated) else "farm: interrupted", file=sys.stderr)
+        return EXIT_TERMINATED if isinstance(exc, Terminated) else EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from typing import Any, Callable, Iterable, TypeVar
 
 import yaml
 
+from . import secrets
 from .errors import JobError
 
 T = TypeVar("T")
@@ -58,6 +59,8 @@ def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> Node:
 _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 # labgrid env files substitute LG_* variables in values tagged !template; here they stay plain text
 _Loader.add_constructor("!template", lambda loader, node: loader.construct_scalar(node))
+# a value never to be shown in logs or reports (see farm/secrets.py)
+_Loader.add_constructor("!secret", lambda loader, node: secrets.register(loader.construct_scalar(node)))
 
 
 def _set_paths(value: Any, path: str) -> None:

@@ -30,13 +30,14 @@ from .boot.facts import TargetFacts, read_facts
 from .boot.session import EnvFile, boot_target
 from .config import Node, field, load_yaml, reject_unknown, require, string_list
 from .errors import (EXIT_INFRA_ERROR, EXIT_JOB_ERROR, EXIT_OK, EXIT_TEST_FAILURE, FarmError,
-                     InfrastructureError, JobError)
+                     InfrastructureError, JobError, TestFailure)
 from .images.build import Image, build
 from .images.recipe import ARCHES
 from .results.csvout import append_records
 from .results.cycles import cycles_per_byte
 from .results.junit import Case, write_junit
-from .results.record import RunContext, now_iso, to_json, write_text_atomic
+from .results.record import Measurement, RunContext, now_iso, to_json, write_text_atomic
+from .secrets import mask
 
 
 @attrs.frozen
@@ -67,6 +68,7 @@ class Pipeline:
     benchmarks: tuple[Benchmark, ...]
     repeats: int
     cpu_frequency_hz: float | None = None
+    boot_attempts: int = 2
 
     def recipe_for(self, arch: str, setup: Setup) -> Path:
         if setup.image is not None:
@@ -86,7 +88,7 @@ def _relative(node: Node, key: str, value: str) -> Path:
 def load_pipeline(path: str | Path) -> Pipeline:
     doc = load_yaml(path, "pipeline file")
     reject_unknown(doc, {"name", "description", "image", "images", "targets", "setups", "benchmarks", "repeats",
-                         "cpu_frequency_hz"})
+                         "cpu_frequency_hz", "boot_attempts"})
     name = require(doc, "name", str)
     field(doc, "description", str, "")
     if ("image" in doc) == ("images" in doc):
@@ -139,8 +141,12 @@ def load_pipeline(path: str | Path) -> Pipeline:
     frequency = field(doc, "cpu_frequency_hz", float, None)
     if frequency is not None and frequency <= 0:
         raise doc.error("cpu_frequency_hz", "must be a positive number of Hz")
+    boot_attempts = field(doc, "boot_attempts", int, 2)
+    if boot_attempts < 1:
+        raise doc.error("boot_attempts", "must be at least 1 (1: never retry a failed boot)")
     return Pipeline(name=name, source=Path(path), images=images, envs=tuple(envs), setups=tuple(setups),
-                    benchmarks=tuple(benchmarks), repeats=repeats, cpu_frequency_hz=frequency)
+                    benchmarks=tuple(benchmarks), repeats=repeats, cpu_frequency_hz=frequency,
+                    boot_attempts=boot_attempts)
 
 
 def new_run_id() -> str:
@@ -162,7 +168,7 @@ class Progress:
         self.stream, self.t0 = stream, time.monotonic()
 
     def say(self, text: str) -> None:
-        print(f"[{time.monotonic() - self.t0:7.1f}s] {text}", file=self.stream, flush=True)
+        print(f"[{time.monotonic() - self.t0:7.1f}s] {mask(text)}", file=self.stream, flush=True)
 
 
 @attrs.define
@@ -183,12 +189,23 @@ class RunDir:
         self.status = max(self.status, exc.exit_code, key=_severity)
 
     def case(self, case: Case) -> None:
-        self.cases.append(case)
+        self.cases.append(attrs.evolve(case, message=mask(case.message), output=mask(case.output)))
+        self.save()
+
+    def begin(self, stage: str) -> None:
+        """Say which stage runs now (run.json), so a run that dies says where it stopped."""
+        self.info["current_stage"] = stage
+        self.save()
+
+    def add_boot(self, env: EnvFile, boot: dict[str, Any]) -> None:
+        """What one boot of a target was (or why it failed), in run.json."""
+        target = self.info["targets"].setdefault(env.target_name, {"env": str(env.path), "arch": env.arch, "boots": []})
+        target["boots"].append(boot)
         self.save()
 
     def save(self) -> None:
         write_junit(self.path / "junit.xml", f"farm.{self.info['pipeline_name']}", self.cases)
-        write_text_atomic(self.path / "run.json", to_json(self.info) + "\n")
+        write_text_atomic(self.path / "run.json", mask(to_json(self.info)) + "\n")
 
 
 def _severity(code: int) -> int:
@@ -237,10 +254,13 @@ def run_pipeline(pipeline_path: str | Path, *, out: Path | None = None, env_over
             progress.say(f"stopped: {exc}")
         except KeyboardInterrupt:
             run.info["status"] = "interrupted"
-            run.case(Case("interrupted", "farm.run", 0.0, "error", "interrupted by the user (Ctrl-C)"))
+            run.case(Case("interrupted", "farm.run", 0.0, "error",
+                          f"interrupted (Ctrl-C or SIGTERM) during {run.info.get('current_stage')}; board powered off"))
             raise
         finally:
             run.info["finished"] = now_iso()
+            if run.status != EXIT_OK or run.info["status"] == "interrupted":
+                run.info["stopped_at"] = run.info.get("current_stage")
             if run.info["status"] == "running":
                 run.info["status"] = {EXIT_OK: "passed", EXIT_TEST_FAILURE: "failed",
                                       EXIT_INFRA_ERROR: "infrastructure-error", EXIT_JOB_ERROR: "job-error"}[run.status]
@@ -267,6 +287,7 @@ def _publish(run: RunDir, progress: Progress) -> None:
 
 def _stage(run: RunDir, progress: Progress, name: str, classname: str, action: Callable[[], Any]) -> Any:
     """Run one stage as a junit testcase; a FarmError is recorded (error/failure) and re-raised."""
+    run.begin(name)
     progress.say(f"{name} ...")
     t0 = time.monotonic()
     try:
@@ -289,17 +310,20 @@ def _boot_and_bench(run: RunDir, progress: Progress, pipeline: Pipeline, env: En
     label = f"{env.target_name}/{setup.name}" + (f"/{repeat}" if pipeline.repeats > 1 else "")
     job = f"{run.run_id}-{env.target_name}-{setup.name}-{repeat}"
     t0 = time.monotonic()
+    booted_ok = False
+    run.begin(f"boot {label}")
     progress.say(f"boot {label} ({env.path}) ...")
     try:
-        with boot_target(env, image, job, console, list(setup.bootargs)) as booted:
+        with boot_target(env, image, job, console, list(setup.bootargs), attempts=pipeline.boot_attempts) as booted:
             facts = read_facts(booted.shell)
             frequency, source = cpu_frequency(facts, pipeline, env)
-            run.info["targets"].setdefault(env.target_name, {"env": str(env.path), "arch": env.arch, "boots": []})
-            run.info["targets"][env.target_name]["boots"].append({
-                "setup": setup.name, "repeat": repeat, "image": image.name, "image_key": image.manifest["key"],
-                "boot_seconds": round(booted.boot_seconds, 3), **facts.as_dict(),
-                "frequency_hz": frequency, "frequency_source": source})
-            run.case(Case(f"boot {label}", "farm.boot", time.monotonic() - t0, "pass"))
+            run.add_boot(env, {"setup": setup.name, "repeat": repeat, "image": image.name,
+                               "image_key": image.manifest["key"], "boot_seconds": round(booted.boot_seconds, 3),
+                               "failed_attempts": booted.failed_attempts, **facts.as_dict(),
+                               "frequency_hz": frequency, "frequency_source": source})
+            run.case(Case(f"boot {label}", "farm.boot", time.monotonic() - t0, "pass",
+                          output="\n".join(f"retried after {f}" for f in booted.failed_attempts)))
+            booted_ok = True
             progress.say(f"boot {label} ok in {booted.boot_seconds:.1f}s: {facts.cpus} cpus, "
                          f"{facts.kernel}, address {facts.address or '-'}")
             ctx = BenchContext(booted, facts)
@@ -307,11 +331,27 @@ def _boot_and_bench(run: RunDir, progress: Progress, pipeline: Pipeline, env: En
                 _run_benchmark(run, progress, ctx, bench, frequency, RunContext(
                     run_id=run.run_id, target=env.target_name, arch=env.arch, setup=setup.name,
                     image=image.name, suite=BENCHMARKS[bench.name].suite, repeat=repeat), label)
-    except InfrastructureError as exc:
-        run.case(Case(f"boot {label}", "farm.boot", time.monotonic() - t0, "error",
-                      str(exc).splitlines()[0], str(exc)))
-        progress.say(f"boot {label} ERROR: {exc}")
+    except JobError:
+        raise
+    except Exception as exc:
+        # the lab failed (error), or the image did not boot (failure): either way the next target
+        # or setup still runs, and what this boot measured before is already in results.csv
+        if not isinstance(exc, FarmError):
+            exc = InfrastructureError(f"{env.target_name}: {type(exc).__name__}: {exc}")
         run.fail(exc)
+        if booted_ok:  # a benchmark's case already says what happened
+            return
+        kind = "failure" if exc.kind == "test" else "error"
+        attempts = getattr(exc, "failed_attempts", [])
+        run.case(Case(f"boot {label}", "farm.boot", time.monotonic() - t0, kind, str(exc).splitlines()[0],
+                      "\n".join([*attempts, str(exc)])))
+        run.add_boot(env, {"setup": setup.name, "repeat": repeat, "image": image.name,
+                           "failed": str(exc).splitlines()[0], "failed_attempts": attempts})
+        progress.say(f"boot {label} {kind.upper()}: {exc}")
+
+
+def _params_text(params: dict[str, Any]) -> dict[str, str]:
+    return {k: ",".join(map(str, v)) if isinstance(v, list) else str(v) for k, v in params.items()}
 
 
 def cpu_frequency(facts: TargetFacts, pipeline: Pipeline, env: EnvFile) -> tuple[float | None, str]:
@@ -337,19 +377,29 @@ def _run_benchmark(run: RunDir, progress: Progress, ctx: BenchContext, bench: Be
                    frequency: float | None, rc: RunContext, label: str) -> None:
     spec = BENCHMARKS[bench.name]
     name = f"{spec.suite}.{bench.name} {label}"
+    run.begin(name)
     progress.say(f"{name} ...")
     t0 = time.monotonic()
     try:
         measurements = spec.run(ctx, bench.params)
     except BenchmarkError as exc:
+        # a row in results.csv too (metric "failed"), so a failure shows where the numbers are read
+        append_records(run.results_csv, [rc.record(Measurement(bench.name, "failed", 1.0, "count", _params_text(bench.params)))])
+        run.info.setdefault("failures", []).append({"target": rc.target, "setup": rc.setup, "repeat": rc.repeat,
+                                                    "benchmark": bench.name, "message": str(exc)})
         run.case(Case(name, f"farm.bench.{spec.suite}", time.monotonic() - t0, "failure", str(exc)))
         run.fail(exc)
         progress.say(f"{name} FAILED: {exc}")
         return
-    except FarmError:
+    except JobError:
         raise
-    except Exception as exc:  # the console or the board went away mid-benchmark
-        raise InfrastructureError(f"{name}: {type(exc).__name__}: {exc}") from exc
+    except Exception as exc:  # the board or its console went away mid-benchmark: the boot is over
+        if not isinstance(exc, FarmError):
+            exc = InfrastructureError(f"{name}: {type(exc).__name__}: {exc}")
+        kind = "failure" if exc.kind == "test" else "error"
+        run.case(Case(name, f"farm.bench.{spec.suite}", time.monotonic() - t0, kind, str(exc).splitlines()[0], str(exc)))
+        progress.say(f"{name} {kind.upper()}: {str(exc).splitlines()[0]}")
+        raise exc
     records = [rc.record(m) for m in measurements]
     if frequency and rc.suite in CYCLES_SUITES:
         records += cycles_per_byte(records, {rc.target: frequency})

@@ -37,6 +37,7 @@ from labgrid.util import Timeout
 from pexpect import TIMEOUT
 
 from ..errors import InfrastructureError, JobError
+from .watch import LINUX_FATAL, raise_fatal
 
 _TFTP_PATH = re.compile(r"[A-Za-z0-9._+/-]+")
 _BOOTARG = re.compile(r"[A-Za-z0-9_.,:=/+@-]+")
@@ -305,20 +306,25 @@ class IPXENetbootStrategy(Strategy):
             if errors:
                 raise InfrastructureError(f"iPXE command '{command}' failed: {' | '.join(errors)}")
         self.console.sendline(chain)
-        index, before = self._expect(chain, [self.ready_marker, self.prompt], self.tftp_timeout + self.ready_timeout)
+        index, before = self._expect(chain, [self.ready_marker, self.prompt], self.tftp_timeout + self.ready_timeout,
+                                     fatal=LINUX_FATAL)
         if index == 1:  # iPXE is back at its prompt: the script, a download or the boot failed
             output = self.prompt + before
             errors = ipxe_errors(output, self.console_columns)
             detail = " | ".join(errors) or " | ".join(console_lines(output, self.console_columns)[-3:])
             raise InfrastructureError(f"iPXE command '{chain}' failed: {detail}")
 
-    def _expect(self, command: str, texts: list[str], timeout: int) -> tuple[int, str]:
-        """Which of ``texts`` came first after ``command``, and the console text before it."""
+    def _expect(self, command: str, texts: list[str], timeout: int, fatal=()) -> tuple[int, str]:
+        """Which of ``texts`` came first after ``command``, and the console text before it; a
+        ``fatal`` line (a kernel panic after the chain) raises at once."""
         try:
-            index, before, _, _ = self.console.expect([re.escape(t) for t in texts], timeout=timeout)
+            index, before, match, _ = self.console.expect([*(re.escape(t) for t in texts), *(f.pattern for f in fatal)],
+                                                          timeout=timeout)
         except TIMEOUT:
             raise InfrastructureError(f"after iPXE command '{command}', none of {texts} within {timeout} s "
                                       "(no iPXE error on the console either)") from None
+        if index >= len(texts):
+            raise_fatal(fatal[index - len(texts)], f"after iPXE command '{command}'", before, match)
         return index, _text(before)
 
     @never_retry

@@ -93,11 +93,13 @@ class BootedTarget:
     arch: str
     target: Target
     shell: object
-    boot_seconds: float
+    boot_seconds: float  # of the attempt that booted
     console: ConsoleLog
+    failed_attempts: list[str] = attrs.field(factory=list)  # infrastructure failures retried before it
+    total_seconds: float = 0.0  # staging and every attempt
 
     def run(self, command: str, timeout: float = 60) -> list[str]:
-        """Run a shell command on the target; a non-zero exit becomes an InfrastructureError-free ExecutionError."""
+        """Run a shell command on the target; a non-zero exit raises labgrid's ExecutionError."""
         return self.shell.run_check(command, timeout=timeout)
 
 
@@ -113,12 +115,52 @@ def describe_boot_failure(exc: BaseException) -> str:
     return f"{type(root).__name__}: {root}"
 
 
+def _boot_once(target, strategy, console: ConsoleLog):
+    """One power-on to shell; every failure comes out as a FarmError of its class, with the console tail."""
+    try:
+        strategy.transition("shell")
+        return target.get_driver("ShellDriver")
+    except FarmError:
+        raise
+    except Exception as exc:
+        cause = exc.__cause__ if isinstance(exc, StrategyError) else None
+        if isinstance(cause, FarmError):  # raised inside the strategy: keep its class (job, test, lab)
+            raise type(cause)(f"{target.name}: {cause}") from None
+        tail = console.tail(target.name)
+        raise InfrastructureError(
+            f"{target.name}: boot failed: {describe_boot_failure(exc)}"
+            + (f"\n--- last console lines ---\n{tail}" if tail else "")) from exc
+
+
+def _power_off(target, strategy) -> None:
+    """Power off after a failed attempt so that the next one starts from a cold board.
+
+    labgrid strategies refuse to run again after an exception (``never_retry``): the failure was
+    recorded by us, so the strategy is made usable again. What the console buffered from the failed
+    attempt is dropped, or a stale U-Boot prompt would be taken for the new one.
+    """
+    strategy.broken = None
+    strategy.transition("off")
+    console = target.get_driver("ConsoleProtocol", activate=False)
+    expect = getattr(console, "_expect", None)  # labgrid's pexpect buffer (ConsoleExpectMixin)
+    if expect is not None:
+        expect.buffer = b""
+
+
 @contextlib.contextmanager
 def boot_target(env: EnvFile, image: Image, job: str, console: ConsoleLog,
-                extra_bootargs: list[str] | None = None) -> Iterator[BootedTarget]:
-    """Stage ``image`` for ``job`` and boot ``env``'s target to a shell; always power off and unstage."""
+                extra_bootargs: list[str] | None = None, attempts: int = 1) -> Iterator[BootedTarget]:
+    """Stage ``image`` for ``job`` and boot ``env``'s target to a shell; always power off and unstage.
+
+    An infrastructure failure (no bootloader prompt, TFTP, a reset, a timeout) powers the board off
+    and tries again, up to ``attempts`` boots in all; a job or test failure (bad input, a kernel
+    that panics) is never retried. The failed attempts are in ``BootedTarget.failed_attempts``, or
+    in the final error's ``failed_attempts``.
+    """
     if env.arch not in ("unknown", image.arch):
         raise JobError(f"{env.path}: options.arch: target is {env.arch} but image '{image.name}' is {image.arch}")
+    if attempts < 1:
+        raise JobError(f"boot attempts must be at least 1, not {attempts}")
     environment, target = open_target(env)
     folder = job_folder(current_user(), job)
     tftp = strategy = None
@@ -133,18 +175,28 @@ def boot_target(env: EnvFile, image: Image, job: str, console: ConsoleLog,
                 strategy.set_image(kernel, initrd, extra_bootargs, kernel_compressed=True)
             else:
                 strategy.set_image(kernel, initrd, extra_bootargs)
-            strategy.transition("shell")
-            shell = target.get_driver("ShellDriver")
         except FarmError:
             raise
         except Exception as exc:
-            if isinstance(exc.__cause__, JobError):  # labgrid wraps it in StrategyError: still bad input
-                raise exc.__cause__ from None
-            tail = console.tail(target.name)
-            raise InfrastructureError(
-                f"{target.name}: boot failed: {describe_boot_failure(exc)}"
-                + (f"\n--- last console lines ---\n{tail}" if tail else "")) from exc
-        yield BootedTarget(target.name, env.arch, target, shell, time.monotonic() - t0, console)
+            raise InfrastructureError(f"{target.name}: staging failed: {type(exc).__name__}: {exc}") from exc
+        failed: list[str] = []
+        while True:
+            t_attempt = time.monotonic()
+            try:
+                shell = _boot_once(target, strategy, console)
+                break
+            except InfrastructureError as exc:
+                failed.append(f"attempt {len(failed) + 1}: {str(exc).splitlines()[0]}")
+                if len(failed) >= attempts:
+                    if attempts > 1:
+                        exc = InfrastructureError(f"{target.name}: no boot in {attempts} attempts; last: {exc}")
+                    exc.failed_attempts = failed
+                    raise exc from None
+                _power_off(target, strategy)
+        booted = BootedTarget(target.name, env.arch, target, shell, time.monotonic() - t_attempt, console)
+        booted.failed_attempts = failed
+        booted.total_seconds = time.monotonic() - t0
+        yield booted
     finally:
         with contextlib.suppress(Exception):
             if strategy is not None:

@@ -4,6 +4,10 @@ labgrid's ``TFTPProviderDriver`` links every file as ``<root>/<basename>``: two 
 ``Image`` would overwrite each other. This driver keeps labgrid's mechanism (ManagedFile: a symlink
 locally, an rsync to the exporter's cache plus a symlink for a RemoteTFTPProvider) but puts the link in
 a per-job folder whose parts are checked to stay inside the root.
+
+For a RemoteTFTPProvider everything goes through ``ssh <exporter host>`` as labgrid does it; when the
+exporter host sees the same file at the same path (the virtual lab on this machine, or an NFS-shared
+cache) labgrid's ManagedFile notices and links it instead of copying.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 import getpass
 import os
 import re
+import shlex
 
 import attr
 from labgrid.driver.provider import TFTPProviderDriver
@@ -18,6 +23,7 @@ from labgrid.factory import target_factory
 from labgrid.resource.common import NetworkResource
 from labgrid.step import step
 from labgrid.util.managedfile import ManagedFile
+from labgrid.util.ssh import sshmanager
 
 from ..errors import JobError
 
@@ -66,11 +72,18 @@ class JobTFTPProviderDriver(TFTPProviderDriver):
         return "/".join(p for p in (external, *parts, name) if p)
 
     def unstage(self, folder: str) -> None:
-        """Remove a local job folder (remote ones are left to the exporter host's janitor)."""
-        if self.remote:
-            return
+        """Remove the job's folder (its links only: staged files stay in labgrid's cache).
+
+        For a RemoteTFTPProvider this runs on the exporter's host, over the SSH connection that
+        staged the files (labgrid's sshmanager keeps it open).
+        """
         parts = [safe_component(p, "folder name") for p in folder.split("/")]
         path = os.path.join(self.provider.internal, *parts)
+        if self.remote:
+            quoted = shlex.quote(path)
+            sshmanager.open(self.provider.host).run_check(
+                f"if [ -d {quoted} ]; then rm -f -- {quoted}/* && rmdir -- {quoted}; fi")
+            return
         if os.path.isdir(path):
             for name in os.listdir(path):
                 os.unlink(os.path.join(path, name))

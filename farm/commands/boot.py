@@ -19,7 +19,7 @@ def cmd_boot(args: argparse.Namespace) -> int:
     job = args.job or new_run_id()
     log_dir = Path(args.log_dir) if args.log_dir else Path("results") / f"boot-{job}" / "console"
     with ConsoleLog(log_dir) as console:
-        with boot_target(env, image, job, console, args.bootarg) as booted:
+        with boot_target(env, image, job, console, args.bootarg, attempts=args.attempts) as booted:
             facts = read_facts(booted.shell)
             print(f"farm: {booted.name} booted in {booted.boot_seconds:.1f}s: {facts.cpus} cpus, kernel "
                   f"{facts.kernel}, address {facts.address or '-'}; console log {console.path(booted.name)}",
@@ -43,6 +43,8 @@ def register(sub) -> None:
     p.add_argument("--console", action="store_true", help="attach an interactive console once booted")
     p.add_argument("--bootarg", action="append", default=[], metavar="ARG",
                    help="extra kernel command-line argument (repeatable), e.g. --bootarg maxcpus=1")
+    p.add_argument("--attempts", type=int, default=2, metavar="N",
+                   help="boots to try when the lab fails (no bootloader prompt, TFTP, reset); default 2")
     p.add_argument("--job", help="job id for the TFTP folder (default: a new run id)")
     p.add_argument("--log-dir", metavar="DIR", help="where to write the console log (default results/boot-<job>/console)")
     p.set_defaults(func=cmd_boot)

@@ -1,0 +1,60 @@
+"""Console lines that end a boot or a run at once, instead of at a timeout.
+
+Each pattern says what kind of failure it is. A board's bootloader failing (TFTP, a reset) is the
+lab's problem (infrastructure: retried with a power cycle); a kernel that panics is the image's
+(a test failure: retrying the same image cannot help, and the board is not to blame).
+"""
+
+from __future__ import annotations
+
+import re
+
+import attrs
+
+from ..errors import FarmError, InfrastructureError, TestFailure
+
+
+class BootFailure(TestFailure):
+    """The image under test did not boot (kernel panic, init died): not the lab's fault, not retried."""
+
+
+@attrs.frozen
+class Fatal:
+    pattern: str  # a regex on the console bytes (pexpect)
+    what: str
+    kind: type[FarmError]
+
+
+KERNEL_PANIC = Fatal(r"Kernel panic - not syncing[^\r\n]*", "kernel panic", BootFailure)
+#: after the bootloader handed over to Linux (and during benchmarks)
+LINUX_FATAL = (
+    KERNEL_PANIC,
+    Fatal(r"Attempted to kill init[^\r\n]*", "init died", BootFailure),
+    Fatal(r"U-Boot 20\d\d\.[^\r\n]*", "the board reset (U-Boot banner seen again)", InfrastructureError),
+    Fatal(r"iPXE \d+\.\d+[^\r\n]* -- Open Source Network Boot Firmware", "the board reset (iPXE banner seen again)",
+          InfrastructureError),
+)
+#: while U-Boot works (tftpboot, booti)
+UBOOT_FATAL = (
+    Fatal(r"Retry count exceeded[^\r\n]*", "TFTP gave up", InfrastructureError),
+    Fatal(r"TFTP error: [^\r\n]*", "TFTP error", InfrastructureError),
+    Fatal(r"Resetting CPU[^\r\n]*", "the board reset", InfrastructureError),
+    Fatal(r"### ERROR ### Please RESET the board ###", "U-Boot hung", InfrastructureError),
+    Fatal(r"Bad Linux ARM64 Image magic![^\r\n]*", "not an arm64 kernel", BootFailure),
+    Fatal(r"Wrong Ramdisk Image Format[^\r\n]*", "not an initrd", BootFailure),
+    KERNEL_PANIC,
+)
+
+
+def excerpt(before: bytes | str, match: bytes | str, lines: int = 12) -> str:
+    """The console lines leading to a fatal line, and the line itself, printable."""
+    text = (before.decode("utf-8", "replace") if isinstance(before, bytes) else before)
+    hit = (match.decode("utf-8", "replace") if isinstance(match, bytes) else match)
+    tail = [line.rstrip() for line in text.replace("\r", "").split("\n")][-lines:]
+    return "\n".join([*tail, hit.strip()]).strip("\n")
+
+
+def raise_fatal(fatal: Fatal, where: str, before, match) -> None:
+    text = match.group(0) if hasattr(match, "group") else match
+    line = (text.decode("utf-8", "replace") if isinstance(text, bytes) else text).strip()
+    raise fatal.kind(f"{where}: {fatal.what}: {line}\n--- console ---\n{excerpt(before, text)}")
