@@ -134,6 +134,10 @@ def load_pipeline(path: str | Path) -> Pipeline:
         reject_unknown(params, spec.params)
         for key, kind in spec.params.items():
             field(params, key, kind, None)
+        try:
+            spec.check(params)  # every value checked now, not after a board was booted
+        except JobError as exc:
+            raise item.error(bench_name, str(exc)) from None
         benchmarks.append(Benchmark(bench_name, dict(params)))
     repeats = field(doc, "repeats", int, 1)
     if repeats < 1:

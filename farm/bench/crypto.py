@@ -20,18 +20,23 @@ def is_cipher(algorithm: str) -> bool:
     return algorithm.startswith(_CIPHER_PREFIXES)
 
 
-def run_openssl_speed(ctx: BenchContext, params: Mapping[str, Any]) -> list[Measurement]:
-    """``openssl speed -mr -elapsed`` per algorithm (wall clock, not CPU time); with ``decrypt``,
-    ciphers are measured decrypting too (params ``direction``)."""
-    seconds = params.get("seconds", 1)
-    multi = params.get("multi")
+def openssl_runs(params: Mapping[str, Any]) -> list[tuple[str, str | None]]:
+    """(shell command, direction) per openssl invocation; checks every value (pure)."""
     algorithms = list(params.get("algorithms", DEFAULT_OPENSSL))
-    commands = openssl.speed_command(algorithms, seconds=seconds, block=params.get("block"), multi=multi)
+    commands = openssl.speed_command(algorithms, seconds=params.get("seconds", 1), block=params.get("block"),
+                                     multi=params.get("multi"))
     runs = [(command, "encrypt" if is_cipher(alg) else None) for alg, command in zip(algorithms, commands)]
     if params.get("decrypt"):
         runs += [(command + " -decrypt", "decrypt") for alg, command in zip(algorithms, commands) if is_cipher(alg)]
+    return runs
+
+
+def run_openssl_speed(ctx: BenchContext, params: Mapping[str, Any]) -> list[Measurement]:
+    """``openssl speed -mr -elapsed`` per algorithm (wall clock, not CPU time); with ``decrypt``,
+    ciphers are measured decrypting too (params ``direction``)."""
+    seconds, multi = params.get("seconds", 1), params.get("multi")
     measurements: list[Measurement] = []
-    for command, direction in runs:
+    for command, direction in openssl_runs(params):
         lines = ctx.run(command, timeout=seconds * 10 + 60, tool="openssl")
         extra = {"seconds": seconds, **({"direction": direction} if direction else {}),
                  **({"multi": multi} if multi else {})}
@@ -39,13 +44,19 @@ def run_openssl_speed(ctx: BenchContext, params: Mapping[str, Any]) -> list[Meas
     return measurements
 
 
-def run_isal(ctx: BenchContext, params: Mapping[str, Any]) -> list[Measurement]:
-    """Our ISA-L program (images/src/isal_bench.c), cold and warm, in ISA-L's perf line format."""
+def isal_command(params: Mapping[str, Any]) -> str:
+    """The target's command line of our ISA-L program; checks every value (pure)."""
     seconds = params.get("seconds", 1)
     only = params.get("only", "")
     if not isinstance(seconds, (int, float)) or isinstance(seconds, bool) or not 0 < seconds <= 60:
         raise JobError(f"isal seconds {seconds!r}: expected a number of seconds, 0 < s <= 60")
-    if only and not _FILTER.match(only):
+    if only and not _FILTER.fullmatch(only):
         raise JobError(f"isal only {only!r}: expected letters, digits and _")
-    lines = ctx.run(f"isal_bench {seconds:g} {only}".strip(), timeout=seconds * 40 + 120, tool="isal_bench")
+    return f"isal_bench {seconds:g} {only}".strip()
+
+
+def run_isal(ctx: BenchContext, params: Mapping[str, Any]) -> list[Measurement]:
+    """Our ISA-L program (images/src/isal_bench.c), cold and warm, in ISA-L's perf line format."""
+    seconds = params.get("seconds", 1)
+    lines = ctx.run(isal_command(params), timeout=seconds * 40 + 120, tool="isal_bench")
     return isal.parse_perf("\n".join(lines), params={"seconds": seconds})

@@ -8,6 +8,7 @@ import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Mapping
 
+from ..errors import JobError
 from ..results.record import Measurement
 from . import BenchmarkError, cpustat, iperf3, rtt
 from .context import BenchContext
@@ -25,6 +26,27 @@ def start_iperf3_server(ctx: BenchContext) -> None:
     ctx.run(_WAIT_LISTEN, timeout=10, tool="iperf3")
 
 
+def iperf3_argv(params: Mapping[str, Any], host: str = "127.0.0.1", port: int = IPERF3_PORT) -> list[str]:
+    """The host-side client's argv for these params; checks every value (pure)."""
+    return iperf3.client_command(host, port, duration=params.get("duration", 3), protocol=params.get("protocol", "tcp"),
+                                 bitrate=params.get("bitrate"), length=params.get("length"),
+                                 reverse=bool(params.get("reverse", False)), omit=params.get("omit", 0))
+
+
+def check_sweep(params: Mapping[str, Any]) -> None:
+    loads = params.get("loads", DEFAULT_LOADS_MBPS)
+    if not loads or any(isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0 for v in loads):
+        raise JobError(f"sweep loads {loads!r}: expected a list of positive Mb/s")
+    for load in loads:
+        iperf3.client_command("127.0.0.1", IPERF3_PORT, duration=params.get("duration", 5),
+                              protocol=params.get("protocol", "udp"), bitrate=f"{float(load):g}M",
+                              length=params.get("packet_size", 1472))
+    if params.get("warmup", 1):
+        iperf3.client_command("127.0.0.1", IPERF3_PORT, duration=params.get("warmup", 1))
+    rtt.client_command("127.0.0.1", SOCKPERF_PORT, rate_pps=params.get("rtt_rate", 100),
+                       size=params.get("packet_size", 1472), duration=params.get("duration", 5))
+
+
 def run_iperf3(ctx: BenchContext, params: Mapping[str, Any]) -> list[Measurement]:
     """One iperf3 run, host -> target (or target -> host with ``reverse: true``)."""
     protocol = params.get("protocol", "tcp")
@@ -32,9 +54,7 @@ def run_iperf3(ctx: BenchContext, params: Mapping[str, Any]) -> list[Measurement
     protos = ("tcp", "udp") if protocol == "udp" else ("tcp",)
     start_iperf3_server(ctx)
     host, port = ctx.reach(IPERF3_PORT, protos)
-    argv = iperf3.client_command(host, port, duration=duration, protocol=protocol,
-                                 bitrate=params.get("bitrate"), length=params.get("length"),
-                                 reverse=bool(params.get("reverse", False)), omit=params.get("omit", 0))
+    argv = iperf3_argv(params, host, port)
     output = _host_iperf3(argv, duration)
     recorded = {"protocol": protocol, "duration": duration, "direction": "target-to-host" if params.get("reverse") else "host-to-target"}
     for key in ("bitrate", "length"):

@@ -8,8 +8,8 @@ import attrs
 
 from ..results.record import Measurement
 from .context import BenchContext
-from .crypto import run_isal, run_openssl_speed
-from .network import run_iperf3, run_sweep
+from .crypto import isal_command, openssl_runs, run_isal, run_openssl_speed
+from .network import check_sweep, iperf3_argv, run_iperf3, run_sweep
 
 
 @attrs.frozen
@@ -18,15 +18,17 @@ class BenchmarkSpec:
     suite: str
     run: Callable[[BenchContext, Mapping[str, Any]], list[Measurement]]
     params: Mapping[str, type | tuple[type, ...]]  # allowed parameters and their types
+    check: Callable[[Mapping[str, Any]], object]  # raises JobError for a bad value, before any boot
 
 
 BENCHMARKS: dict[str, BenchmarkSpec] = {spec.name: spec for spec in (
     BenchmarkSpec("iperf3", "network", run_iperf3, {
         "protocol": str, "duration": (int, float), "bitrate": str, "length": int, "reverse": bool,
-        "omit": (int, float)}),
+        "omit": (int, float)}, iperf3_argv),
     BenchmarkSpec("sweep", "network", run_sweep, {
-        "protocol": str, "loads": list, "packet_size": int, "duration": int, "warmup": int, "rtt_rate": int}),
+        "protocol": str, "loads": list, "packet_size": int, "duration": int, "warmup": int, "rtt_rate": int},
+        check_sweep),
     BenchmarkSpec("openssl-speed", "crypto", run_openssl_speed, {
-        "algorithms": list, "seconds": int, "block": int, "decrypt": bool, "multi": int}),
-    BenchmarkSpec("isal", "storage", run_isal, {"seconds": (int, float), "only": str}),
+        "algorithms": list, "seconds": int, "block": int, "decrypt": bool, "multi": int}, openssl_runs),
+    BenchmarkSpec("isal", "storage", run_isal, {"seconds": (int, float), "only": str}, isal_command),
 )}

@@ -103,8 +103,15 @@ class BootedTarget:
         return self.shell.run_check(command, timeout=timeout)
 
 
+def root_cause(exc: BaseException) -> BaseException:
+    """labgrid wraps a failure once per nested strategy transition (StrategyError ... from ...)."""
+    while isinstance(exc, StrategyError) and exc.__cause__ is not None:
+        exc = exc.__cause__
+    return exc
+
+
 def describe_boot_failure(exc: BaseException) -> str:
-    root = exc.__cause__ if isinstance(exc, StrategyError) and exc.__cause__ else exc
+    root = root_cause(exc)
     if isinstance(root, FarmError):
         return str(root)
     if isinstance(root, pexpect.TIMEOUT):
@@ -123,7 +130,7 @@ def _boot_once(target, strategy, console: ConsoleLog):
     except FarmError:
         raise
     except Exception as exc:
-        cause = exc.__cause__ if isinstance(exc, StrategyError) else None
+        cause = root_cause(exc)
         if isinstance(cause, FarmError):  # raised inside the strategy: keep its class (job, test, lab)
             raise type(cause)(f"{target.name}: {cause}") from None
         tail = console.tail(target.name)
@@ -140,6 +147,7 @@ def _power_off(target, strategy) -> None:
     attempt is dropped, or a stale U-Boot prompt would be taken for the new one.
     """
     strategy.broken = None
+    strategy.status = type(strategy.status)(0)  # "unknown": the failed attempt left it mid-way
     strategy.transition("off")
     console = target.get_driver("ConsoleProtocol", activate=False)
     expect = getattr(console, "_expect", None)  # labgrid's pexpect buffer (ConsoleExpectMixin)

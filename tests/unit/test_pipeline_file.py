@@ -107,9 +107,19 @@ def test_bad_param_type(tmp_path, old, new, line, field, expected):
     assert _error(path) == f"{path}:{line}: {field}: {expected}"
 
 
-def test_float_duration_is_fine(tmp_path):
-    pipeline = load_pipeline(_write(tmp_path, GOOD.replace("duration: 3", "duration: 2.5")))
-    assert pipeline.benchmarks[0].params["duration"] == 2.5
+def test_whole_float_duration_is_fine_a_fraction_is_refused_before_any_boot(tmp_path):
+    pipeline = load_pipeline(_write(tmp_path, GOOD.replace("duration: 3", "duration: 2.0")))
+    assert pipeline.benchmarks[0].params["duration"] == 2.0
+    path = _write(tmp_path, GOOD.replace("duration: 3", "duration: 2.5"))
+    assert _error(path) == (f"{path}:7: benchmarks[0].iperf3: iperf3 duration 2.5: expected whole seconds >= 1 "
+                            "(iperf3 truncates fractions)")
+
+
+@pytest.mark.parametrize("bad", ["x;touch /tmp/pwned", "$(id)", "a b", "x'y"])
+def test_target_command_values_are_checked_when_the_file_is_read(tmp_path, bad):
+    text = GOOD.replace("  - iperf3: {protocol: tcp, duration: 3}", "  - openssl-speed: {algorithms: [" + repr(bad) + "]}")
+    path = _write(tmp_path, text)
+    assert "openssl algorithm" in _error(path)
 
 
 def test_unknown_param(tmp_path):
