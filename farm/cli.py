@@ -8,7 +8,7 @@ import signal
 import sys
 
 from . import __version__
-from .errors import EXIT_INTERRUPTED, EXIT_TERMINATED, FarmError
+from .errors import EXIT_INTERRUPTED, EXIT_TERMINATED, FarmError, Terminated
 from .secrets import mask
 
 #: command modules under farm.commands, in the order --help lists them
@@ -36,10 +36,6 @@ def build_parser() -> argparse.ArgumentParser:
     for name in COMMAND_MODULES:
         importlib.import_module(f"farm.commands.{name}").register(sub)
     return parser
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM (a CI job cancelled): handled like Ctrl-C, so the board is powered off and released."""
 
 
 def _terminate(signum, frame) -> None:

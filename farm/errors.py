@@ -45,3 +45,8 @@ class TestFailure(FarmError):
 
 class ParseError(FarmError):
     """Tool output that cannot be read; names the line."""
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a cancelled CI job): handled like Ctrl-C, so the board is powered off and released;
+    the command exits 143."""

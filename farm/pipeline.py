@@ -9,6 +9,7 @@ that fails or is interrupted keeps all it had.
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import os
 import secrets
@@ -17,7 +18,7 @@ import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import attrs
 
@@ -216,13 +217,36 @@ def _severity(code: int) -> int:
     return {EXIT_OK: 0, EXIT_TEST_FAILURE: 1, EXIT_INFRA_ERROR: 2, EXIT_JOB_ERROR: 3}.get(code, 4)
 
 
+@attrs.frozen
+class FarmRequest:
+    """``farm run --farm TAG=VAL...``: take a place of the farm for the run's boots."""
+
+    tags: dict[str, str]
+    timeout: float = 3600.0
+    coordinator: str | None = None
+
+
+def farm_env(pipeline: Pipeline, request: FarmRequest) -> Path:
+    """The env file of a farm place: ``env/<board>.yaml`` beside the pipeline's own env files."""
+    board = request.tags.get("board")
+    if board is None:
+        raise JobError("--farm: name the board (board=maaxboard) or give the place's env file with --env")
+    path = pipeline.envs[0].parent / f"{board}.yaml"
+    if not path.exists():
+        raise JobError(f"--farm board={board}: no env file {path} (give one with --env)")
+    return path
+
+
 def run_pipeline(pipeline_path: str | Path, *, out: Path | None = None, env_override: list[Path] | None = None,
-                 extra_bootargs: list[str] | None = None, progress: Progress | None = None) -> RunDir:
+                 extra_bootargs: list[str] | None = None, farm: FarmRequest | None = None,
+                 progress: Progress | None = None) -> RunDir:
     pipeline = load_pipeline(pipeline_path)
     if extra_bootargs:
         pipeline = attrs.evolve(pipeline, setups=tuple(attrs.evolve(s, bootargs=(*s.bootargs, *extra_bootargs))
                                                        for s in pipeline.setups))
     envs = tuple(env_override) if env_override else pipeline.envs
+    if farm is not None:
+        envs = envs[:1] if env_override else (farm_env(pipeline, farm),)
     env_files = [EnvFile.load(e) for e in envs]  # bad env files fail now, before anything is built
     progress = progress or Progress()
     run_id = new_run_id()
@@ -234,7 +258,7 @@ def run_pipeline(pipeline_path: str | Path, *, out: Path | None = None, env_over
         "started": now_iso(), "finished": None, "status": "running",
         "farm_version": __version__, "git_sha": git_sha(Path.cwd()) or git_sha(Path(__file__).parent),
         "ci_job": os.environ.get("CI_JOB_ID") or os.environ.get("GITHUB_RUN_ID"),
-        "envs": [str(e) for e in envs], "images": {}, "targets": {},
+        "envs": [str(e) for e in envs], "images": {}, "targets": {}, "place": None,
         "setups": {s.name: {"bootargs": list(s.bootargs), "image": str(s.image) if s.image else None}
                    for s in pipeline.setups},
     })
@@ -248,11 +272,12 @@ def run_pipeline(pipeline_path: str | Path, *, out: Path | None = None, env_over
                 name = "build" if len(recipes) == 1 else f"build {recipe.stem}"
                 images[recipe] = _stage(run, progress, name, "farm.build", lambda r=recipe: build(r))
                 run.info["images"][images[recipe].name] = {"dir": str(images[recipe].path), **images[recipe].manifest}
-            for env in env_files:
-                for setup in pipeline.setups:
-                    for repeat in range(pipeline.repeats):
-                        image = images[pipeline.recipe_for(env.arch, setup)]
-                        _boot_and_bench(run, progress, pipeline, env, setup, repeat, image, console)
+            with _place(run, progress, farm):
+                for env in env_files:
+                    for setup in pipeline.setups:
+                        for repeat in range(pipeline.repeats):
+                            image = images[pipeline.recipe_for(env.arch, setup)]
+                            _boot_and_bench(run, progress, pipeline, env, setup, repeat, image, console)
         except FarmError as exc:
             run.fail(exc)
             progress.say(f"stopped: {exc}")
@@ -271,6 +296,26 @@ def run_pipeline(pipeline_path: str | Path, *, out: Path | None = None, env_over
             run.save()
             _publish(run, progress)
     return run
+
+
+@contextlib.contextmanager
+def _place(run: RunDir, progress: Progress, farm: FarmRequest | None) -> Iterator[None]:
+    """With ``--farm``: reserve, wait for, lock a place for the boots, and always give it back
+    (powered off) however the run ends. Images are built before, so a build never holds a board."""
+    if farm is None:
+        yield
+        return
+    from .places import acquired_place
+
+    tags = " ".join(f"{k}={v}" for k, v in farm.tags.items())
+    with contextlib.ExitStack() as stack:
+        lease = _stage(run, progress, f"reserve {tags}", "farm.place", lambda: stack.enter_context(acquired_place(
+            farm.tags, timeout=farm.timeout, coordinator=farm.coordinator, job=run.run_id, on_wait=progress.say)))
+        run.info["place"] = {"name": lease.place, "coordinator": lease.coordinator, "owner": lease.owner,
+                             "tags": dict(lease.tags)}
+        run.save()
+        progress.say(f"on place {lease.place} ({lease.coordinator})")
+        yield
 
 
 def _publish(run: RunDir, progress: Progress) -> None:

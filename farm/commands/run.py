@@ -8,11 +8,16 @@ from pathlib import Path
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from ..pipeline import run_pipeline
+    from ..pipeline import FarmRequest, run_pipeline
 
+    farm = None
+    if args.farm:
+        from ..coordinator import parse_tags
+
+        farm = FarmRequest(parse_tags(args.farm), timeout=args.farm_timeout, coordinator=args.coordinator)
     run = run_pipeline(args.pipeline, out=Path(args.out) if args.out else None,
                        env_override=[Path(e) for e in args.env] if args.env else None,
-                       extra_bootargs=args.bootarg)
+                       extra_bootargs=args.bootarg, farm=farm)
     print(f"farm: run {run.run_id} {run.info['status']}: {sum(c.kind == 'pass' for c in run.cases)} of "
           f"{len(run.cases)} stages passed", file=sys.stderr)
     print(run.path)
@@ -29,4 +34,10 @@ def register(sub) -> None:
     p.add_argument("--out", metavar="DIR", help="run directory (default results/<run-id>)")
     p.add_argument("--bootarg", action="append", default=[], metavar="ARG",
                    help="extra kernel argument for every boot of the run (repeatable), e.g. --bootarg maxcpus=1")
+    p.add_argument("--farm", nargs="+", metavar="TAG=VAL",
+                   help="run on a place of the farm with these tags (e.g. board=maaxboard): reserve, wait, lock, "
+                   "and always power off and release it; the env file is env/<board>.yaml unless --env is given")
+    p.add_argument("--farm-timeout", type=float, default=3600, metavar="S",
+                   help="give up waiting for a place after S seconds (default 3600)")
+    p.add_argument("--coordinator", metavar="HOST:PORT", help="labgrid coordinator (default $LG_COORDINATOR)")
     p.set_defaults(func=cmd_run)

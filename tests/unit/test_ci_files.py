@@ -22,10 +22,7 @@ GITHUB = ROOT / ".github" / "workflows" / "farm.yml"
 # registered, commands using it are checked without it and the test reports the gap as a skip;
 # once registered it is checked like everything else. Delete an entry when it has landed.
 PENDING_VERBS: dict[str, str] = {}  # (farm reserve/release/janitor landed with farm/commands/places.py)
-PENDING_OPTIONS = {
-    ("run", "--farm"): "farm run --farm TAG=VALUE (reserve and lock a board through the coordinator, "
-                       "farm.places.acquired_place) is being added to farm/commands/run.py",
-}
+PENDING_OPTIONS: dict[tuple[str, str], str] = {}
 
 GITLAB_KEYWORDS = {"default", "include", "stages", "variables", "workflow", "spec", "image", "services",
                    "cache", "before_script", "after_script", "pages"}

@@ -1,0 +1,70 @@
+"""A labgrid Target for a locked place without an env file: to power a board off, or open its console.
+
+The resources come from the coordinator exactly as for ``env/maaxboard.yaml`` (a ``RemotePlace``),
+so this works for any board the lab exports, like ``labgrid-client power`` and ``console`` do.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from typing import Iterator
+
+from labgrid import Target
+from labgrid.driver import NetworkPowerDriver, PDUDaemonDriver, SerialDriver
+from labgrid.resource import NetworkPowerPort, NetworkSerialPort, PDUDaemonPort
+from labgrid.resource.remote import RemotePlace, RemotePlaceManager
+
+from .errors import InfrastructureError
+
+#: power resources a lab exports, and the labgrid driver for each
+POWER_DRIVERS = ((PDUDaemonPort, PDUDaemonDriver), (NetworkPowerPort, NetworkPowerDriver))
+
+
+def refresh_remote_places() -> None:
+    """Bring labgrid's RemotePlaceManager (one per process) up to date with the coordinator.
+
+    It reads who holds a place from its own connection's cache; after this process locked a place
+    that cache must have seen the lock before an env file's ``RemotePlace`` is resolved.
+    """
+    manager = RemotePlaceManager.get()
+    if manager.session is not None and manager.loop is not None and not manager.loop.is_running():
+        with contextlib.suppress(Exception):
+            manager.loop.run_until_complete(manager.session.sync_with_coordinator())
+
+
+@contextlib.contextmanager
+def place_target(place: str, coordinator: str) -> Iterator[Target]:
+    """A Target with the place's resources; the place must be locked by this user on this host."""
+    os.environ["LG_COORDINATOR"] = coordinator  # where RemotePlaceManager connects
+    refresh_remote_places()
+    target = Target(place)
+    try:
+        try:
+            RemotePlace(target, name=place)
+        except Exception as exc:  # labgrid's client raises its own UserError/ServerError classes
+            raise InfrastructureError(f"{place}: cannot get its resources from {coordinator}: {exc}") from None
+        yield target
+    finally:
+        with contextlib.suppress(Exception):
+            target.cleanup()
+
+
+def power_off(place: str, coordinator: str) -> str:
+    """Switch the board of ``place`` off through its exported power resource; says what it did."""
+    with place_target(place, coordinator) as target:
+        for resource_cls, driver_cls in POWER_DRIVERS:
+            if any(isinstance(r, resource_cls) for r in target.resources):
+                driver = driver_cls(target, name=None)
+                target.activate(driver)
+                driver.off()
+                return f"powered off through {resource_cls.__name__}"
+    return "no power resource exported: left as it is"
+
+
+def serial_console(target: Target) -> SerialDriver:
+    if not any(isinstance(r, NetworkSerialPort) for r in target.resources):
+        raise InfrastructureError(f"{target.name}: the place exports no NetworkSerialPort")
+    driver = SerialDriver(target, name=None)
+    target.activate(driver)
+    return driver

@@ -1,0 +1,186 @@
+"""The pure parts of the farm client and the virtual lab: tags, leases, the janitor's plan, configs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from farm.coordinator import parse_tags
+from farm.errors import JobError
+from farm.lease import LEASE_TAG_PREFIX, Lease, holder_state, leases_in, new_lease, plain_tags
+from farm.places import PlaceStatus, plan_janitor
+from farm.virtual.boards import VirtualBoard, parse_board_counts, qemu_argv
+from farm.virtual.configs import exporter_config, pdudaemon_config
+
+
+def test_parse_tags():
+    assert parse_tags(["board=maaxboard", "arch=aarch64"]) == {"board": "maaxboard", "arch": "aarch64"}
+    for bad in ("board", "Board=x", "b=x", "board=", "board=Max Board"):
+        with pytest.raises(JobError, match="expected KEY=VALUE"):
+            parse_tags([bad])
+
+
+def test_parse_board_counts():
+    assert parse_board_counts(["maaxboard=2"]) == {"maaxboard": 2}
+    assert parse_board_counts([]) == {"maaxboard": 1}
+    with pytest.raises(JobError, match="unknown board model 'rpi'"):
+        parse_board_counts(["rpi=1"])
+    with pytest.raises(JobError, match="MODEL=COUNT"):
+        parse_board_counts(["maaxboard"])
+
+
+def test_lease_round_trip_and_holder_state():
+    lease = new_lease("vm/root", "job 42,x=y", token="ABC")
+    assert lease.key.startswith(LEASE_TAG_PREFIX)
+    assert "," not in lease.job and "=" not in lease.job
+    tags = {"board": "maaxboard", lease.key: lease.encode()}
+    assert leases_in(tags) == [lease]
+    assert plain_tags(tags) == {"board": "maaxboard"}
+    assert holder_state(lease) == "alive"
+    assert Lease.decode(LEASE_TAG_PREFIX + "x", "garbage") is None
+    # a process that exited: its lease is gone, even if the pid came back with another start time
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead = new_lease("vm/root", "j", pid=child.pid)
+    child.wait()
+    assert holder_state(dead) == "gone"
+    assert holder_state(Lease(dead.key, dead.owner, "elsewhere", 1, 1, dead.boot, "j")) == "unknown"
+
+
+def _status(name, holder=None, leases=()):
+    return PlaceStatus(name=name, tags={}, comment="", holder=holder, since=None, reservation=None,
+                       leases=tuple(leases), health="ok")
+
+
+def _lease(owner, pid, job="j"):
+    return Lease(key=f"{LEASE_TAG_PREFIX}{pid}", owner=owner, host="h", pid=pid, start=1, boot="b", job=job)
+
+
+def test_janitor_plan_releases_only_my_locks_whose_holders_are_all_gone():
+    me, other = "h/ci", "h/alice"
+    dead, live = _lease(me, 1, "dead-job"), _lease(me, 2, "live-job")
+    state = {1: "gone", 2: "alive", 3: "gone", 4: "unknown"}
+    places = [
+        _status("a", me, [dead]),                      # my vanished job: release
+        _status("b", me, [live]),                      # my live job: keep
+        _status("c", me, []),                          # my manual lock: keep
+        _status("d", other, [_lease(other, 3)]),       # alice's dead job: not mine, keep
+        _status("e", None, [_lease(me, 3)]),           # a stale record on a free place: forget
+        _status("f", other, [_lease(me, 3)]),          # my stale record on alice's place: forget, never release
+        _status("g", me, [_lease(me, 4)]),             # held from elsewhere, cannot tell: keep
+        _status("h", me, [dead, live]),                # a dead and a live lease: keep
+    ]
+    plan = {a.place: a for a in plan_janitor(places, me, lambda lease: state[lease.pid])}
+    assert {p: a.action for p, a in plan.items()} == {
+        "a": "release", "b": "keep", "c": "keep", "d": "keep", "e": "forget", "f": "forget", "g": "keep", "h": "keep"}
+    assert "dead-job" in plan["a"].reason and "manual" in plan["c"].reason and "alice" in plan["d"].reason
+
+
+def _board(outlet=1):
+    return VirtualBoard(place=f"maaxboard-{outlet}", model="maaxboard", outlet=outlet, serial_port=40000 + outlet,
+                        qmp_socket=f"/lab/boards/{outlet}/qmp.sock", forwards={5201: 41000 + outlet})
+
+
+def test_exporter_config_is_what_labgrid_exporter_reads(tmp_path):
+    from labgrid.remote.config import ResourceConfig
+
+    path = tmp_path / "exporter.yaml"
+    path.write_text(exporter_config([_board(1), _board(2)], pdu_port=16421, tftp_root=tmp_path / "tftp"))
+    data = ResourceConfig(str(path)).data  # rendered with Jinja2 like the exporter does
+    group = data["maaxboard-2"]
+    assert group["NetworkSerialPort"] == {"host": "127.0.0.1", "port": 40002, "speed": 115200, "protocol": "raw"}
+    assert group["PDUDaemonPort"] == {"host": "127.0.0.1:16421", "pdu": "farm-vpdu", "index": 2}
+    assert group["TFTPProvider"]["internal"] == f"{tmp_path}/tftp/"
+    assert group["port-5201"] == {"cls": "NetworkService", "address": "127.0.0.1", "port": 41002, "username": "root"}
+
+
+def test_pdudaemon_runs_the_qmp_power_command_of_the_outlet(tmp_path):
+    config = json.loads(pdudaemon_config(boards_dir=tmp_path / "boards", port=16421, python=sys.executable))
+    pdu = config["pdus"]["farm-vpdu"]
+    assert pdu["driver"] == "localcmdline"
+    assert pdu["cmd_on"] % 2 == f"{sys.executable} -m farm.virtual.power on {tmp_path}/boards/2/qmp.sock"
+    assert pdu["cmd_off"] % 1 == f"{sys.executable} -m farm.virtual.power off {tmp_path}/boards/1/qmp.sock"
+    assert config["daemon"] == {"hostname": "127.0.0.1", "port": 16421, "listener": "http", "logging_level": "INFO"}
+
+
+def test_qemu_board_starts_paused_with_sockets_and_forwards(tmp_path):
+    argv = qemu_argv(_board(1), tmp_path / "tftp")
+    line = " ".join(argv)
+    assert argv[0] == "qemu-system-aarch64" and argv[-1] == "-S"
+    assert "-cpu cortex-a53 -smp 4 -m 1G -bios /usr/lib/u-boot/qemu_arm64/u-boot.bin" in line
+    assert f"tftp={tmp_path}/tftp,hostfwd=tcp:127.0.0.1:41001-:5201,hostfwd=udp:127.0.0.1:41001-:5201" in line
+    assert "-serial tcp:127.0.0.1:40001,server=on,wait=off" in line
+    assert "-qmp unix:/lab/boards/1/qmp.sock,server=on,wait=off" in line
+
+
+def test_exporter_example_for_a_real_lab_host_is_valid(project_root):
+    from labgrid.remote.config import ResourceConfig
+
+    data = ResourceConfig(str(project_root / "env" / "exporter-lab.yaml")).data
+    group = data["maaxboard-1"]
+    assert {"USBSerialPort", "PDUDaemonPort", "TFTPProvider", "port-5201"} <= set(group)
+    assert group["location"] == "rack 1, shelf 2"  # the '##' comments are gone
+    assert group["port-5201"] == {"cls": "NetworkService", "address": "192.168.10.31", "port": 5201, "username": "root"}
+
+
+def test_an_unreachable_coordinator_is_one_clear_line():
+    from farm.virtual.processes import free_ports
+
+    from ..conftest import run_farm
+
+    address = f"127.0.0.1:{free_ports(1)[0]}"
+    proc = run_farm("places", "--coordinator", address)
+    assert proc.returncode == 3
+    assert proc.stderr.startswith(f"farm: infrastructure error: cannot reach the labgrid coordinator at {address}")
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_lab_commands_without_a_lab(tmp_path):
+    from ..conftest import run_farm
+
+    proc = run_farm("lab", "status", "--dir", str(tmp_path))
+    assert proc.returncode == 2 and "no virtual lab here" in proc.stderr
+    proc = run_farm("lab", "up", "--boards", "rpi=1", "--dir", str(tmp_path))
+    assert proc.returncode == 2 and "unknown board model 'rpi'" in proc.stderr
+
+
+def test_signal_guard_turns_sigterm_into_an_interrupt_and_holds_signals_during_clean_up():
+    import signal
+
+    from farm.places import Terminated, _SignalGuard
+
+    previous = signal.getsignal(signal.SIGTERM)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        guard = _SignalGuard()
+        guard.interrupt_on_sigterm()
+        with pytest.raises(Terminated):
+            signal.raise_signal(signal.SIGTERM)
+        guard.hold()
+        signal.raise_signal(signal.SIGTERM)  # held, not raised: the clean-up goes on
+        signal.raise_signal(signal.SIGINT)
+        guard.restore()
+        assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+        with pytest.raises(Terminated):
+            guard.deliver_pending()  # the first one held, once the clean-up is done
+
+        class Mine(KeyboardInterrupt):
+            pass
+
+        def mine(signum, frame):
+            raise Mine()
+
+        signal.signal(signal.SIGTERM, mine)  # a caller with its own SIGTERM policy (the farm command) keeps it
+        guard = _SignalGuard()
+        guard.interrupt_on_sigterm()
+        with pytest.raises(Mine):
+            signal.raise_signal(signal.SIGTERM)
+        guard.hold()
+        signal.raise_signal(signal.SIGTERM)
+        guard.restore()
+        with pytest.raises(Mine):
+            guard.deliver_pending()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
