@@ -185,6 +185,9 @@ class RunDir:
     info: dict[str, Any]
     cases: list[Case] = attrs.field(factory=list)
     status: int = EXIT_OK
+    #: called before every boot and benchmark; raises InfrastructureError when the run may not go on
+    #: (with --farm: the place's lock was lost, e.g. the coordinator restarted)
+    guard: Callable[[], None] = lambda: None
 
     @property
     def results_csv(self) -> Path:
@@ -315,7 +318,13 @@ def _place(run: RunDir, progress: Progress, farm: FarmRequest | None) -> Iterato
                              "tags": dict(lease.tags)}
         run.save()
         progress.say(f"on place {lease.place} ({lease.coordinator})")
-        yield
+        from .places import check_still_held
+
+        run.guard = lambda: check_still_held(lease)
+        try:
+            yield
+        finally:
+            run.guard = lambda: None
 
 
 def _publish(run: RunDir, progress: Progress) -> None:
@@ -363,6 +372,7 @@ def _boot_and_bench(run: RunDir, progress: Progress, pipeline: Pipeline, env: En
     run.begin(f"boot {label}")
     progress.say(f"boot {label} ({env.path}) ...")
     try:
+        run.guard()
         with boot_target(env, image, job, console, list(setup.bootargs), attempts=pipeline.boot_attempts) as booted:
             facts = read_facts(booted.shell)
             frequency, source = cpu_frequency(facts, pipeline, env)
@@ -430,6 +440,7 @@ def _run_benchmark(run: RunDir, progress: Progress, ctx: BenchContext, bench: Be
     progress.say(f"{name} ...")
     t0 = time.monotonic()
     try:
+        run.guard()
         measurements = spec.run(ctx, bench.params)
     except BenchmarkError as exc:
         # a row in results.csv too (metric "failed"), so a failure shows where the numbers are read

@@ -475,3 +475,17 @@ class _SignalGuard:
 
     def _remember(self, signum, frame) -> None:
         self.pending.append(signum)
+
+
+def check_still_held(lease: PlaceLease) -> None:
+    """Raise InfrastructureError unless ``lease``'s place is still locked by us.
+
+    labgrid's coordinator keeps locks in memory: after a restart every place is free, and another
+    job may take ours. farm asks before each boot and benchmark and stops using the board at once.
+    """
+    with Coordinator(lease.coordinator, connect_timeout=10) as coord:
+        holder = coord.place(lease.place).acquired
+    if holder != lease.owner:
+        raise InfrastructureError(
+            f"lost the lock on place {lease.place}: held now by {holder or 'nobody'} (was the coordinator at "
+            f"{lease.coordinator} restarted, or the place released by hand?); not using the board further")
