@@ -32,11 +32,12 @@ from pathlib import Path
 import attr
 from labgrid.factory import target_factory
 from labgrid.step import step
-from labgrid.strategy.common import Strategy, StrategyError, never_retry
+from labgrid.strategy.common import StrategyError, never_retry
 from labgrid.util import Timeout
 from pexpect import TIMEOUT
 
 from ..errors import InfrastructureError, JobError
+from .netboot import NetbootStrategy
 from .watch import LINUX_FATAL, raise_fatal
 
 _TFTP_PATH = re.compile(r"[A-Za-z0-9._+/-]+")
@@ -167,7 +168,7 @@ def _text(data: bytes | str) -> str:
 
 @target_factory.reg_driver
 @attr.s(eq=False)
-class IPXENetbootStrategy(Strategy):
+class IPXENetbootStrategy(NetbootStrategy):
     """iPXE + TFTP + the job's iPXE script to a busybox shell; the PC's values come from the env file."""
 
     bindings = {
@@ -177,27 +178,16 @@ class IPXENetbootStrategy(Strategy):
         "tftp": "JobTFTPProviderDriver",
     }
 
-    console_device = attr.ib(default="ttyS0", validator=attr.validators.instance_of(str))
-    bootargs = attr.ib(default="", validator=attr.validators.instance_of(str))
-    #: empty: the next-server of iPXE's DHCP lease
-    tftp_server = attr.ib(default="", validator=attr.validators.instance_of(str))
-    pass_lease = attr.ib(default=True, validator=attr.validators.instance_of(bool))
     interrupt = attr.ib(default="Press Ctrl-B for the iPXE command line", validator=attr.validators.instance_of(str))
     prompt = attr.ib(default="iPXE> ", validator=attr.validators.instance_of(str))
     #: where the serial console wraps long lines (SeaBIOS' serial console: 80); 0: it does not
     console_columns = attr.ib(default=80, validator=[attr.validators.instance_of(int), attr.validators.ge(0)])
-    ready_marker = attr.ib(default="FARM-READY", validator=attr.validators.instance_of(str))
     firmware_timeout = attr.ib(default=120, validator=attr.validators.instance_of(int))  # power on -> Ctrl-B prompt
-    tftp_timeout = attr.ib(default=120, validator=attr.validators.instance_of(int))  # dhcp; script, kernel, initrd
-    ready_timeout = attr.ib(default=120, validator=attr.validators.instance_of(int))  # kernel -> ready marker
 
     status = attr.ib(default=Status.unknown)
 
     def __attrs_post_init__(self):
         super().__attrs_post_init__()
-        self.kernel_path: str | None = None
-        self.initrd_path: str | None = None
-        self.extra_bootargs: list[str] = []
         self._scratch: tempfile.TemporaryDirectory | None = None  # holds the job's script while it boots
 
     def set_image(self, kernel_path: str, initrd_path: str, extra_bootargs: list[str] | None = None,
@@ -208,17 +198,14 @@ class IPXENetbootStrategy(Strategy):
         """
         if kernel_compressed:
             raise JobError("iPXE boots a bzImage, which decompresses itself: build the image without kernel.compress")
-        self.kernel_path, self.initrd_path = kernel_path, initrd_path
-        self.extra_bootargs = list(extra_bootargs or [])
+        super().set_image(kernel_path, initrd_path, extra_bootargs)
         self.script()
         if staged_folder(kernel_path, self._external()) != staged_folder(initrd_path, self._external()):
             raise JobError(f"kernel {kernel_path!r} and initrd {initrd_path!r} are staged in different folders")
 
     def script(self) -> str:
-        if not (self.kernel_path and self.initrd_path):
-            raise JobError("no image staged: call set_image() before booting")
-        return ipxe_script(server=self.tftp_server or None, kernel=self.kernel_path, initrd=self.initrd_path,
-                           bootargs=[f"console={self.console_device}", *self.bootargs.split(), *self.extra_bootargs],
+        kernel, initrd = self.staged()
+        return ipxe_script(server=self.tftp_server or None, kernel=kernel, initrd=initrd, bootargs=self.kernel_args(),
                            pass_lease=self.pass_lease)
 
     def _external(self) -> str:

@@ -15,10 +15,11 @@ import re
 import attr
 from labgrid.factory import target_factory
 from labgrid.step import step
-from labgrid.strategy.common import Strategy, StrategyError, never_retry
+from labgrid.strategy.common import StrategyError, never_retry
 from labgrid.util import gen_marker, re_vt100
 
 from ..errors import InfrastructureError, JobError
+from .netboot import NetbootStrategy
 from .watch import LINUX_FATAL, UBOOT_FATAL, raise_fatal
 
 _TFTP_PATH = re.compile(r"^[A-Za-z0-9._+/-]+$")
@@ -84,7 +85,7 @@ def uboot_boot_commands(*, kernel: str, initrd: str, kernel_addr: str, initrd_ad
 
 @target_factory.reg_driver
 @attr.s(eq=False)
-class UBootNetbootStrategy(Strategy):
+class UBootNetbootStrategy(NetbootStrategy):
     """U-Boot + TFTP + booti to a busybox shell; the board's values come from the env file."""
 
     bindings = {
@@ -96,45 +97,23 @@ class UBootNetbootStrategy(Strategy):
     }
 
     console_device = attr.ib(default="ttyAMA0", validator=attr.validators.instance_of(str))
-    bootargs = attr.ib(default="", validator=attr.validators.instance_of(str))
     kernel_addr = attr.ib(default="${kernel_addr_r}", validator=attr.validators.instance_of(str))
     initrd_addr = attr.ib(default="${ramdisk_addr_r}", validator=attr.validators.instance_of(str))
     fdt_addr = attr.ib(default="${fdtcontroladdr}", validator=attr.validators.instance_of(str))
-    tftp_server = attr.ib(default="", validator=attr.validators.instance_of(str))
     tftp_blocksize = attr.ib(default=None, validator=attr.validators.optional(attr.validators.instance_of(int)))
     tftp_windowsize = attr.ib(default=None, validator=attr.validators.optional(attr.validators.instance_of(int)))
     # where booti may decompress a compressed kernel (Image.gz); the image says whether it is one
     kernel_comp_addr = attr.ib(default="", validator=attr.validators.instance_of(str))
     kernel_comp_size = attr.ib(default=0x4000000, validator=attr.validators.instance_of(int))
-    pass_lease = attr.ib(default=True, validator=attr.validators.instance_of(bool))
     dhcp = attr.ib(default=True, validator=attr.validators.instance_of(bool))
-    ready_marker = attr.ib(default="FARM-READY", validator=attr.validators.instance_of(str))
-    tftp_timeout = attr.ib(default=120, validator=attr.validators.instance_of(int))
-    ready_timeout = attr.ib(default=120, validator=attr.validators.instance_of(int))
 
     status = attr.ib(default=Status.unknown)
 
-    def __attrs_post_init__(self):
-        super().__attrs_post_init__()
-        self.kernel_path: str | None = None
-        self.initrd_path: str | None = None
-        self.extra_bootargs: list[str] = []
-        self.kernel_compressed = False
-
-    def set_image(self, kernel_path: str, initrd_path: str, extra_bootargs: list[str] | None = None,
-                  kernel_compressed: bool = False) -> None:
-        """The TFTP paths (as returned by staging) to boot at the next transition to ``shell``."""
-        self.kernel_path, self.initrd_path = kernel_path, initrd_path
-        self.extra_bootargs = list(extra_bootargs or [])
-        self.kernel_compressed = kernel_compressed
-
     def commands(self) -> list[str]:
-        if not (self.kernel_path and self.initrd_path):
-            raise JobError("no image staged: call set_image() before booting")
+        kernel, initrd = self.staged()
         return uboot_boot_commands(
-            kernel=self.kernel_path, initrd=self.initrd_path, kernel_addr=self.kernel_addr,
-            initrd_addr=self.initrd_addr, fdt_addr=self.fdt_addr,
-            bootargs=[f"console={self.console_device}", *self.bootargs.split(), *self.extra_bootargs],
+            kernel=kernel, initrd=initrd, kernel_addr=self.kernel_addr,
+            initrd_addr=self.initrd_addr, fdt_addr=self.fdt_addr, bootargs=self.kernel_args(),
             server=self.tftp_server or None, use_dhcp=self.dhcp,
             blocksize=self.tftp_blocksize, windowsize=self.tftp_windowsize,
             comp_addr=self._comp_addr() if self.kernel_compressed else None, comp_size=self.kernel_comp_size,
