@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import getpass
+import hashlib
+import json
 import os
 import secrets
 import subprocess
@@ -34,7 +36,7 @@ from .errors import (EXIT_INFRA_ERROR, EXIT_JOB_ERROR, EXIT_OK, EXIT_TEST_FAILUR
                      InfrastructureError, JobError, TestFailure)
 from .images.build import Image, build
 from .images.recipe import ARCHES
-from .results.csvout import append_records
+from .results.csvout import append_records, read_records, write_records
 from .results.cycles import cycles_per_byte
 from .results.junit import Case, write_junit
 from .results.record import Measurement, RunContext, now_iso, to_json, write_text_atomic
@@ -196,8 +198,13 @@ class RunDir:
     def fail(self, exc: FarmError) -> None:
         self.status = max(self.status, exc.exit_code, key=_severity)
 
+    #: testcases of a resumed run that passed there: not done again
+    done: frozenset[str] = frozenset()
+
     def case(self, case: Case) -> None:
-        self.cases.append(attrs.evolve(case, message=mask(case.message), output=mask(case.output)))
+        case = attrs.evolve(case, message=mask(case.message), output=mask(case.output))
+        self.cases.append(case)
+        self.info.setdefault("stages", []).append(attrs.asdict(case))
         self.save()
 
     def begin(self, stage: str) -> None:
@@ -240,18 +247,44 @@ def farm_env(pipeline: Pipeline, request: FarmRequest) -> Path:
     return path
 
 
-def run_pipeline(pipeline_path: str | Path, *, out: Path | None = None, env_override: list[Path] | None = None,
-                 extra_bootargs: list[str] | None = None, farm: FarmRequest | None = None,
-                 progress: Progress | None = None) -> RunDir:
-    pipeline = load_pipeline(pipeline_path)
-    if extra_bootargs:
-        pipeline = attrs.evolve(pipeline, setups=tuple(attrs.evolve(s, bootargs=(*s.bootargs, *extra_bootargs))
-                                                       for s in pipeline.setups))
-    envs = tuple(env_override) if env_override else pipeline.envs
-    if farm is not None:
-        envs = envs[:1] if env_override else (farm_env(pipeline, farm),)
-    env_files = [EnvFile.load(e) for e in envs]  # bad env files fail now, before anything is built
-    progress = progress or Progress()
+def _label(env: EnvFile, setup: Setup, repeat: int, pipeline: Pipeline) -> str:
+    return f"{env.target_name}/{setup.name}" + (f"/{repeat}" if pipeline.repeats > 1 else "")
+
+
+def _bench_case_name(bench: Benchmark, label: str) -> str:
+    return f"{BENCHMARKS[bench.name].suite}.{bench.name} {label}"
+
+
+def _resume(run_dir: Path, pipeline: Pipeline, env_files: list[EnvFile]) -> RunDir:
+    """Reopen a run directory to finish it: benchmarks that passed there are kept (their records
+    and testcases) and not measured again; boots whose benchmarks all passed are not booted again.
+    Everything else runs anew; the rows of failed benchmarks are dropped first."""
+    try:
+        info = json.loads((run_dir / "run.json").read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise JobError(f"{run_dir}/run.json: cannot resume this run: {exc}") from None
+    if info.get("pipeline_sha256") != _sha256(pipeline.source):
+        raise JobError(f"{run_dir}: cannot resume: run with another version of {pipeline.source} "
+                       "(its sha256 differs); start a new run")
+    passed = {c["name"] for c in info.get("stages", []) if c["kind"] == "pass"}
+    labels_done = {_label(e, s, r, pipeline) for e in env_files for s in pipeline.setups for r in range(pipeline.repeats)
+                   if all(_bench_case_name(b, _label(e, s, r, pipeline)) in passed for b in pipeline.benchmarks)}
+    keep = [Case(**c) for c in info.get("stages", []) if c["kind"] == "pass" and (
+        c["classname"].startswith("farm.bench") or (c["classname"] == "farm.boot" and c["name"][5:] in labels_done))]
+    info.update(status="running", finished=None, stopped_at=None, stages=[attrs.asdict(c) for c in keep],
+                resumed=[*info.get("resumed", []), now_iso()])
+    run = RunDir(run_dir, info["run_id"], info, cases=keep, done=frozenset(c.name for c in keep))
+    if run.results_csv.exists():
+        write_records(run.results_csv, [r for r in read_records(run.results_csv) if r.metric != "failed"])
+    run.save()
+    return run
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def _new_run(pipeline: Pipeline, envs: tuple[Path, ...], out: Path | None) -> RunDir:
     run_id = new_run_id()
     path = out or Path("results") / run_id
     path.mkdir(parents=True, exist_ok=True)
@@ -264,9 +297,31 @@ def run_pipeline(pipeline_path: str | Path, *, out: Path | None = None, env_over
         "envs": [str(e) for e in envs], "images": {}, "targets": {}, "place": None,
         "setups": {s.name: {"bootargs": list(s.bootargs), "image": str(s.image) if s.image else None}
                    for s in pipeline.setups},
+        "pipeline_sha256": _sha256(pipeline.source),
     })
     run.save()
-    progress.say(f"run {run_id} -> {path}")
+    return run
+
+
+def run_pipeline(pipeline_path: str | Path, *, out: Path | None = None, env_override: list[Path] | None = None,
+                 extra_bootargs: list[str] | None = None, farm: FarmRequest | None = None,
+                 resume: Path | None = None, progress: Progress | None = None) -> RunDir:
+    pipeline = load_pipeline(pipeline_path)
+    if extra_bootargs:
+        pipeline = attrs.evolve(pipeline, setups=tuple(attrs.evolve(s, bootargs=(*s.bootargs, *extra_bootargs))
+                                                       for s in pipeline.setups))
+    envs = tuple(env_override) if env_override else pipeline.envs
+    if farm is not None:
+        envs = envs[:1] if env_override else (farm_env(pipeline, farm),)
+    env_files = [EnvFile.load(e) for e in envs]  # bad env files fail now, before anything is built
+    progress = progress or Progress()
+    if resume is not None:
+        run = _resume(resume, pipeline, env_files)
+        progress.say(f"resume run {run.run_id} in {resume}: {len(run.done)} stages done")
+    else:
+        run = _new_run(pipeline, envs, out)
+        progress.say(f"run {run.run_id} -> {run.path}")
+    path = run.path
     with ConsoleLog(path / "console") as console:
         try:
             images: dict[Path, Image] = {}
@@ -365,7 +420,10 @@ def _stage(run: RunDir, progress: Progress, name: str, classname: str, action: C
 
 def _boot_and_bench(run: RunDir, progress: Progress, pipeline: Pipeline, env: EnvFile, setup: Setup,
                     repeat: int, image: Image, console: ConsoleLog) -> None:
-    label = f"{env.target_name}/{setup.name}" + (f"/{repeat}" if pipeline.repeats > 1 else "")
+    label = _label(env, setup, repeat, pipeline)
+    if run.done and all(_bench_case_name(b, label) in run.done for b in pipeline.benchmarks):
+        progress.say(f"boot {label}: done in the resumed run, skipped")
+        return
     job = f"{run.run_id}-{env.target_name}-{setup.name}-{repeat}"
     t0 = time.monotonic()
     booted_ok = False
@@ -385,7 +443,7 @@ def _boot_and_bench(run: RunDir, progress: Progress, pipeline: Pipeline, env: En
             booted_ok = True
             progress.say(f"boot {label} ok in {booted.boot_seconds:.1f}s: {facts.cpus} cpus, "
                          f"{facts.kernel}, address {facts.address or '-'}")
-            ctx = BenchContext(booted, facts)
+            ctx = BenchContext(booted, facts, progress.say)
             for bench in pipeline.benchmarks:
                 _run_benchmark(run, progress, ctx, bench, frequency, RunContext(
                     run_id=run.run_id, target=env.target_name, arch=env.arch, setup=setup.name,
@@ -435,7 +493,10 @@ CYCLES_SUITES = ("crypto", "storage")
 def _run_benchmark(run: RunDir, progress: Progress, ctx: BenchContext, bench: Benchmark,
                    frequency: float | None, rc: RunContext, label: str) -> None:
     spec = BENCHMARKS[bench.name]
-    name = f"{spec.suite}.{bench.name} {label}"
+    name = _bench_case_name(bench, label)
+    if name in run.done:
+        progress.say(f"{name}: done in the resumed run, skipped")
+        return
     run.begin(name)
     progress.say(f"{name} ...")
     t0 = time.monotonic()

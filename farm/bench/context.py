@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Callable
+
 import attrs
 from labgrid.driver.exception import ExecutionError
 
@@ -14,6 +16,7 @@ from . import BenchmarkError
 class BenchContext:
     booted: object  # farm.boot.session.BootedTarget
     facts: TargetFacts
+    say: Callable[[str], None] = lambda text: None  # live progress, e.g. one line per sweep point
 
     def run(self, command: str, *, timeout: float = 60, tool: str = "target") -> list[str]:
         """Run on the target's shell; a non-zero exit is a :class:`BenchmarkError` with the output."""

@@ -141,5 +141,9 @@ def run_sweep(ctx: BenchContext, params: Mapping[str, Any]) -> list[Measurement]
         measurements += [Measurement("sweep", m.metric, m.value, m.unit, point) for m in found
                          if m.metric in ("sent_throughput", "received_throughput", "loss", "jitter")]
         measurements += stats.measurements(point)
-        measurements.append(Measurement("sweep", "cpu_utilisation", cpustat.utilisation(before, after), "percent", point))
+        cpu = cpustat.utilisation(before, after)
+        measurements.append(Measurement("sweep", "cpu_utilisation", cpu, "percent", point))
+        received = next((m.value for m in found if m.metric == "received_throughput"), 0.0)
+        ctx.say(f"  sweep {load:g} Mb/s: received {received / 1e6:.1f} Mb/s, RTT median {stats.median_us:.0f} us "
+                f"(max {stats.max_us:.0f}), CPU {cpu:.0f} %")
     return measurements

@@ -10,6 +10,10 @@ from pathlib import Path
 def cmd_run(args: argparse.Namespace) -> int:
     from ..pipeline import FarmRequest, run_pipeline
 
+    if args.resume and args.out:
+        from ..errors import JobError
+
+        raise JobError("--resume RUN_DIR continues in RUN_DIR: leave out --out")
     farm = None
     if args.farm:
         from ..coordinator import parse_tags
@@ -17,7 +21,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         farm = FarmRequest(parse_tags(args.farm), timeout=args.farm_timeout, coordinator=args.coordinator)
     run = run_pipeline(args.pipeline, out=Path(args.out) if args.out else None,
                        env_override=[Path(e) for e in args.env] if args.env else None,
-                       extra_bootargs=args.bootarg, farm=farm)
+                       extra_bootargs=args.bootarg, farm=farm, resume=Path(args.resume) if args.resume else None)
     print(f"farm: run {run.run_id} {run.info['status']}: {sum(c.kind == 'pass' for c in run.cases)} of "
           f"{len(run.cases)} stages passed", file=sys.stderr)
     print(run.path)
@@ -32,6 +36,9 @@ def register(sub) -> None:
     p.add_argument("pipeline", help="pipeline file, e.g. pipelines/smoke.yaml")
     p.add_argument("--env", action="append", metavar="ENV", help="run on this env file instead of the pipeline's targets (repeatable)")
     p.add_argument("--out", metavar="DIR", help="run directory (default results/<run-id>)")
+    p.add_argument("--resume", metavar="RUN_DIR",
+                   help="finish RUN_DIR, a run of the same pipeline that failed or was interrupted: what passed "
+                   "there is kept and not measured again, the rest runs")
     p.add_argument("--bootarg", action="append", default=[], metavar="ARG",
                    help="extra kernel argument for every boot of the run (repeatable), e.g. --bootarg maxcpus=1")
     p.add_argument("--farm", nargs="+", metavar="TAG=VAL",
