@@ -29,7 +29,7 @@ from .bench import BenchmarkError
 from .bench.context import BenchContext
 from .bench.registry import BENCHMARKS
 from .boot.console_log import ConsoleLog
-from .boot.facts import TargetFacts, read_facts
+from .boot.facts import TargetFacts, pin_frequency_command, read_facts
 from .boot.session import EnvFile, boot_target
 from .config import Node, field, load_yaml, reject_unknown, require, string_list
 from .errors import (EXIT_INFRA_ERROR, EXIT_JOB_ERROR, EXIT_OK, EXIT_TEST_FAILURE, FarmError,
@@ -56,6 +56,7 @@ class Setup:
     name: str
     bootargs: tuple[str, ...] = ()
     image: Path | None = None
+    cpu_frequency_khz: int | None = None  # pinned through cpufreq after boot, where the board has it
 
 
 ANY_ARCH = "*"
@@ -117,10 +118,13 @@ def load_pipeline(path: str | Path) -> Pipeline:
             raise doc.error("setups", f"item {i} must be a mapping with a name")
         if not hasattr(item, "key_lines"):
             item.key_lines, item.file, item.path = {}, str(path), f"setups[{i}]"
-        reject_unknown(item, {"name", "bootargs", "image"})
+        reject_unknown(item, {"name", "bootargs", "image", "cpu_frequency_khz"})
         setup_image = field(item, "image", str, None)
+        khz = field(item, "cpu_frequency_khz", int, None)
+        if khz is not None and khz <= 0:
+            raise item.error("cpu_frequency_khz", "must be a positive number of kHz")
         setups.append(Setup(require(item, "name", str), tuple(string_list(item, "bootargs")),
-                            _relative(item, "image", setup_image) if setup_image else None))
+                            _relative(item, "image", setup_image) if setup_image else None, khz))
     benchmarks = []
     for i, item in enumerate(require(doc, "benchmarks", list)):
         if not isinstance(item, Node) or len(item) != 1:
@@ -295,8 +299,8 @@ def _new_run(pipeline: Pipeline, envs: tuple[Path, ...], out: Path | None) -> Ru
         "farm_version": __version__, "git_sha": git_sha(Path.cwd()) or git_sha(Path(__file__).parent),
         "ci_job": os.environ.get("CI_JOB_ID") or os.environ.get("GITHUB_RUN_ID"),
         "envs": [str(e) for e in envs], "images": {}, "targets": {}, "place": None,
-        "setups": {s.name: {"bootargs": list(s.bootargs), "image": str(s.image) if s.image else None}
-                   for s in pipeline.setups},
+        "setups": {s.name: {"bootargs": list(s.bootargs), "image": str(s.image) if s.image else None,
+                            "cpu_frequency_khz": s.cpu_frequency_khz} for s in pipeline.setups},
         "pipeline_sha256": _sha256(pipeline.source),
     })
     run.save()
@@ -432,6 +436,8 @@ def _boot_and_bench(run: RunDir, progress: Progress, pipeline: Pipeline, env: En
     try:
         run.guard()
         with boot_target(env, image, job, console, list(setup.bootargs), attempts=pipeline.boot_attempts) as booted:
+            if setup.cpu_frequency_khz:
+                _pin_frequency(booted, setup.cpu_frequency_khz)
             facts = read_facts(booted.shell)
             frequency, source = cpu_frequency(facts, pipeline, env)
             run.add_boot(env, {"setup": setup.name, "repeat": repeat, "image": image.name,
@@ -465,6 +471,14 @@ def _boot_and_bench(run: RunDir, progress: Progress, pipeline: Pipeline, env: En
         run.add_boot(env, {"setup": setup.name, "repeat": repeat, "image": image.name,
                            "failed": str(exc).splitlines()[0], "failed_attempts": attempts})
         progress.say(f"boot {label} {kind.upper()}: {exc}")
+
+
+def _pin_frequency(booted, khz: int) -> None:
+    """The setup's CPU frequency, through cpufreq; a board without it cannot run this setup."""
+    output, _, code = booted.shell.run(pin_frequency_command(khz), timeout=30)
+    if code != 0:
+        why = {3: "it has no cpufreq", 4: "cpufreq refused the value"}.get(code, " | ".join(output[-3:]))
+        raise TestFailure(f"{booted.name}: cannot pin the CPUs to {khz} kHz: {why}")
 
 
 def _params_text(params: dict[str, Any]) -> dict[str, str]:

@@ -56,3 +56,17 @@ def parse_facts(lines: list[str]) -> TargetFacts:
 
 def read_facts(shell) -> TargetFacts:
     return parse_facts(shell.run_check(FACTS_COMMAND, timeout=30))
+
+
+def pin_frequency_command(khz: int) -> str:
+    """Shell command pinning every core to ``khz`` through cpufreq (the userspace governor, else
+    min = max = khz); exits 3 when the target has no cpufreq, 4 when the value is refused."""
+    if isinstance(khz, bool) or not isinstance(khz, int) or khz <= 0:
+        raise ValueError(f"frequency {khz!r}: expected a positive whole number of kHz")
+    return (
+        "set -- /sys/devices/system/cpu/cpu[0-9]*/cpufreq; [ -d \"$1\" ] || exit 3; "
+        f"for c in \"$@\"; do if echo userspace > $c/scaling_governor 2>/dev/null; then "
+        f"echo {khz} > $c/scaling_setspeed || exit 4; else "
+        f"echo {khz} > $c/scaling_max_freq && echo {khz} > $c/scaling_min_freq || exit 4; fi; done; "
+        "cat /sys/devices/system/cpu/cpu0/cpufreq/scaling_cur_freq"
+    )

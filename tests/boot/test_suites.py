@@ -11,7 +11,7 @@ import pytest
 from farm.results.csvout import read_records
 from farm.results.ipbench import WIDE_COLUMNS
 
-from ..conftest import run_farm
+from ..conftest import ROOT, run_farm
 
 pytestmark = pytest.mark.boot
 
@@ -77,3 +77,21 @@ def test_crypto_suite_and_compare_between_setups(maaxboard_image, tftp_root, tmp
     ratios = [float(r["ratio"]) for r in rows if r["metric"] == "throughput" and r["ratio"]]
     assert len(ratios) >= 20 and all(r > 0 for r in ratios)
     assert (tmp_path / "cmp" / "compare.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_pinned_frequency_setup_fails_clearly_where_there_is_no_cpufreq(maaxboard_image, tftp_root, tmp_path):
+    """The twin has no cpufreq: a setup pinned at 1 GHz cannot run there, and says so."""
+    pipeline = tmp_path / "p.yaml"
+    pipeline.write_text(f"""name: pinned
+image: {ROOT / 'images' / 'maaxboard-bench.yaml'}
+targets: [{{env: {ROOT / 'env' / 'qemu-maaxboard.yaml'}}}]
+setups: [{{name: 1GHz, cpu_frequency_khz: 1000000}}]
+boot_attempts: 1
+benchmarks: [{{iperf3: {{duration: 1}}}}]
+""")
+    out = tmp_path / "run"
+    proc = run_farm("run", str(pipeline), "--out", str(out))
+    assert proc.returncode == 1, proc.stderr
+    case = next(tc for tc in ET.parse(out / "junit.xml").getroot().iter("testcase") if tc.get("name") == "boot maaxboard-twin/1GHz")
+    assert case.find("failure").get("message") == "maaxboard-twin: cannot pin the CPUs to 1000000 kHz: it has no cpufreq"
+    assert json.loads((out / "run.json").read_text())["setups"]["1GHz"]["cpu_frequency_khz"] == 1000000

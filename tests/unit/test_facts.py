@@ -122,3 +122,33 @@ def test_facts_command_on_this_machine():
     if expected != "unknown":
         assert 1e8 < facts.frequency_hz < 1e10
     assert "/" not in facts.address
+
+
+def test_pin_frequency_command_runs_in_busybox_sh_on_a_fake_sysfs(tmp_path):
+    """The command against a directory tree shaped like cpufreq's (paths rewritten), in real busybox sh."""
+    import shutil
+    import subprocess
+
+    from farm.boot.facts import pin_frequency_command
+
+    busybox = shutil.which("busybox")
+    if busybox is None:
+        pytest.skip("busybox not installed")
+    root = tmp_path / "sys/devices/system/cpu"
+    for cpu in ("cpu0", "cpu1"):
+        d = root / cpu / "cpufreq"
+        d.mkdir(parents=True)
+        for f in ("scaling_max_freq", "scaling_min_freq", "scaling_cur_freq", "scaling_setspeed"):
+            (d / f).write_text("1500000\n")
+        # no userspace governor here: a directory instead of a file makes the write fail
+        (d / "scaling_governor").mkdir()
+    command = pin_frequency_command(1000000).replace("/sys/", f"{tmp_path}/sys/")
+    proc = subprocess.run([busybox, "sh", "-c", command], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    for cpu in ("cpu0", "cpu1"):
+        assert (root / cpu / "cpufreq" / "scaling_max_freq").read_text().strip() == "1000000"
+        assert (root / cpu / "cpufreq" / "scaling_min_freq").read_text().strip() == "1000000"
+    empty = pin_frequency_command(1000000).replace("/sys/", f"{tmp_path}/none/")
+    assert subprocess.run([busybox, "sh", "-c", empty]).returncode == 3
+    with pytest.raises(ValueError):
+        pin_frequency_command(0)
