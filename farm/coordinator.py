@@ -112,9 +112,23 @@ class Coordinator:
                                       f"{timeout:.0f} s") from None
 
     def sync(self) -> None:
-        """Wait until every update the coordinator sent so far is applied to ``places``/``resources``."""
-        if not self.run(self.session.sync_with_coordinator(), "sync with the coordinator"):
+        """Wait until every update the coordinator sent so far is applied to ``places``/``resources``.
+
+        Once the update stream broke (the coordinator restarted or went away) the session is dead for
+        good: labgrid would wait forever on a sync, so this fails at once instead.
+        """
+        if self.session.stopping.is_set() or \
+                not self.run(self.session.sync_with_coordinator(), "sync with the coordinator"):
             raise InfrastructureError(f"lost the connection to the coordinator at {self.address}")
+
+    def connected(self, timeout: float = 5.0) -> bool:
+        """Whether the update stream still works (a sync answered within ``timeout`` s)."""
+        if self.session.stopping.is_set():
+            return False
+        try:
+            return bool(self.run(self.session.sync_with_coordinator(), "sync with the coordinator", timeout))
+        except InfrastructureError:
+            return False
 
     def wait_for_change(self, timeout: float) -> None:
         """Return when a place changed since the last return (or after ``timeout`` s), processing updates.

@@ -194,6 +194,8 @@ class RunDir:
     #: called before every boot and benchmark; raises InfrastructureError when the run may not go on
     #: (with --farm: the place's lock was lost, e.g. the coordinator restarted)
     guard: Callable[[], None] = lambda: None
+    #: with --farm: the PlaceLease of the place the boots run on (its health is recorded per boot)
+    lease: Any = None
 
     @property
     def results_csv(self) -> Path:
@@ -238,6 +240,8 @@ class FarmRequest:
     tags: dict[str, str]
     timeout: float = 3600.0
     coordinator: str | None = None
+    #: a health check: may take a place tagged unhealthy (farm_health), which a passing boot puts back
+    health_check: bool = False
 
 
 def farm_env(pipeline: Pipeline, request: FarmRequest) -> Path:
@@ -372,18 +376,21 @@ def _place(run: RunDir, progress: Progress, farm: FarmRequest | None) -> Iterato
     tags = " ".join(f"{k}={v}" for k, v in farm.tags.items())
     with contextlib.ExitStack() as stack:
         lease = _stage(run, progress, f"reserve {tags}", "farm.place", lambda: stack.enter_context(acquired_place(
-            farm.tags, timeout=farm.timeout, coordinator=farm.coordinator, job=run.run_id, on_wait=progress.say)))
+            farm.tags, timeout=farm.timeout, coordinator=farm.coordinator, job=run.run_id, on_wait=progress.say,
+            healthy_only=not farm.health_check)))
         run.info["place"] = {"name": lease.place, "coordinator": lease.coordinator, "owner": lease.owner,
-                             "tags": dict(lease.tags)}
+                             "tags": dict(lease.tags), "health_check": farm.health_check}
         run.save()
         progress.say(f"on place {lease.place} ({lease.coordinator})")
         from .places import check_still_held
 
         run.guard = lambda: check_still_held(lease)
+        run.lease = lease
         try:
             yield
         finally:
             run.guard = lambda: None
+            run.lease = None
 
 
 def _publish(run: RunDir, progress: Progress) -> None:
@@ -431,10 +438,12 @@ def _boot_and_bench(run: RunDir, progress: Progress, pipeline: Pipeline, env: En
     job = f"{run.run_id}-{env.target_name}-{setup.name}-{repeat}"
     t0 = time.monotonic()
     booted_ok = False
+    guarded = False  # past the lock check: a failure from here on is the place's (its health record)
     run.begin(f"boot {label}")
     progress.say(f"boot {label} ({env.path}) ...")
     try:
         run.guard()
+        guarded = True
         with boot_target(env, image, job, console, list(setup.bootargs), attempts=pipeline.boot_attempts) as booted:
             if setup.cpu_frequency_khz:
                 _pin_frequency(booted, setup.cpu_frequency_khz)
@@ -449,6 +458,7 @@ def _boot_and_bench(run: RunDir, progress: Progress, pipeline: Pipeline, env: En
             booted_ok = True
             progress.say(f"boot {label} ok in {booted.boot_seconds:.1f}s: {facts.cpus} cpus, "
                          f"{facts.kernel}, address {facts.address or '-'}")
+            _record_health(run, progress, infrastructure_failure=False)
             ctx = BenchContext(booted, facts, progress.say)
             for bench in pipeline.benchmarks:
                 _run_benchmark(run, progress, ctx, bench, frequency, RunContext(
@@ -464,6 +474,8 @@ def _boot_and_bench(run: RunDir, progress: Progress, pipeline: Pipeline, env: En
         run.fail(exc)
         if booted_ok:  # a benchmark's case already says what happened
             return
+        if guarded and exc.kind == "infrastructure":
+            _record_health(run, progress, infrastructure_failure=True)
         kind = "failure" if exc.kind == "test" else "error"
         attempts = getattr(exc, "failed_attempts", [])
         run.case(Case(f"boot {label}", "farm.boot", time.monotonic() - t0, kind, str(exc).splitlines()[0],
@@ -471,6 +483,29 @@ def _boot_and_bench(run: RunDir, progress: Progress, pipeline: Pipeline, env: En
         run.add_boot(env, {"setup": setup.name, "repeat": repeat, "image": image.name,
                            "failed": str(exc).splitlines()[0], "failed_attempts": attempts})
         progress.say(f"boot {label} {kind.upper()}: {exc}")
+
+
+def _record_health(run: RunDir, progress: Progress, *, infrastructure_failure: bool) -> None:
+    """With --farm: a boot's outcome on the place's health record (farm.places.record_boot_result).
+    Best effort: a coordinator that cannot be reached here does not fail the run."""
+    if run.lease is None:
+        return
+    from .places import DEFAULT_UNHEALTHY_AFTER, UNHEALTHY, record_boot_result
+
+    try:
+        state = record_boot_result(run.lease, infrastructure_failure)
+    except FarmError as exc:
+        progress.say(f"place {run.lease.place}: health not recorded: {exc}")
+        return
+    if state is None:
+        return
+    run.info["place"]["health"] = state
+    run.save()
+    if state == UNHEALTHY:
+        progress.say(f"place {run.lease.place} is now unhealthy ({DEFAULT_UNHEALTHY_AFTER} infrastructure failures "
+                     f"in a row): reservations skip it until `farm health check {run.lease.place}` passes")
+    else:
+        progress.say(f"place {run.lease.place} is healthy again")
 
 
 def _pin_frequency(booted, khz: int) -> None:

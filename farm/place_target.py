@@ -6,6 +6,7 @@ so this works for any board the lab exports, like ``labgrid-client power`` and `
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 from typing import Iterator
@@ -19,6 +20,8 @@ from .errors import InfrastructureError
 
 #: power resources a lab exports, and the labgrid driver for each
 POWER_DRIVERS = ((PDUDaemonPort, PDUDaemonDriver), (NetworkPowerPort, NetworkPowerDriver))
+#: seconds to wait for labgrid's RemotePlaceManager to catch up with the coordinator
+SYNC_TIMEOUT = 10.0
 
 
 def refresh_remote_places() -> None:
@@ -26,11 +29,21 @@ def refresh_remote_places() -> None:
 
     It reads who holds a place from its own connection's cache; after this process locked a place
     that cache must have seen the lock before an env file's ``RemotePlace`` is resolved.
+
+    labgrid connects it once per process and never again: once its stream broke (the coordinator
+    restarted, or went away) a sync on it waits forever. Such a session is dropped here, so the next
+    ``RemotePlace`` connects anew; a sync on a live one waits at most ``SYNC_TIMEOUT`` seconds.
     """
     manager = RemotePlaceManager.get()
     if manager.session is not None and manager.loop is not None and not manager.loop.is_running():
-        with contextlib.suppress(Exception):
-            manager.loop.run_until_complete(manager.session.sync_with_coordinator())
+        if not manager.session.stopping.is_set():
+            with contextlib.suppress(Exception):
+                manager.loop.run_until_complete(
+                    asyncio.wait_for(manager.session.sync_with_coordinator(), SYNC_TIMEOUT))
+        if manager.session.stopping.is_set():  # broken before, or during that sync
+            dead, manager.session = manager.session, None
+            with contextlib.suppress(Exception):
+                manager.loop.run_until_complete(asyncio.wait_for(dead.close(), 5))
 
 
 @contextlib.contextmanager

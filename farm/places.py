@@ -42,15 +42,39 @@ class PlaceStatus:
     reservation: str | None       # token of the reservation it is allocated to
     leases: tuple[Lease, ...]
     health: str                   # "ok", or what is missing or unavailable
+    # farm's health record of the place (see "health" below): the farm_health tag ("ok",
+    # "unhealthy"; None when unset, which counts as healthy) and the consecutive infrastructure failures
+    health_tag: str | None = None
+    infra_failures: int = 0
+
+    @property
+    def healthy(self) -> bool:
+        """Not tagged unhealthy by farm (a place without the tag counts as healthy)."""
+        return self.health_tag in (None, HEALTHY)
 
     def matches(self, tags: dict[str, str]) -> bool:
         """Whether a reservation for ``tags`` may get this place (the coordinator adds name=<place>)."""
-        own = {**self.tags, "name": self.name}
+        own = {**self.tags, **self._health_tags(), "name": self.name}
         return all(own.get(k) == v for k, v in tags.items())
+
+    def _health_tags(self) -> dict[str, str]:
+        return {**({HEALTH_TAG: self.health_tag} if self.health_tag else {}),
+                **({FAILURES_TAG: str(self.infra_failures)} if self.infra_failures else {})}
+
+    def health_text(self) -> str:
+        """The HEALTH column of ``farm places``: resources, then farm's health record."""
+        parts = [] if self.health == "ok" else [self.health]
+        failures = f"{self.infra_failures} infrastructure failure{'s' if self.infra_failures != 1 else ''} in a row"
+        if not self.healthy:
+            parts.append(f"{self.health_tag}" + (f" ({failures})" if self.infra_failures else ""))
+        elif self.infra_failures:
+            parts.append(failures)
+        return "; ".join(parts) or "ok"
 
     def as_dict(self) -> dict:
         return {"name": self.name, "tags": self.tags, "comment": self.comment, "holder": self.holder,
                 "since": self.since, "reservation": self.reservation, "health": self.health,
+                "farm_health": self.health_tag, "infra_failures": self.infra_failures,
                 "leases": [{**attrs.asdict(lease), "state": holder_state(lease)} for lease in self.leases]}
 
 
@@ -82,9 +106,11 @@ def _resource_entries(resources: dict):
 
 
 def place_status(place: Place, resources: dict) -> PlaceStatus:
-    return PlaceStatus(name=place.name, tags=plain_tags(place.tags), comment=place.comment, holder=place.acquired,
+    return PlaceStatus(name=place.name, tags=own_tags(place.tags), comment=place.comment, holder=place.acquired,
                        since=place.changed if place.acquired else None, reservation=place.reservation,
-                       leases=tuple(leases_in(place.tags)), health=place_health(place, resources))
+                       leases=tuple(leases_in(place.tags)), health=place_health(place, resources),
+                       health_tag=place.tags.get(HEALTH_TAG) or None,
+                       infra_failures=failure_count(place.tags))
 
 
 def list_places(coord: Coordinator) -> list[PlaceStatus]:
@@ -103,6 +129,8 @@ def describe_holders(statuses: list[PlaceStatus]) -> str:
             parts.append(f"{s.name} reserved ({s.reservation})")
         elif s.health != "ok":
             parts.append(f"{s.name}: {s.health}")
+        elif not s.healthy:
+            parts.append(f"{s.name} {s.health_text()}: farm health check {s.name} puts it back")
         else:
             parts.append(f"{s.name} free")
     return ", ".join(parts)
@@ -117,17 +145,24 @@ class Reserved:
 
 
 def reserve(coord: Coordinator, tags: dict[str, str], *, prio: float = 0.0, wait: bool = True,
-            timeout: float | None = None, on_wait: Callable[[str], None] | None = None) -> Reserved:
+            timeout: float | None = None, on_wait: Callable[[str], None] | None = None,
+            healthy_only: bool = True) -> Reserved:
     """Reserve a place with ``tags``; with ``wait``, until it is allocated or ``timeout`` seconds pass.
 
     labgrid's own wait has no end; here, at the deadline (or on Ctrl-C) the reservation is cancelled
-    and an :class:`InfrastructureError` says who holds the matching places.
+    and an :class:`InfrastructureError` says who holds the matching places. With ``healthy_only``
+    (the default) the reservation also asks for ``farm_health=ok``: places farm tagged unhealthy
+    are skipped (see :func:`health_filter`).
     """
     candidates = [s for s in list_places(coord) if s.matches(tags)]
     if not candidates:
         known = "; ".join(f"{s.name} [{format_tags(s.tags)}]" for s in list_places(coord)) or "none"
         raise JobError(f"no place has tags {format_tags(tags)} on {coord.address} (places: {known})")
-    reservation = coord.create_reservation(tags, prio)
+    wanted = tags
+    if healthy_only and HEALTH_TAG not in tags:
+        initialise_health(coord, candidates)
+        wanted = health_filter(tags)
+    reservation = coord.create_reservation(wanted, prio)
     if not wait:
         return Reserved(reservation.token, _allocated(reservation))
     try:
@@ -338,12 +373,16 @@ def default_job_id() -> str:
 @contextlib.contextmanager
 def acquired_place(tags: dict[str, str], *, timeout: float, coordinator: str | None,
                    prio: float = 0.0, job: str | None = None,
-                   on_wait: Callable[[str], None] | None = None) -> Iterator[PlaceLease]:
+                   on_wait: Callable[[str], None] | None = None,
+                   healthy_only: bool = True) -> Iterator[PlaceLease]:
     """Reserve a place with ``tags``, wait at most ``timeout`` s for it, lock it, set LG_PLACE/LG_COORDINATOR.
 
     Leaving the block, however it is left (normally, by an exception, Ctrl-C or SIGTERM), powers the
     board off, releases the place, drops the lease and cancels the reservation, then restores the
     two environment variables. See the contract in docs/farm.md.
+
+    Places farm tagged unhealthy are not given out, unless ``healthy_only`` is False (a health
+    check, which must be able to take one: see :func:`record_boot_result`).
     """
     saved_env = {key: os.environ.get(key) for key in ("LG_PLACE", "LG_COORDINATOR")}
     coord: Coordinator | None = None
@@ -353,14 +392,14 @@ def acquired_place(tags: dict[str, str], *, timeout: float, coordinator: str | N
     signals.interrupt_on_sigterm()
     try:
         coord = Coordinator(coordinator)
-        reserved = reserve(coord, tags, prio=prio, wait=False)
+        reserved = reserve(coord, tags, prio=prio, wait=False, healthy_only=healthy_only)
         token = reserved.token
         place = wait_for_allocation(coord, token, tags, timeout, on_wait)
         locked = lock(coord, place, job=job or default_job_id())
         os.environ["LG_PLACE"], os.environ["LG_COORDINATOR"] = place, coord.address
         refresh_remote_places()  # an env file's RemotePlace must see the lock we just took
         yield PlaceLease(place=place, coordinator=coord.address, token=token, owner=coord.owner,
-                         tags=plain_tags(coord.place(place).tags), lease=locked)
+                         tags=own_tags(coord.place(place).tags), lease=locked)
     finally:
         signals.hold()
         try:
@@ -379,6 +418,7 @@ def _give_back(coord: Coordinator | None, place: str | None, token: str | None, 
     """Best effort, step by step: one failing step does not skip the next."""
     if coord is None:
         return
+    coord = _reconnected(coord)
     try:
         ours = locked is not None and place is not None and _still_ours(coord, place, locked)
         if ours:
@@ -397,14 +437,42 @@ def _give_back(coord: Coordinator | None, place: str | None, token: str | None, 
         coord.close()
 
 
+def _reconnected(coord: Coordinator) -> Coordinator:
+    """``coord``, or a new connection if its update stream is gone (the coordinator restarted during
+    the block): on the dead one every step would fail, and whether the lock stands could not be told."""
+    if coord.connected():
+        return coord
+    try:
+        fresh = Coordinator(coord.address, connect_timeout=10)
+    except FarmError:
+        return coord
+    coord.close()
+    return fresh
+
+
 def _still_ours(coord: Coordinator, place: str, lease: Lease) -> bool:
-    """Whether our lock stands: ours, with our lease (not taken over after a kick by another job of ours)."""
+    """Whether our lock stands (see :func:`lock_stands`)."""
     try:
         coord.sync()
         current = coord.place(place)
     except FarmError:
         return True  # cannot tell; the coordinator's release-from check still protects other owners
-    return current.acquired == coord.owner and lease.key in current.tags
+    return lock_stands(current, coord.owner, lease)
+
+
+def lock_stands(current: Place, owner: str, lease: Lease) -> bool:
+    """Whether ``current`` is still locked under ``lease``: by ``owner``, with the lease on it, and
+    with no live lease of another job of the same owner.
+
+    labgrid knows a lock only by its owner's ``host/user``. After a coordinator restart (which
+    forgets locks, but keeps tags: our lease stays) or a kick, another job of the same user on the
+    same runner may lock the place: the owner matches, our lease is still there, and only that
+    job's lease tells the lock is no longer ours.
+    """
+    if current.acquired != owner or lease.key not in current.tags:
+        return False
+    return not any(other.key != lease.key and other.owner == lease.owner and holder_state(other) != "gone"
+                   for other in leases_in(current.tags))
 
 
 @contextlib.contextmanager
@@ -484,8 +552,130 @@ def check_still_held(lease: PlaceLease) -> None:
     job may take ours. farm asks before each boot and benchmark and stops using the board at once.
     """
     with Coordinator(lease.coordinator, connect_timeout=10) as coord:
-        holder = coord.place(lease.place).acquired
-    if holder != lease.owner:
-        raise InfrastructureError(
-            f"lost the lock on place {lease.place}: held now by {holder or 'nobody'} (was the coordinator at "
-            f"{lease.coordinator} restarted, or the place released by hand?); not using the board further")
+        coord.sync()
+        current = coord.places().get(lease.place)
+    if current is not None and lock_stands(current, lease.owner, lease.lease):
+        return
+    if current is None:
+        now = "the coordinator no longer knows the place"
+    elif current.acquired == lease.owner:
+        others = [f"{other.job} (pid {other.pid})" for other in leases_in(current.tags)
+                  if other.key != lease.lease.key and other.owner == lease.lease.owner]
+        now = f"held now by another job of {current.acquired}: {', '.join(others) or 'without a farm lease'}"
+    else:
+        now = f"held now by {current.acquired or 'nobody'}"
+    raise InfrastructureError(
+        f"lost the lock on place {lease.place}: {now} (was the coordinator at {lease.coordinator} restarted, "
+        "or the place released by hand?); not using the board further")
+
+
+# --- health: a place that keeps failing is taken out of the reservations -----------------------
+#
+# Every boot of a ``farm run --farm`` records its outcome on the place, in two place tags (labgrid
+# keeps tags in the coordinator's places.yaml: they survive its restarts, unlike locks):
+#
+#   farm_health=ok|unhealthy   "unhealthy" after DEFAULT_UNHEALTHY_AFTER infrastructure failures in a
+#                              row; back to "ok" after a boot that passes. Unset counts as healthy.
+#   farm_infra_failures=N      the consecutive infrastructure failures so far; removed on a pass.
+#
+# labgrid's reservation filters compare tags for equality, with no "not": so a reservation asks
+# for farm_health=ok, and every place a reservation may get must carry that tag. farm sets it on
+# places that have none when it first reserves among them (and ``farm lab up`` on its places). A
+# health check (``farm health check PLACE``) reserves without that filter, so it can take an
+# unhealthy place; when its boot passes the place is healthy again.
+
+HEALTH_TAG = "farm_health"
+FAILURES_TAG = "farm_infra_failures"
+HEALTHY, UNHEALTHY = "ok", "unhealthy"
+HEALTH_STATES = (HEALTHY, UNHEALTHY)
+DEFAULT_UNHEALTHY_AFTER = 3
+FARM_STATE_TAGS = (HEALTH_TAG, FAILURES_TAG)
+
+
+def own_tags(tags: dict[str, str]) -> dict[str, str]:
+    """The place's own tags: without farm's lease records and health record."""
+    return {k: v for k, v in plain_tags(tags).items() if k not in FARM_STATE_TAGS}
+
+
+def failure_count(tags: dict[str, str]) -> int:
+    """The place's consecutive infrastructure failures (a garbled tag counts as none)."""
+    try:
+        return max(0, int(tags.get(FAILURES_TAG) or 0))
+    except ValueError:
+        return 0
+
+
+def health_filter(tags: dict[str, str]) -> dict[str, str]:
+    """The reservation filter for ``tags`` that skips unhealthy places (``tags`` naming farm_health stay)."""
+    return tags if HEALTH_TAG in tags else {**tags, HEALTH_TAG: HEALTHY}
+
+
+def health_update(tags: dict[str, str], infrastructure_failure: bool, threshold: int) -> tuple[dict[str, str], str | None]:
+    """The tags to set on a place whose tags are ``tags`` after a boot, and its new health state if
+    that changes (pure). An empty value deletes a tag (labgrid's SetPlaceTags)."""
+    if threshold < 1:
+        raise ValueError(f"threshold must be at least 1, not {threshold}")
+    current = tags.get(HEALTH_TAG) or None
+    if infrastructure_failure:
+        failures = failure_count(tags) + 1
+        update = {FAILURES_TAG: str(failures)}
+        if failures >= threshold and current != UNHEALTHY:
+            update[HEALTH_TAG] = UNHEALTHY
+            return update, UNHEALTHY
+        return update, None
+    update = {FAILURES_TAG: ""} if FAILURES_TAG in tags else {}
+    if current != HEALTHY:
+        update[HEALTH_TAG] = HEALTHY
+    return update, (HEALTHY if current not in (None, HEALTHY) else None)
+
+
+def record_boot_result(lease: PlaceLease, infrastructure_failure: bool, *,
+                       threshold: int = DEFAULT_UNHEALTHY_AFTER) -> str | None:
+    """Record a boot on ``lease``'s place: an infrastructure failure (power, console, bootloader,
+    TFTP, no shell) or a boot that reached the shell and answered a command.
+
+    ``threshold`` infrastructure failures in a row tag the place ``farm_health=unhealthy``, and
+    reservations skip it; a passing boot resets the count and tags it ``farm_health=ok``. Returns
+    the new state ("ok" or "unhealthy") when it changed, else None. Nothing is written unless the
+    place is still locked by ``lease`` (after a lost lock the board is not ours to judge).
+    Raises :class:`InfrastructureError` if the coordinator cannot be reached.
+    """
+    with Coordinator(lease.coordinator, connect_timeout=10) as coord:
+        coord.sync()
+        current = coord.place(lease.place)
+        if current.acquired != lease.owner or lease.lease.key not in current.tags:
+            return None
+        update, state = health_update(dict(current.tags), infrastructure_failure, threshold)
+        if update:
+            coord.set_tags(lease.place, update)
+    return state
+
+
+def set_health(coord: Coordinator, place: str, state: str) -> str | None:
+    """Tag ``place`` healthy or unhealthy by hand (``farm health set``); "ok" also clears the failure
+    count. Returns the previous state (None: unset)."""
+    if state not in HEALTH_STATES:
+        raise JobError(f"health state {state!r}: expected one of {', '.join(HEALTH_STATES)}")
+    coord.sync()
+    tags = coord.place(place).tags
+    update = {HEALTH_TAG: state}
+    if state == HEALTHY and FAILURES_TAG in tags:
+        update[FAILURES_TAG] = ""
+    coord.set_tags(place, update)
+    return tags.get(HEALTH_TAG) or None
+
+
+def initialise_health(coord: Coordinator, statuses: list[PlaceStatus]) -> list[str]:
+    """Tag ``farm_health=ok`` on those of ``statuses`` that have no health tag yet (a place created
+    with labgrid-client, or before farm kept health), so a reservation asking for it can get them.
+    Looks again right before: a place tagged meanwhile (by another job) is left as it is."""
+    missing = [s.name for s in statuses if s.health_tag is None]
+    done = []
+    if missing:
+        coord.sync()
+    for name in missing:
+        place = coord.places().get(name)
+        if place is not None and not place.tags.get(HEALTH_TAG):
+            coord.set_tags(name, {HEALTH_TAG: HEALTHY})
+            done.append(name)
+    return done

@@ -46,7 +46,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     try:
         with Coordinator(lab.coordinator) as coord:
             for place in list_places(coord):
-                print(f"  place {place.name:<16} {place.holder or 'free':<24} {place.health}")
+                print(f"  place {place.name:<16} {place.holder or 'free':<24} {place.health_text()}")
     except FarmError as exc:
         print(f"  places: {exc}")
     return 0 if all(c.running for c in components) else 3

@@ -33,7 +33,7 @@ def cmd_places(args: argparse.Namespace) -> int:
         print(json.dumps([p.as_dict() for p in places], indent=2))
         return 0
     rows = [("PLACE", "TAGS", "HELD BY", "HEALTH")]
-    rows += [(p.name, format_tags(p.tags), p.holder or ("reserved" if p.reservation else "free"), p.health)
+    rows += [(p.name, format_tags(p.tags), p.holder or ("reserved" if p.reservation else "free"), p.health_text())
              for p in places]
     _table(rows)
     return 0
@@ -46,7 +46,8 @@ def cmd_reserve(args: argparse.Namespace) -> int:
     tags = parse_tags(args.tags)
     wait = args.wait or args.timeout is not None
     with sigterm_as_interrupt(), _coordinator(args) as coord:  # a killed wait cancels its reservation
-        reserved = reserve(coord, tags, prio=args.prio, wait=wait, timeout=args.timeout, on_wait=_note)
+        reserved = reserve(coord, tags, prio=args.prio, wait=wait, timeout=args.timeout, on_wait=_note,
+                           healthy_only=not args.any_health)
     print(f"export LG_TOKEN={shlex.quote(reserved.token)}")
     if reserved.place:
         print(f"export LG_PLACE={shlex.quote(reserved.place)}")
@@ -154,7 +155,8 @@ def register(sub) -> None:
 
     p = add("places", cmd_places, "list the farm's places: tags, who holds each, health",
             "List every place of the coordinator with its tags, its holder (or free/reserved) and its "
-            "health (are all its resources exported and available?).")
+            "health: are all its resources exported and available, and is it tagged unhealthy by farm "
+            "(infrastructure failures in a row; see farm health)?")
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
     p = add("reserve", cmd_reserve, "reserve a place by tags; prints `export LG_TOKEN=...`",
@@ -165,6 +167,8 @@ def register(sub) -> None:
     p.add_argument("--wait", action="store_true", help="wait until a place is allocated")
     p.add_argument("--timeout", type=float, metavar="S", help="give up after S seconds (implies --wait)")
     p.add_argument("--prio", type=float, default=0.0, metavar="N", help="priority in the queue (default 0)")
+    p.add_argument("--any-health", action="store_true",
+                   help="also places farm tagged unhealthy (by default the reservation asks for farm_health=ok)")
 
     p = add("lock", cmd_lock, "lock a place for you; prints `export LG_PLACE=...`",
             "Lock PLACE (a name, +TOKEN, or $LG_PLACE / the place of $LG_TOKEN) for this user and host. "

@@ -18,7 +18,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.farm:
         from ..coordinator import parse_tags
 
-        farm = FarmRequest(parse_tags(args.farm), timeout=args.farm_timeout, coordinator=args.coordinator)
+        farm = FarmRequest(parse_tags(args.farm), timeout=args.farm_timeout, coordinator=args.coordinator,
+                           health_check=args.health_check)
+    elif args.health_check:
+        from ..errors import JobError
+
+        raise JobError("--health-check checks a place of the farm: give it with --farm name=PLACE")
     run = run_pipeline(args.pipeline, out=Path(args.out) if args.out else None,
                        env_override=[Path(e) for e in args.env] if args.env else None,
                        extra_bootargs=args.bootarg, farm=farm, resume=Path(args.resume) if args.resume else None)
@@ -47,4 +52,7 @@ def register(sub) -> None:
     p.add_argument("--farm-timeout", type=float, default=3600, metavar="S",
                    help="give up waiting for a place after S seconds (default 3600)")
     p.add_argument("--coordinator", metavar="HOST:PORT", help="labgrid coordinator (default $LG_COORDINATOR)")
+    p.add_argument("--health-check", action="store_true",
+                   help="with --farm: a health check, which may take a place tagged unhealthy (farm_health); a "
+                   "passing boot tags it healthy again (farm health check PLACE does this with pipelines/health.yaml)")
     p.set_defaults(func=cmd_run)

@@ -26,6 +26,7 @@ import attrs
 from ..coordinator import Coordinator
 from ..errors import InfrastructureError, JobError
 from ..images.build import default_cache
+from ..places import HEALTH_TAG, HEALTHY
 from . import sshd
 from .boards import MODELS, VirtualBoard, qemu_argv
 from .configs import exporter_config, pdudaemon_config
@@ -201,7 +202,10 @@ def _start(lab: Lab, say) -> None:
             + ", ".join(f"port {t} at 127.0.0.1:{h}" for t, h in board.forwards.items()))
 
     (d / "exporter.yaml").write_text(exporter_config(lab.boards, pdu_port=lab.pdu_port, tftp_root=lab.tftp_root))
-    proc = started(spawn("exporter", [_venv_tool("labgrid-exporter"), "-c", lab.coordinator, "-n", lab.name,
+    # under a supervisor that restarts it when it exits with 100 (it lost the coordinator), as
+    # labgrid's systemd unit does on a lab host (see farm.virtual.supervise)
+    proc = started(spawn("exporter", [sys.executable, "-m", "farm.virtual.supervise", "--restart-exit", "100", "--",
+                                      _venv_tool("labgrid-exporter"), "-c", lab.coordinator, "-n", lab.name,
                                       "--hostname", lab.name, str(d / "exporter.yaml")], logs / "exporter.log"))
     with Coordinator(lab.coordinator) as coord:
         groups = {b.place for b in lab.boards}
@@ -223,7 +227,7 @@ def create_place(coord: Coordinator, lab: Lab, board: VirtualBoard) -> None:
     if board.place not in coord.places():
         coord.add_place(board.place)
     coord.add_match(board.place, f"{lab.name}/{board.place}/*")
-    coord.set_tags(board.place, MODELS[board.model].tags)
+    coord.set_tags(board.place, {**MODELS[board.model].tags, HEALTH_TAG: HEALTHY})  # reservations ask for it
     coord.set_comment(board.place, f"virtual {board.model} (QEMU twin), lab {lab.directory}")
 
 

@@ -172,9 +172,11 @@ def jobs(lab):
 
 
 def _free_everything(lab: VirtualLab) -> None:
-    """Test hygiene (not farm behaviour): release every lock, cancel every reservation, drop leases."""
+    """Test hygiene (not farm behaviour): release every lock, cancel every reservation, drop leases,
+    and make every place healthy again (a test's infrastructure faults count against its place)."""
     from farm.coordinator import Coordinator
     from farm.lease import LEASE_TAG_PREFIX
+    from farm.places import FAILURES_TAG, HEALTH_TAG, HEALTHY
 
     with Coordinator(lab.coordinator) as coord:
         for reservation in coord.reservations():
@@ -185,3 +187,5 @@ def _free_everything(lab: VirtualLab) -> None:
             stale = {k: "" for k in place.tags if k.startswith(LEASE_TAG_PREFIX)}
             if stale:
                 coord.set_tags(name, stale)
+            if place.tags.get(HEALTH_TAG) != HEALTHY or FAILURES_TAG in place.tags:
+                coord.set_tags(name, {HEALTH_TAG: HEALTHY, FAILURES_TAG: ""})
