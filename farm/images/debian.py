@@ -168,6 +168,7 @@ class PackageCache:
         if (tree / ".farm-complete").exists():
             return tree
         deb = self.download(pkg)
+        (self.root / "pkgs").mkdir(parents=True, exist_ok=True)  # the .debs may be there without it
         tmp = Path(tempfile.mkdtemp(prefix=f".{pkg.key}.", dir=self.root / "pkgs"))
         proc = subprocess.run(["dpkg-deb", "-x", str(deb), str(tmp)], capture_output=True, text=True)
         if proc.returncode != 0:
