@@ -27,6 +27,9 @@ from .errors import InfrastructureError, JobError
 
 DEFAULT_COORDINATOR = "127.0.0.1:20408"
 RPC_TIMEOUT = 20.0
+#: labgrid 26's coordinator waits this long for an exporter's answer on each resource it locks or
+#: releases, one resource after another (ExporterCommand.wait), holding its own lock meanwhile
+EXPORTER_ANSWER_TIMEOUT = 10.0
 _TAG_VALUE = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
 
 
@@ -45,6 +48,10 @@ def parse_tags(items: list[str]) -> dict[str, str]:
                            f"VALUE like 'maaxboard' ([a-z0-9][a-z0-9_.-]*)")
         tags[key] = value
     return tags
+
+
+class NoAnswer(InfrastructureError):
+    """The coordinator did not answer a call in time: the call may have taken effect, or not."""
 
 
 class _Session(ClientSession):
@@ -77,7 +84,8 @@ class _Session(ClientSession):
 
 
 class Coordinator:
-    """A connected client. Every call waits at most ``RPC_TIMEOUT`` seconds and fails in one line."""
+    """A connected client. Every call waits at most ``RPC_TIMEOUT`` seconds (a lock or release: longer,
+    see :meth:`_exporter_bound`) and fails in one line."""
 
     def __init__(self, address: str | None = None, *, connect_timeout: float = 15.0):
         self.address = coordinator_address(address)
@@ -108,8 +116,8 @@ class Coordinator:
                 else InfrastructureError
             raise kind(f"{what}: {exc.details() or exc.code().name}") from None
         except asyncio.TimeoutError:
-            raise InfrastructureError(f"{what}: the coordinator at {self.address} did not answer within "
-                                      f"{timeout:.0f} s") from None
+            raise NoAnswer(f"{what}: the coordinator at {self.address} did not answer within "
+                           f"{timeout:.0f} s") from None
 
     def sync(self) -> None:
         """Wait until every update the coordinator sent so far is applied to ``places``/``resources``.
@@ -229,14 +237,27 @@ class Coordinator:
         return True
 
     def acquire(self, name: str) -> None:
-        self.run(self.session.stub.AcquirePlace(pb2.AcquirePlaceRequest(placename=name)), f"lock {name}")
+        self.run(self.session.stub.AcquirePlace(pb2.AcquirePlaceRequest(placename=name)), f"lock {name}",
+                 self._exporter_bound(name))
         self.sync()
 
     def release(self, name: str, *, only_from: str) -> None:
         """Release ``name`` if (and only if, checked by the coordinator itself) ``only_from`` holds it."""
         self.run(self.session.stub.ReleasePlace(pb2.ReleasePlaceRequest(placename=name, fromuser=only_from)),
-                 f"release {name}")
+                 f"release {name}", self._exporter_bound(name))
         self.sync()
+
+    def _exporter_bound(self, name: str) -> float:
+        """How long locking or releasing ``name`` may take when an exporter does not answer (stopped,
+        hung): up to EXPORTER_ANSWER_TIMEOUT per resource of the place. Given up earlier, the call is
+        cancelled half-way, and labgrid 26 does not undo that: a lock stays taken, or a release undone."""
+        place = self.session.places.get(name)
+        if place is None:
+            return RPC_TIMEOUT
+        matched = sum(1 for exporter, groups in self.session.resources.items()
+                      for group, entries in groups.items() for resource, entry in entries.items()
+                      if "cls" in entry.data and place.hasmatch((exporter, group, entry.cls, resource)))
+        return RPC_TIMEOUT + EXPORTER_ANSWER_TIMEOUT * max(matched, len(place.acquired_resources))
 
 
 def format_tags(tags: dict[str, str]) -> str:

@@ -2,8 +2,10 @@
 
 labgrid 26 knows only the lock's owner ("host/user") and never expires a lock. When farm locks a
 place it first writes a *lease* into a place tag of its own (``farm_lease_<id>``): the owner, the
-holding process (host, pid and its start time, so a reused pid is not mistaken for it), the job and
-the reservation token. A lease whose process is gone marks a lock the janitor may release.
+holding process (host, pid and its start time, so a reused pid is not mistaken for it), the job,
+the reservation token and when it was written. A lease whose process is gone marks a lock the
+janitor may release; of two leases of one owner on a place, the newer one is the lock's (the older
+one's lock was lost: the coordinator restarted, or it was kicked).
 
 Everything here is pure except :func:`new_lease` and :func:`holder_state`, which look at /proc.
 """
@@ -14,6 +16,7 @@ import os
 import re
 import secrets
 import socket
+import time
 
 import attrs
 
@@ -21,7 +24,7 @@ from .proc import boot_id, start_time
 
 LEASE_TAG_PREFIX = "farm_lease_"
 _FIELD = re.compile(r"^[A-Za-z0-9._+@/:-]*$")
-_ENCODED = ("owner", "host", "pid", "start", "boot", "job", "token")
+_ENCODED = ("owner", "host", "pid", "start", "boot", "job", "token", "since")
 
 
 @attrs.frozen
@@ -34,6 +37,7 @@ class Lease:
     boot: str     # the host's boot id (first 8 characters): pids restart at boot
     job: str
     token: str = ""  # the reservation token, cancelled with the lock
+    since: float = 0.0  # when it was written (epoch seconds; 0: a lease of an older farm)
 
     def encode(self) -> str:
         return ",".join(f"{name}={getattr(self, name)}" for name in _ENCODED)
@@ -47,7 +51,7 @@ class Lease:
             fields = dict(item.split("=", 1) for item in value.split(","))
             return cls(key=key, owner=fields["owner"], host=fields["host"], pid=int(fields["pid"]),
                        start=int(fields["start"]), boot=fields["boot"], job=fields["job"],
-                       token=fields.get("token", ""))
+                       token=fields.get("token", ""), since=float(fields.get("since", 0)))
         except (KeyError, ValueError):
             return None
 
@@ -64,7 +68,8 @@ def new_lease(owner: str, job: str, token: str = "", pid: int | None = None) -> 
     if start is None:
         raise ValueError(f"no process {pid} to hold a lease")
     return Lease(key=LEASE_TAG_PREFIX + secrets.token_hex(4), owner=clean(owner), host=clean(socket.gethostname()),
-                 pid=pid, start=start, boot=boot_id(), job=clean(job), token=clean(token))
+                 pid=pid, start=start, boot=boot_id(), job=clean(job), token=clean(token),
+                 since=round(time.time(), 3))
 
 
 def holder_state(lease: Lease) -> str:

@@ -14,6 +14,7 @@ only ever the caller's own (``release-from`` semantics: the coordinator itself c
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import signal
 import threading
@@ -24,10 +25,12 @@ from typing import Callable, Iterator
 import attrs
 from labgrid.remote.common import Place, ReservationState
 
-from .coordinator import Coordinator, format_tags
+from .coordinator import EXPORTER_ANSWER_TIMEOUT, Coordinator, NoAnswer, format_tags
 from .errors import FarmError, InfrastructureError, JobError, Terminated
 from .lease import Lease, clean, holder_state, leases_in, new_lease, plain_tags
 from .place_target import power_off, refresh_remote_places
+
+_log = logging.getLogger(__name__)
 
 
 # --- what a place looks like -------------------------------------------------------------------
@@ -242,11 +245,32 @@ def lock(coord: Coordinator, place: str, *, job: str, holder_pid: int | None = N
     coord.set_tags(place, {lease.key: lease.encode()})
     try:
         coord.acquire(place)
-    except BaseException:
-        with contextlib.suppress(FarmError):
-            coord.set_tags(place, {lease.key: ""})
+    except BaseException as exc:
+        # cut short (no answer in time, Ctrl-C): the lock may have been taken all the same
+        _undo_lock(coord, place, lease, maybe_taken=isinstance(exc, NoAnswer) or not isinstance(exc, Exception))
+        if isinstance(exc, InfrastructureError) and "Failed to acquire resources" in str(exc):
+            raise InfrastructureError(
+                f"{exc}: an exporter of the place did not answer within {EXPORTER_ANSWER_TIMEOUT:g} s (stopped, "
+                "hung?) or refused a resource (see `farm places`)") from None
         raise
     return lease
+
+
+def _undo_lock(coord: Coordinator, place: str, lease: Lease, *, maybe_taken: bool) -> None:
+    """After a lock that failed or was cut short: drop the lease, unless the lock was taken after all.
+
+    labgrid 26 marks the place locked before asking the exporters for its resources, and does not
+    undo that when the call is cancelled (our timeout, Ctrl-C). Such a lock is released here; if
+    that fails too, the lease stays with it, so that ``farm janitor`` releases it once this process
+    is gone (a lock without a lease is a person's, which the janitor keeps forever). A lock refused
+    outright (already locked, resources refused) is someone else's, or none: only the lease goes.
+    """
+    with contextlib.suppress(FarmError):
+        if maybe_taken:
+            coord.sync()
+            if lock_stands(coord.place(place), coord.owner, lease):
+                coord.release(place, only_from=coord.owner)
+        coord.set_tags(place, {lease.key: ""})
 
 
 def release(coord: Coordinator, place: str, *, power: bool = True) -> list[str]:
@@ -428,8 +452,13 @@ def _give_back(coord: Coordinator | None, place: str | None, token: str | None, 
             with contextlib.suppress(FarmError):
                 coord.cancel_reservation(token)
         if ours:
-            with contextlib.suppress(FarmError):
+            try:
                 coord.release(place, only_from=coord.owner)
+            except FarmError as exc:
+                if _still_ours(coord, place, locked):  # still locked: the lease stays, for farm janitor
+                    _log.warning("farm: could not release %s (%s); it stays locked with this job's lease "
+                                 "until `farm janitor` releases it", place, exc)
+                    return
         if locked is not None and place is not None:
             with contextlib.suppress(FarmError):
                 coord.set_tags(place, {locked.key: ""})
@@ -461,18 +490,21 @@ def _still_ours(coord: Coordinator, place: str, lease: Lease) -> bool:
 
 
 def lock_stands(current: Place, owner: str, lease: Lease) -> bool:
-    """Whether ``current`` is still locked under ``lease``: by ``owner``, with the lease on it, and
-    with no live lease of another job of the same owner.
+    """Whether ``current`` is still locked under ``lease``: by ``owner``, with the lease on it, and no
+    newer lease of the same owner (see :func:`newer_leases`)."""
+    return current.acquired == owner and lease.key in current.tags and not newer_leases(current, lease)
+
+
+def newer_leases(current: Place, lease: Lease) -> list[Lease]:
+    """Leases of ``lease``'s owner on ``current`` written after it: the lock is theirs now.
 
     labgrid knows a lock only by its owner's ``host/user``. After a coordinator restart (which
-    forgets locks, but keeps tags: our lease stays) or a kick, another job of the same user on the
-    same runner may lock the place: the owner matches, our lease is still there, and only that
-    job's lease tells the lock is no longer ours.
+    forgets locks but keeps tags, so our lease stays) or a kick, another job of the same user on the
+    same runner may lock the place: the owner matches, our lease is still there; only that job's
+    lease, written after ours, tells the lock is no longer ours (and that job's lock stands).
     """
-    if current.acquired != owner or lease.key not in current.tags:
-        return False
-    return not any(other.key != lease.key and other.owner == lease.owner and holder_state(other) != "gone"
-                   for other in leases_in(current.tags))
+    return [other for other in leases_in(current.tags)
+            if other.key != lease.key and other.owner == lease.owner and other.since > lease.since]
 
 
 @contextlib.contextmanager
@@ -559,8 +591,7 @@ def check_still_held(lease: PlaceLease) -> None:
     if current is None:
         now = "the coordinator no longer knows the place"
     elif current.acquired == lease.owner:
-        others = [f"{other.job} (pid {other.pid})" for other in leases_in(current.tags)
-                  if other.key != lease.lease.key and other.owner == lease.lease.owner]
+        others = [f"{other.job} (pid {other.pid})" for other in newer_leases(current, lease.lease)]
         now = f"held now by another job of {current.acquired}: {', '.join(others) or 'without a farm lease'}"
     else:
         now = f"held now by {current.acquired or 'nobody'}"
@@ -643,7 +674,7 @@ def record_boot_result(lease: PlaceLease, infrastructure_failure: bool, *,
     with Coordinator(lease.coordinator, connect_timeout=10) as coord:
         coord.sync()
         current = coord.place(lease.place)
-        if current.acquired != lease.owner or lease.lease.key not in current.tags:
+        if not lock_stands(current, lease.owner, lease.lease):
             return None
         update, state = health_update(dict(current.tags), infrastructure_failure, threshold)
         if update:

@@ -202,9 +202,9 @@ def _start(lab: Lab, say) -> None:
             + ", ".join(f"port {t} at 127.0.0.1:{h}" for t, h in board.forwards.items()))
 
     (d / "exporter.yaml").write_text(exporter_config(lab.boards, pdu_port=lab.pdu_port, tftp_root=lab.tftp_root))
-    # under a supervisor that restarts it when it exits with 100 (it lost the coordinator), as
-    # labgrid's systemd unit does on a lab host (see farm.virtual.supervise)
-    proc = started(spawn("exporter", [sys.executable, "-m", "farm.virtual.supervise", "--restart-exit", "100", "--",
+    # under a supervisor that starts it again when it fails (it exits when it loses the coordinator),
+    # as labgrid's systemd unit does on a lab host (see farm.virtual.supervise)
+    proc = started(spawn("exporter", [sys.executable, "-m", "farm.virtual.supervise", "--",
                                       _venv_tool("labgrid-exporter"), "-c", lab.coordinator, "-n", lab.name,
                                       "--hostname", lab.name, str(d / "exporter.yaml")], logs / "exporter.log"))
     with Coordinator(lab.coordinator) as coord:

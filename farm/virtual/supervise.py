@@ -1,15 +1,18 @@
-"""Restart a lab component when it asks to be restarted, the way a lab host's systemd does.
+"""Start a lab component again when it fails, the way a lab host's systemd does.
 
-    python -m farm.virtual.supervise [--restart-exit 100] [--delay S] -- COMMAND...
+    python -m farm.virtual.supervise [--delay S] [--max-delay S] -- COMMAND...
 
-labgrid-exporter exits with status 100 when it loses the coordinator: the coordinator restarted or
-cannot be reached, or it dropped the exporter after unanswered keepalive pings (an exporter that
-was stopped for longer than ~20 s). labgrid's systemd unit then starts it again
-(``Restart=on-failure``, ``RestartForceExitStatus=100``); on a lab host without that, the boards
-stay unexported for good. ``farm lab up`` runs its exporter under this supervisor for the same
-reason: COMMAND runs again ``--delay`` seconds after it exited with ``--restart-exit``. Any other
-exit ends the supervisor with COMMAND's status. SIGTERM and SIGINT are passed on to COMMAND and end
-the supervisor once COMMAND has exited (``farm lab down``).
+labgrid-exporter exits when it loses the coordinator: with status 100 when the coordinator restarted
+or cannot be reached, or when it dropped the exporter after unanswered keepalive pings (an exporter
+stopped for more than ~20 s); with a gRPC traceback (status 1) when that happened while it was
+sending. labgrid's systemd unit starts it again (``Restart=on-failure``, ``RestartForceExitStatus=100``);
+without that the boards stay unexported for good. ``farm lab up`` runs its exporter under this
+supervisor for the same reason.
+
+COMMAND runs again ``--delay`` seconds after it failed (non-zero status, or killed by a signal); the
+delay doubles after each run shorter than ``QUICK`` seconds, up to ``--max-delay`` (labgrid's unit
+waits 30 s), so a command that cannot start does not spin. A status 0 ends the supervisor. SIGTERM
+and SIGINT are passed on to COMMAND and end the supervisor once COMMAND has exited (``farm lab down``).
 """
 
 from __future__ import annotations
@@ -20,13 +23,16 @@ import signal
 import subprocess
 import sys
 import threading
+import time
+
+QUICK = 10.0  # seconds: a run shorter than this failed at start-up
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m farm.virtual.supervise")
-    parser.add_argument("--restart-exit", type=int, default=100, metavar="CODE",
-                        help="restart COMMAND when it exits with CODE (default 100, labgrid-exporter's)")
-    parser.add_argument("--delay", type=float, default=1.0, metavar="S", help="seconds before a restart")
+    parser.add_argument("--delay", type=float, default=1.0, metavar="S", help="seconds before a restart (default 1)")
+    parser.add_argument("--max-delay", type=float, default=30.0, metavar="S",
+                        help="longest delay after failures in a row at start-up (default 30)")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND [ARG...]")
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -46,14 +52,18 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
+    delay = args.delay
     while True:
+        started = time.monotonic()
         child = subprocess.Popen(command)
         code = child.wait()
-        if stopping.is_set() or code != args.restart_exit:
+        if stopping.is_set() or code == 0:
             return code if code >= 0 else 128 - code
-        print(f"farm.virtual.supervise: {os.path.basename(command[0])} exited with {code}; "
-              f"starting it again in {args.delay:g} s", flush=True)
-        if stopping.wait(args.delay):
+        delay = min(delay * 2, args.max_delay) if time.monotonic() - started < QUICK else args.delay
+        how = f"exited with {code}" if code > 0 else f"was killed by signal {-code}"
+        print(f"farm.virtual.supervise: {os.path.basename(command[0])} {how}; starting it again in {delay:g} s",
+              flush=True)
+        if stopping.wait(delay):
             return 0
 
 

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
+import time
 
+import attrs
 import pytest
 
 from farm.coordinator import parse_tags
@@ -184,3 +187,38 @@ def test_signal_guard_turns_sigterm_into_an_interrupt_and_holds_signals_during_c
             guard.deliver_pending()
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def test_a_lock_is_the_newest_lease_of_its_owner():
+    """After a coordinator restart another job of the same host/user may lock our place: the owner
+    matches and our lease is still there (tags outlive the restart); the newer lease is the lock's."""
+    from labgrid.remote.common import Place
+
+    from farm.places import lock_stands, newer_leases
+
+    old = attrs.evolve(_lease("h/ci", 1, "old-job"), since=100.0)
+    new = attrs.evolve(_lease("h/ci", 2, "new-job"), since=200.0)
+    alice = attrs.evolve(_lease("h/alice", 3), since=300.0)
+    place = Place(name="p", acquired="h/ci", tags={lease.key: lease.encode() for lease in (old, new, alice)})
+    assert not lock_stands(place, "h/ci", old) and newer_leases(place, old) == [new]
+    assert lock_stands(place, "h/ci", new) and newer_leases(place, new) == []
+    assert not lock_stands(Place(name="p", acquired=None, tags=place.tags), "h/ci", new)  # released (a restart)
+    assert not lock_stands(Place(name="p", acquired="h/ci", tags={}), "h/ci", new)  # our lease dropped
+    assert Lease.decode(new.key, new.encode()) == new
+    assert Lease.decode(old.key, old.encode().replace(",since=100.0", "")).since == 0.0  # a lease of an older farm
+
+
+def test_supervise_restarts_a_failed_command_and_passes_sigterm_on(tmp_path):
+    """The virtual lab's exporter supervisor, as labgrid's systemd unit: restart on failure, stop on SIGTERM."""
+    counter = tmp_path / "runs"
+    script = f"import pathlib, sys; p = pathlib.Path({str(counter)!r}); n = int(p.read_text()) if p.exists() else 0; " \
+             f"p.write_text(str(n + 1)); sys.exit(100 if n == 0 else 1 if n == 1 else 0)"
+    proc = subprocess.run([sys.executable, "-m", "farm.virtual.supervise", "--delay", "0.1", "--",
+                           sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and counter.read_text() == "3"  # exit 100, exit 1: restarted; exit 0: done
+    assert "exited with 100; starting it again" in proc.stdout and "exited with 1; starting it again" in proc.stdout
+
+    proc = subprocess.Popen([sys.executable, "-m", "farm.virtual.supervise", "--", "sleep", "30"])
+    time.sleep(1)
+    proc.terminate()
+    assert proc.wait(timeout=10) == 128 + signal.SIGTERM  # sleep died of the SIGTERM passed on; no restart

@@ -1,0 +1,428 @@
+"""Faults injected into the real farm stack (labgrid-coordinator, labgrid-exporter, pdudaemon, sshd and
+QEMU boards of a virtual lab), and how a `farm run PIPELINE --farm board=maaxboard` job ends.
+
+Numbers continue the list of tests/faults/test_boot_faults.py:
+
+6. the board's serial endpoint closes mid-benchmark  -> infrastructure error (exit 3), board off, place free
+7. the coordinator restarts during a run              -> the lost lock is found before the next benchmark,
+                                                         which does not run; exit 3 naming the place
+8. the exporter is frozen (SIGSTOP) past its keepalive -> a job that needs it ends at once (exit 3); a job
+                                                         that does not finishes and still releases its place;
+                                                         after SIGCONT the lab's supervisor restarts it
+9. a CI job killed while holding a place             -> tests/farm/test_janitor.py
+
+Faults 7 and 8 break the lab itself, so each of those tests runs on a lab of its own (one board,
+``farm lab up`` takes a few seconds); 6 uses the session's lab, which it leaves as it found it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+from farm.results.csvout import read_records
+from farm.virtual.power import is_on
+from farm.virtual.processes import children, port_open, wait_for
+
+from ..conftest import ROOT, run_farm
+from .conftest import Job, VirtualLab
+
+pytestmark = pytest.mark.boot
+
+IMAGE = ROOT / "images" / "maaxboard-bench.yaml"
+TWIN = ROOT / "env" / "qemu-maaxboard.yaml"  # farm run --farm board=maaxboard boots env/maaxboard.yaml beside it
+PLACE = "maaxboard-1"  # the one place of a test's own lab
+
+
+# --- helpers -------------------------------------------------------------------------------------
+
+def say(text: str) -> None:
+    print(f"\n{text}", file=sys.stderr)
+
+
+def write_pipeline(tmp_path: Path, name: str, benchmarks: list[str]) -> Path:
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(f"name: {name}\nimage: {IMAGE}\ntargets: [{{env: {TWIN}}}]\nboot_attempts: 1\n"
+                    "benchmarks:\n" + "".join(f"  - {b}\n" for b in benchmarks))
+    return path
+
+
+SHORT = ["iperf3: {duration: 2}", "openssl-speed: {algorithms: [sha256], seconds: 1}"]
+
+
+class FarmRun:
+    """`farm run PIPELINE --farm board=maaxboard` in a subprocess, as a CI job runs it."""
+
+    def __init__(self, pipeline: Path, out: Path, coordinator: str):
+        self.out = out
+        self.log_path = out.with_name(out.name + ".log")
+        with open(self.log_path, "w") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "farm.cli", "run", str(pipeline), "--farm", "board=maaxboard",
+                 "--farm-timeout", "120", "--coordinator", coordinator, "--out", str(out)],
+                cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "LG_COORDINATOR": coordinator})
+
+    def info(self) -> dict:
+        try:
+            return json.loads((self.out / "run.json").read_text())
+        except (OSError, ValueError):  # not written yet
+            return {}
+
+    def stage(self) -> str:
+        return str(self.info().get("current_stage") or "")
+
+    def wait_for_stage(self, prefix: str, timeout: float = 240) -> None:
+        if not wait_for(lambda: self.stage().startswith(prefix) or self.proc.poll() is not None, timeout, 0.1):
+            raise AssertionError(f"no stage {prefix!r} within {timeout} s:\n{self.output()}")
+        assert self.stage().startswith(prefix), f"the run ended ({self.proc.returncode}) before {prefix!r}:\n" \
+                                                + self.output()
+
+    def wait(self, timeout: float) -> int:
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"farm run still running after {timeout} s:\n{self.output()}") from None
+
+    def output(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def cases(self) -> dict[str, ET.Element]:
+        return {tc.get("name"): tc for tc in ET.parse(self.out / "junit.xml").getroot().iter("testcase")}
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+@pytest.fixture
+def farm_runs():
+    started: list[FarmRun] = []
+
+    def start(pipeline: Path, out: Path, coordinator: str) -> FarmRun:
+        run = FarmRun(pipeline, out, coordinator)
+        started.append(run)
+        return run
+
+    yield start
+    for run in started:
+        run.stop()
+
+
+def places(coordinator: str) -> dict[str, dict]:
+    """`farm places --json`, by place name."""
+    proc = run_farm("places", "--json", "--coordinator", coordinator, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    return {p["name"]: p for p in json.loads(proc.stdout)}
+
+
+def reservations(coordinator: str) -> list:
+    from farm.coordinator import Coordinator
+
+    with Coordinator(coordinator) as coord:
+        return coord.reservations()
+
+
+def assert_free(lab: VirtualLab, place: str) -> None:
+    """Released, no lease record, no reservation left, and the board powered off."""
+    status = places(lab.coordinator)[place]
+    assert status["holder"] is None and status["reservation"] is None, status
+    assert status["leases"] == [], status
+    assert reservations(lab.coordinator) == []
+    board = next(b for b in lab.state()["boards"] if b["place"] == place)
+    assert not is_on(board["qmp_socket"])
+
+
+def wait_until_healthy(lab: VirtualLab, place: str, timeout: float = 60) -> float:
+    """Seconds until `farm places` says the place's resources are exported and available again."""
+    t0 = time.monotonic()
+    assert wait_for(lambda: places(lab.coordinator)[place]["health"] == "ok", timeout, 0.5), \
+        places(lab.coordinator)[place]
+    return time.monotonic() - t0
+
+
+def lab_process(lab: VirtualLab, name: str) -> dict:
+    return next(p for p in lab.state()["processes"] if p["name"] == name)
+
+
+def exporter_pid(lab: VirtualLab, timeout: float = 30) -> int:
+    """The labgrid-exporter itself: the child of the lab's exporter supervisor."""
+    supervisor = lab_process(lab, "exporter")["pid"]
+    assert wait_for(lambda: len(children(supervisor)) == 1, timeout, 0.1), "no exporter under its supervisor"
+    return children(supervisor)[0]
+
+
+def close_serial_endpoint(port: int) -> int:
+    """Abort the board side of every TCP connection to its serial endpoint (127.0.0.1:``port``).
+
+    The endpoint closes the connection under the console, as when ser2net on a lab host restarts or
+    the USB-serial adapter goes away: the client gets a reset, the endpoint listens again. The
+    socket is destroyed in the kernel (``ss -K``, sock_diag), QEMU and its board are not touched.
+    Returns how many connections were closed.
+    """
+    def connections(*extra: str) -> list[str]:
+        proc = subprocess.run(["ss", *extra, "-H", "-t", "-n", "state", "established", f"( sport = :{port} )"],
+                              capture_output=True, text=True, timeout=30)
+        assert proc.returncode == 0, proc.stderr
+        return [line for line in proc.stdout.splitlines() if line.strip()]
+
+    before = connections()
+    assert before, "the console had no connection to the serial endpoint"
+    connections("-K")
+    if connections() == before:
+        pytest.skip("ss -K cannot destroy sockets here (needs CONFIG_INET_DIAG_DESTROY and CAP_NET_ADMIN)")
+    return len(before)
+
+
+def restart_coordinator(lab: VirtualLab) -> float:
+    """Stop the lab's labgrid-coordinator and start it again as `farm lab up` does (same port, same
+    working directory and places.yaml); lab.json names the new process. Returns the seconds it took."""
+    from farm.virtual.lab import Lab
+    from farm.virtual.processes import spawn, stop
+
+    state = Lab.load(lab.directory)
+    old = next(p for p in state.processes if p.name == "coordinator")
+    t0 = time.monotonic()
+    assert stop(old) == "stopped"
+    new = spawn("coordinator", list(old.argv), Path(old.log), cwd=lab.directory / "coordinator")
+    state.processes[state.processes.index(old)] = new
+    state.save()
+    assert wait_for(lambda: port_open(int(lab.coordinator.rsplit(":", 1)[1])), 60, 0.1), "coordinator not back"
+    return time.monotonic() - t0
+
+
+def persisted(lab: VirtualLab, text: str) -> Callable[[], bool]:
+    """Whether the coordinator wrote ``text`` to its places.yaml (it saves changes every 15 s)."""
+    path = lab.directory / "coordinator" / "places.yaml"
+    return lambda: path.exists() and text in path.read_text()
+
+
+@pytest.fixture
+def own_lab(tmp_path_factory, maaxboard_image):
+    """A virtual lab with one board for this test alone; every process of it stopped afterwards."""
+    from farm.proc import start_time
+
+    directory = tmp_path_factory.mktemp("flab")  # short: QMP socket paths must stay under 108 bytes
+    proc = run_farm("lab", "up", "--boards", "maaxboard=1", "--dir", str(directory), timeout=240)
+    assert proc.returncode == 0, proc.stderr
+    coordinator = proc.stdout.strip().splitlines()[-1].split("=", 1)[1]
+    lab = VirtualLab(directory, coordinator, [PLACE])
+    try:
+        yield lab
+    finally:
+        started = []
+        for p in lab.state()["processes"]:  # a frozen process would only die at SIGKILL
+            for pid in [p["pid"], *children(p["pid"])]:
+                started.append((pid, start_time(pid)))
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGCONT)
+        down = run_farm("lab", "down", "--dir", str(directory), timeout=120)
+        assert down.returncode == 0, down.stderr
+        still = [pid for pid, start in started if start is not None and start_time(pid) == start]
+        assert not still, f"still running after farm lab down: {still}"
+
+
+# --- 6. the serial endpoint closes mid-run ---------------------------------------------------------
+
+@pytest.mark.skipif(not shutil.which("ss"), reason="needs ss (iproute2) to close the serial connection")
+def test_6_serial_endpoint_closing_mid_benchmark_is_an_infrastructure_error(lab, maaxboard_image, tmp_path,
+                                                                             farm_runs):
+    pipeline = write_pipeline(tmp_path, "fault-6", ["iperf3: {duration: 2}",
+                                                    "openssl-speed: {algorithms: [sha512], seconds: 20}"])
+    run = farm_runs(pipeline, tmp_path / "run", lab.coordinator)
+    run.wait_for_stage("crypto.openssl-speed")
+    time.sleep(2)  # openssl runs on the board, the console waits for its end (2 minutes)
+    place = run.info()["place"]["name"]
+    board = next(b for b in lab.state()["boards"] if b["place"] == place)
+    t0 = time.monotonic()
+    assert close_serial_endpoint(board["serial_port"]) == 1  # the run's console, nobody else's
+    assert run.wait(timeout=120) == 3, run.output()
+    seconds = time.monotonic() - t0
+    assert seconds < 60, f"the run took {seconds:.0f} s to end after its console was closed"
+    say(f"fault 6: console connection aborted; the run ended (exit 3) {seconds:.1f} s later")
+
+    cases = run.cases()
+    broken = cases["crypto.openssl-speed maaxboard/default"]
+    assert broken.find("error") is not None, ET.tostring(broken)
+    message = broken.find("error").get("message")
+    assert "SerialException" in message and ("reset" in message or "disconnected" in message), message
+    assert cases["network.iperf3 maaxboard/default"].find("error") is None
+    records = read_records(run.out / "results.csv")
+    assert records and {r.benchmark for r in records} == {"iperf3"}, "iperf3's records are kept, openssl has none"
+    info = run.info()
+    assert info["status"] == "infrastructure-error"
+    assert info["stopped_at"] == "crypto.openssl-speed maaxboard/default"
+    assert_free(lab, place)
+    assert port_open(board["serial_port"]), "the endpoint listens again for the next job's console"
+
+
+# --- 7. the coordinator restarts during a run ---------------------------------------------------------
+
+def restart_while_openssl_runs(lab: VirtualLab, run: FarmRun) -> str:
+    """Once the run's lease is in the coordinator's places.yaml (the restarted coordinator reads its
+    places back from there), restart the coordinator while openssl runs. Returns the lease's tag."""
+    run.wait_for_stage("crypto.openssl-speed")
+    (lease,) = places(lab.coordinator)[PLACE]["leases"]
+    assert wait_for(persisted(lab, lease["key"]), 40, 0.5), "the coordinator never saved the run's lease"
+    restart_coordinator(lab)
+    assert run.stage().startswith("crypto.openssl-speed"), "openssl ended before the restart: the test cannot judge"
+    return lease["key"]
+
+
+def test_7_coordinator_restart_mid_run_is_a_lost_lock(own_lab, tmp_path, farm_runs):
+    pipeline = write_pipeline(tmp_path, "fault-7", ["openssl-speed: {algorithms: [sha512], seconds: 4}",
+                                                    "iperf3: {duration: 2}"])
+    run = farm_runs(pipeline, tmp_path / "run", own_lab.coordinator)
+    lease = restart_while_openssl_runs(own_lab, run)
+    t_restart = time.monotonic()
+    say(f"fault 7: coordinator restarted at {run.stage()}")
+    assert run.wait(timeout=180) == 3, run.output()
+    seconds = time.monotonic() - t_restart
+
+    # openssl finishes (the coordinator is on no console's path); before iperf3 the lock is found gone
+    cases = run.cases()
+    assert cases["crypto.openssl-speed maaxboard/default"].find("error") is None
+    lost = cases["network.iperf3 maaxboard/default"].find("error")
+    assert lost is not None
+    assert lost.get("message").startswith(f"lost the lock on place {PLACE}: held now by nobody (was the "
+                                          f"coordinator at {own_lab.coordinator} restarted"), lost.get("message")
+    assert {r.benchmark for r in read_records(run.out / "results.csv")} == {"openssl-speed"}, "iperf3 never ran"
+    info = run.info()
+    assert info["status"] == "infrastructure-error"
+    assert info["stopped_at"] == "network.iperf3 maaxboard/default"
+    assert seconds < 90, f"{seconds:.0f} s from the restart to the end of the run"
+    say(f"fault 7: the run ended (exit 3) {seconds:.1f} s after the restart")
+
+    # the restarted coordinator read the lease back from places.yaml; the run's clean-up dropped it
+    back = wait_until_healthy(own_lab, PLACE)  # the supervised exporter came back by itself
+    say(f"fault 7: place healthy again {back:.1f} s later")
+    assert_free(own_lab, PLACE)
+    assert lease not in places(own_lab.coordinator)[PLACE]["tags"]
+    job = Job("hold", "board=maaxboard", "--job", "t-after-restart", "--timeout", "60",
+              env={"LG_COORDINATOR": own_lab.coordinator})
+    try:
+        job.expect("LOCKED", timeout=90)  # the lab works again: the next job gets the place
+        assert job.finish(timeout=90) == 0
+    finally:
+        job.kill()
+    assert_free(own_lab, PLACE)
+
+
+def test_7_a_place_retaken_by_another_job_of_the_same_user_is_not_ours(own_lab, tmp_path, farm_runs):
+    """After the restart another job of the same user (same runner: same labgrid owner host/user)
+    locks the place: the owner matches, our lease is still there; that job's lease tells."""
+    pipeline = write_pipeline(tmp_path, "fault-7b", ["openssl-speed: {algorithms: [sha512], seconds: 6}",
+                                                     "iperf3: {duration: 2}"])
+    run = farm_runs(pipeline, tmp_path / "run", own_lab.coordinator)
+    restart_while_openssl_runs(own_lab, run)
+    wait_until_healthy(own_lab, PLACE)
+    other = Job("hold", "board=maaxboard", "--job", "t-takeover", "--timeout", "60",
+                env={"LG_COORDINATOR": own_lab.coordinator})
+    try:
+        other.expect("LOCKED", timeout=90)
+        assert run.stage().startswith("crypto.openssl-speed"), "openssl ended before the takeover"
+        say("fault 7b: another job of the same user locked the place while openssl ran")
+        assert run.wait(timeout=180) == 3, run.output()
+        lost = run.cases()["network.iperf3 maaxboard/default"].find("error")
+        assert lost is not None
+        message = lost.get("message")
+        assert message.startswith(f"lost the lock on place {PLACE}: held now by another job of ") and \
+            f": t-takeover (pid {other.proc.pid})" in message, message
+        assert {r.benchmark for r in read_records(run.out / "results.csv")} == {"openssl-speed"}
+        # the run's clean-up left the other job's lock and lease alone, and dropped its own lease
+        status = places(own_lab.coordinator)[PLACE]
+        assert status["holder"] is not None
+        assert [lease["job"] for lease in status["leases"]] == ["t-takeover"], status["leases"]
+        assert other.finish(timeout=90) == 0
+    finally:
+        other.kill()
+    assert_free(own_lab, PLACE)
+
+
+# --- 8. the exporter frozen past its keepalive ------------------------------------------------------
+
+def test_8_exporter_frozen_past_its_keepalive_fails_the_lock_then_recovers(own_lab, tmp_path, farm_runs):
+    exporter = exporter_pid(own_lab)
+    os.kill(exporter, signal.SIGSTOP)
+    try:
+        # the coordinator pings the exporter every 10 s and drops it after 10 s without an answer
+        t0 = time.monotonic()
+        assert wait_for(lambda: places(own_lab.coordinator)[PLACE]["health"] != "ok", 90, 1.0)
+        dropped = time.monotonic() - t0
+        say(f"fault 8: the coordinator dropped the frozen exporter after {dropped:.1f} s")
+        assert dropped > 5, f"dropped after {dropped:.0f} s: not the keepalive"
+        assert "exporter down?" in places(own_lab.coordinator)[PLACE]["health"]
+
+        run = farm_runs(write_pipeline(tmp_path, "fault-8", SHORT), tmp_path / "run", own_lab.coordinator)
+        t1 = time.monotonic()
+        assert run.wait(timeout=120) == 3, run.output()
+        failed = time.monotonic() - t1
+        assert failed < 60
+        say(f"fault 8: a job needing the exporter failed (exit 3) in {failed:.1f} s")
+        error = run.cases()["reserve board=maaxboard"].find("error")
+        assert error is not None
+        assert error.get("message") == f"{PLACE} cannot be used: nothing exported for " \
+                                       f"{exporter_name(own_lab)}/{PLACE}/* (exporter down?)", error.get("message")
+        status = places(own_lab.coordinator)[PLACE]
+        assert status["holder"] is None and status["leases"] == [] and reservations(own_lab.coordinator) == []
+    finally:
+        os.kill(exporter, signal.SIGCONT)
+    # woken up, the exporter finds its stream gone and exits; the lab's supervisor starts it again
+    back = wait_until_healthy(own_lab, PLACE)
+    say(f"fault 8: SIGCONT; place healthy again {back:.1f} s later")
+    assert exporter_pid(own_lab) != exporter
+    again = farm_runs(write_pipeline(tmp_path, "fault-8-after", SHORT), tmp_path / "again", own_lab.coordinator)
+    assert again.wait(timeout=300) == 0, again.output()
+    assert_free(own_lab, PLACE)
+
+
+def exporter_name(lab: VirtualLab) -> str:
+    """The exporter's name (farm-vlab-<id>): the first part of every resource path of the lab."""
+    return json.loads((lab.directory / "lab.json").read_text())["name"]
+
+
+def test_8_exporter_frozen_mid_run_the_place_is_still_released(own_lab, tmp_path, farm_runs):
+    """The exporter is on no console, power or TFTP path: the run measures to its end. Releasing the
+    place waits for the coordinator, which waits 10 s per resource for the frozen exporter until it
+    drops it; a release given up earlier would leave the place locked without its lease (for good:
+    the janitor keeps lease-less locks)."""
+    run = farm_runs(write_pipeline(tmp_path, "fault-8b", SHORT), tmp_path / "run", own_lab.coordinator)
+    run.wait_for_stage("crypto.openssl-speed")
+    exporter = exporter_pid(own_lab)
+    os.kill(exporter, signal.SIGSTOP)
+    try:
+        t0 = time.monotonic()
+        assert run.wait(timeout=180) == 0, run.output()
+        seconds = time.monotonic() - t0
+        assert {r.benchmark for r in read_records(run.out / "results.csv")} == {"iperf3", "openssl-speed"}
+        status = places(own_lab.coordinator)[PLACE]
+        assert status["holder"] is None and status["leases"] == [], status
+        assert reservations(own_lab.coordinator) == []
+        assert seconds < 100, f"{seconds:.0f} s from the freeze to the end of the run"
+        say(f"fault 8b: the run passed and released its place {seconds:.1f} s after the freeze")
+    finally:
+        os.kill(exporter, signal.SIGCONT)
+    assert wait_until_healthy(own_lab, PLACE) < 60
+    job = Job("hold", "board=maaxboard", "--job", "t-after-freeze", "--timeout", "60",
+              env={"LG_COORDINATOR": own_lab.coordinator})
+    try:
+        job.expect("LOCKED", timeout=90)
+        assert job.finish(timeout=90) == 0
+    finally:
+        job.kill()
+    assert_free(own_lab, PLACE)
