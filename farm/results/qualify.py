@@ -49,7 +49,7 @@ from farm.results.junit import Case, write_junit
 from farm.results.record import Record, write_text_atomic
 from farm.results.report import human
 from farm.results.report import md_escape as _md
-from farm.results.stats import mann_whitney_u, median, ranges_overlap, value_range
+from farm.results.stats import Summary, mann_whitney_u, median, ranges_overlap
 
 HIGHER_IS_BETTER = 1
 LOWER_IS_BETTER = -1
@@ -139,26 +139,10 @@ class MetricKey:
 
 
 @attrs.frozen
-class Sample:
+class Sample(Summary):
     """The values of one metric on one side, and their summary."""
 
     values: tuple[float, ...]
-
-    @property
-    def n(self) -> int:
-        return len(self.values)
-
-    @property
-    def median(self) -> float:
-        return median(self.values)
-
-    @property
-    def low(self) -> float:
-        return value_range(self.values)[0]
-
-    @property
-    def high(self) -> float:
-        return value_range(self.values)[1]
 
 
 @attrs.frozen

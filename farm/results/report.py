@@ -37,7 +37,7 @@ import attrs
 from farm.errors import JobError, ParseError
 from farm.results.csvout import read_records
 from farm.results.record import Record, write_text_atomic
-from farm.results.stats import median, value_range
+from farm.results.stats import Summary, median
 
 PathLike = str | os.PathLike[str]
 
@@ -57,7 +57,7 @@ class StageResult:
 
 
 @attrs.frozen
-class KeyFigure:
+class KeyFigure(Summary):
     """The summary of one metric of one run: all repeats of it under one target, setup and params."""
 
     target: str
@@ -68,22 +68,6 @@ class KeyFigure:
     metric: str
     unit: str
     values: tuple[float, ...]
-
-    @property
-    def n(self) -> int:
-        return len(self.values)
-
-    @property
-    def median(self) -> float:
-        return median(self.values)
-
-    @property
-    def low(self) -> float:
-        return value_range(self.values)[0]
-
-    @property
-    def high(self) -> float:
-        return value_range(self.values)[1]
 
 
 @attrs.frozen

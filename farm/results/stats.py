@@ -184,3 +184,26 @@ def _normal_p(n1: int, n2: int, groups: list[tuple[int, int]], u1: float) -> tup
         return min(1.0, math.erfc(z / math.sqrt(2)))  # 2 * P(Z > z)
 
     return two_sided(u1), two_sided(0.0)
+
+
+class Summary:
+    """n, median and min-max range of ``self.values``: the figures both a run's summary and a
+    qualification report give per metric (mixed into their attrs classes)."""
+
+    values: tuple[float, ...]
+
+    @property
+    def n(self) -> int:
+        return len(self.values)
+
+    @property
+    def median(self) -> float:
+        return median(self.values)
+
+    @property
+    def low(self) -> float:
+        return value_range(self.values)[0]
+
+    @property
+    def high(self) -> float:
+        return value_range(self.values)[1]
