@@ -31,6 +31,9 @@ def say(text: str) -> None:
 
 
 def main() -> int:
+    # a job is Ctrl-C'able even when started from a shell that ignores SIGINT for background
+    # children (`cmd &` in a script, as a CI runner may do): Python then keeps SIGINT ignored
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     faulthandler.register(signal.SIGUSR1)  # the tests ask a stuck job where it is stuck
     parser = argparse.ArgumentParser()
     parser.add_argument("mode", choices=("hold", "boot"))
