@@ -5,15 +5,24 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Installed with --no-install-recommends, so every package a command needs is named here, not reached
+# through a Recommends (gcc recommends libc6-dev, the cross gcc libc6-dev-arm64-cross): checked from a
+# minimal Debian 12 root by scripts/clean-root-check.sh, which CI runs.
 APT_PACKAGES=(
   qemu-system-arm qemu-system-x86 qemu-utils u-boot-qemu ipxe-qemu   # the QEMU twins and their firmware
-  iperf3 openssl busybox-static                                     # host side of the benchmarks
-  kmod cpio                                                         # depmod for target modules; cpio to inspect initrds
-  gcc-aarch64-linux-gnu                                             # target benchmark programs
-  ser2net git python3 python3-venv python3-pip
-  pdudaemon openssh-server rsync                                    # farm lab: PDU, lab-host SSH, labgrid staging
-  sockperf binutils                                                 # RTT probe of the sweeps; readelf for tests
+  iperf3 openssl busybox-static sockperf                            # host side of the benchmarks
+  kmod cpio binutils                                                # depmod for target modules; cpio, readelf for tests
+  ser2net pdudaemon openssh-server openssh-client rsync iproute2    # farm lab: PDU, lab-host SSH, labgrid staging, ss
+  git make python3 python3-venv python3-pip ca-certificates
+  mmdebstrap                                                        # scripts/clean-root-check.sh (CI)
 )
+# C compilers for the target benchmark programs (farm/images/programs.py): the native gcc for the host's own
+# architecture, a cross gcc for the other, each with the C library headers of its target.
+case "$(dpkg --print-architecture)" in
+  amd64) APT_PACKAGES+=(gcc libc6-dev gcc-aarch64-linux-gnu libc6-dev-arm64-cross) ;;
+  arm64) APT_PACKAGES+=(gcc libc6-dev gcc-x86-64-linux-gnu libc6-dev-amd64-cross) ;;
+  *) echo "setup: $(dpkg --print-architecture) hosts are not supported (amd64 and arm64 are)" >&2; exit 1 ;;
+esac
 
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"

@@ -20,7 +20,29 @@ import attrs
 
 from ..errors import JobError
 
-COMPILERS = {"arm64": "aarch64-linux-gnu-gcc", "amd64": "x86_64-linux-gnu-gcc"}
+
+@attrs.frozen
+class Toolchain:
+    """The C compiler for one target architecture on one host architecture, and the Debian packages that
+    bring it and its target's C library headers (gcc only *recommends* those, and setup installs without
+    recommends, so a compiler without them is a real state)."""
+
+    compiler: str
+    packages: tuple[str, ...]
+    libc_header: str  # a header of the target's libc6-dev: missing means the compiler cannot build anything
+
+
+TOOLCHAINS = {  # (target arch, host machine) -> toolchain; scripts/setup.sh installs the packages
+    ("amd64", "x86_64"): Toolchain("x86_64-linux-gnu-gcc", ("gcc", "libc6-dev"),
+                                   "/usr/include/x86_64-linux-gnu/bits/wordsize.h"),
+    ("arm64", "x86_64"): Toolchain("aarch64-linux-gnu-gcc", ("gcc-aarch64-linux-gnu", "libc6-dev-arm64-cross"),
+                                   "/usr/aarch64-linux-gnu/include/bits/wordsize.h"),
+    ("arm64", "aarch64"): Toolchain("aarch64-linux-gnu-gcc", ("gcc", "libc6-dev"),
+                                    "/usr/include/aarch64-linux-gnu/bits/wordsize.h"),
+    ("amd64", "aarch64"): Toolchain("x86_64-linux-gnu-gcc", ("gcc-x86-64-linux-gnu", "libc6-dev-amd64-cross"),
+                                    "/usr/x86_64-linux-gnu/include/bits/wordsize.h"),
+}
+
 CFLAGS = ("-O2", "-g0", "-s", "-Wall", "-Wl,--build-id=none")
 
 
@@ -36,12 +58,23 @@ class Program:
                 "packages": list(self.packages), "libs": list(self.libs), "cflags": list(CFLAGS)}
 
 
+def toolchain(arch: str, machine: str | None = None) -> Toolchain:
+    machine = machine or os.uname().machine
+    try:
+        return TOOLCHAINS[(arch, machine)]
+    except KeyError:
+        raise JobError(f"no C toolchain known for {arch} targets on a {machine} host") from None
+
+
 def compiler(arch: str) -> str:
-    found = shutil.which(COMPILERS[arch])
-    if found is None and arch == "amd64" and os.uname().machine == "x86_64":
-        found = shutil.which("gcc")
-    if found is None:
-        raise JobError(f"no C compiler for {arch} ({COMPILERS[arch]}): `make setup` installs it")
+    """The compiler's path, checked to have its C library headers; the error names the Debian packages."""
+    chain = toolchain(arch)
+    found = shutil.which(chain.compiler)
+    if found is None or not os.path.exists(chain.libc_header):
+        what = f"no C compiler for {arch} ({chain.compiler})" if found is None else \
+            f"the {arch} C compiler has no C library headers ({chain.libc_header} is missing)"
+        raise JobError(f"{what}: Debian packages {' and '.join(chain.packages)} bring it; "
+                       f"`make setup` installs them")
     return found
 
 

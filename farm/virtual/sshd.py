@@ -21,6 +21,7 @@ from .configs import ssh_client_config, sshd_config
 
 SSH_CONFIG_DROPIN_DIR = Path("/etc/ssh/ssh_config.d")
 SSHD = "/usr/sbin/sshd"
+PRIVSEP_DIR = Path("/run/sshd")
 
 
 @attrs.frozen
@@ -69,11 +70,20 @@ def prepare(host: SSHHost) -> None:
     host.client_config.write_text(ssh_client_config(alias=host.alias, port=host.port, user=getpass.getuser(),
                                                     identity=host.client_key,
                                                     known_hosts=host.directory / "known_hosts"))
+    make_privsep_dir()
     _run([SSHD, "-t", "-f", str(host.sshd_config)], "sshd -t (config check)")
+
+
+def make_privsep_dir(path: Path = PRIVSEP_DIR) -> None:
+    """sshd refuses to start (and even to check a config) without its privilege separation directory.
+    The ssh service's start makes it (systemd's RuntimeDirectory, or the init script); in a container or a
+    chroot nothing does, and /run is a fresh tmpfs after every reboot. So farm makes it, as the service would."""
     try:
-        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege separation directory
+        path.mkdir(mode=0o755, exist_ok=True)
     except OSError as exc:
-        raise InfrastructureError(f"cannot create /run/sshd for the lab's sshd ({exc.strerror}): run as root") from None
+        raise InfrastructureError(
+            f"cannot create {path}, the lab's sshd's privilege separation directory ({exc.strerror}): "
+            f"run farm lab up as root, or create it (root-owned, mode 0755)") from None
 
 
 def install_client_config(host: SSHHost) -> None:
