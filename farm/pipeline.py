@@ -451,10 +451,12 @@ def _boot_and_bench(run: RunDir, progress: Progress, pipeline: Pipeline, env: En
             frequency, source = cpu_frequency(facts, pipeline, env)
             run.add_boot(env, {"setup": setup.name, "repeat": repeat, "image": image.name,
                                "image_key": image.manifest["key"], "boot_seconds": round(booted.boot_seconds, 3),
-                               "failed_attempts": booted.failed_attempts, **facts.as_dict(),
+                               "failed_attempts": booted.failed_attempts, "retyped": booted.retyped,
+                               **facts.as_dict(),
                                "frequency_hz": frequency, "frequency_source": source})
             run.case(Case(f"boot {label}", "farm.boot", time.monotonic() - t0, "pass",
-                          output="\n".join(f"retried after {f}" for f in booted.failed_attempts)))
+                          output="\n".join([*(f"retried after {f}" for f in booted.failed_attempts),
+                                             *(f"retyped (echo differed): {line}" for line in booted.retyped)])))
             booted_ok = True
             progress.say(f"boot {label} ok in {booted.boot_seconds:.1f}s: {facts.cpus} cpus, "
                          f"{facts.kernel}, address {facts.address or '-'}")

@@ -38,6 +38,7 @@ from pexpect import TIMEOUT
 
 from ..errors import InfrastructureError, JobError
 from .netboot import NetbootStrategy
+from .typing import type_checked
 from .watch import LINUX_FATAL, raise_fatal
 
 _TFTP_PATH = re.compile(r"[A-Za-z0-9._+/-]+")
@@ -287,12 +288,12 @@ class IPXENetbootStrategy(NetbootStrategy):
     def _netboot(self, commands: list[str]) -> None:
         *setup, chain = commands
         for command in setup:
-            self.console.sendline(command)
+            self._type(command)
             before = self._expect(command, [self.prompt], self.tftp_timeout)[1]
             errors = ipxe_errors(self.prompt + before, self.console_columns)
             if errors:
                 raise InfrastructureError(f"iPXE command '{command}' failed: {' | '.join(errors)}")
-        self.console.sendline(chain)
+        self._type(chain)
         index, before = self._expect(chain, [self.ready_marker, self.prompt], self.tftp_timeout + self.ready_timeout,
                                      fatal=LINUX_FATAL)
         if index == 1:  # iPXE is back at its prompt: the script, a download or the boot failed
@@ -300,6 +301,11 @@ class IPXENetbootStrategy(NetbootStrategy):
             errors = ipxe_errors(output, self.console_columns)
             detail = " | ".join(errors) or " | ".join(console_lines(output, self.console_columns)[-3:])
             raise InfrastructureError(f"iPXE command '{chain}' failed: {detail}")
+
+    def _type(self, line: str) -> None:
+        """Type a command, checked against iPXE's echo (characters get lost on serial lines)."""
+        if type_checked(self.console, line, echo_timeout=self.echo_timeout):
+            self.retyped.append(line)
 
     def _expect(self, command: str, texts: list[str], timeout: int, fatal=()) -> tuple[int, str]:
         """Which of ``texts`` came first after ``command``, and the console text before it; a

@@ -20,6 +20,8 @@ class NetbootStrategy(Strategy):
     pass_lease = attr.ib(default=True, validator=attr.validators.instance_of(bool))
     ready_marker = attr.ib(default="FARM-READY", validator=attr.validators.instance_of(str))
     tftp_timeout = attr.ib(default=120, validator=attr.validators.instance_of(int))  # dhcp and each transfer
+    #: seconds to wait for the bootloader's echo of a typed command before erasing and retyping it
+    echo_timeout = attr.ib(default=5.0, converter=float)
     ready_timeout = attr.ib(default=120, validator=attr.validators.instance_of(int))  # kernel -> ready marker
 
     def __attrs_post_init__(self):
@@ -28,6 +30,7 @@ class NetbootStrategy(Strategy):
         self.initrd_path: str | None = None
         self.extra_bootargs: list[str] = []
         self.kernel_compressed = False
+        self.retyped: list[str] = []  # bootloader commands typed again because their echo differed
 
     def set_image(self, kernel_path: str, initrd_path: str, extra_bootargs: list[str] | None = None,
                   kernel_compressed: bool = False) -> None:

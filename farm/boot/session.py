@@ -97,6 +97,7 @@ class BootedTarget:
     console: ConsoleLog
     failed_attempts: list[str] = attrs.field(factory=list)  # infrastructure failures retried before it
     total_seconds: float = 0.0  # staging and every attempt
+    retyped: list[str] = attrs.field(factory=list)  # bootloader commands whose echo differed, typed again
 
     def run(self, command: str, timeout: float = 60) -> list[str]:
         """Run a shell command on the target; a non-zero exit raises labgrid's ExecutionError."""
@@ -203,6 +204,7 @@ def boot_target(env: EnvFile, image: Image, job: str, console: ConsoleLog,
                 _power_off(target, strategy)
         booted = BootedTarget(target.name, env.arch, target, shell, time.monotonic() - t_attempt, console)
         booted.failed_attempts = failed
+        booted.retyped = list(getattr(strategy, "retyped", []))
         booted.total_seconds = time.monotonic() - t0
         yield booted
     finally:

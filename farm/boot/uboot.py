@@ -20,6 +20,7 @@ from labgrid.util import gen_marker, re_vt100
 
 from ..errors import InfrastructureError, JobError
 from .netboot import NetbootStrategy
+from .typing import type_checked
 from .watch import LINUX_FATAL, UBOOT_FATAL, raise_fatal
 
 _TFTP_PATH = re.compile(r"^[A-Za-z0-9._+/-]+$")
@@ -159,19 +160,24 @@ class UBootNetbootStrategy(NetbootStrategy):
             if code != 0:
                 raise InfrastructureError(f"U-Boot command '{command}' failed (exit {code}): "
                                           + " | ".join(line for line in output[-4:] if line.strip()))
-        self.console.sendline(f"booti {self.kernel_addr} {self.initrd_addr}:${{farm_initrd_size}} {self.fdt_addr}")
+        self._type(f"booti {self.kernel_addr} {self.initrd_addr}:${{farm_initrd_size}} {self.fdt_addr}")
         self._expect_or_fail([self.uboot.bootstring], UBOOT_FATAL, "booti", self.uboot.boot_timeout)
         self._expect_or_fail([self.ready_marker], (*LINUX_FATAL, *UBOOT_FATAL), "booting Linux", self.ready_timeout)
 
     def _uboot_run(self, command: str, timeout: float) -> tuple[list[str], int]:
         """Like UBootDriver.run, but a fatal console line (TFTP error, reset, panic) ends it at once."""
         marker = gen_marker()
-        self.console.sendline(f"echo '{marker[:4]}''{marker[4:]}'; {command}; echo \"$?\"; echo '{marker[:4]}''{marker[4:]}';")
+        self._type(f"echo '{marker[:4]}''{marker[4:]}'; {command}; echo \"$?\"; echo '{marker[:4]}''{marker[4:]}';")
         match = self._expect_or_fail([rf"{marker}(.*){marker}\s+{re.escape(self.uboot.prompt)}"], UBOOT_FATAL,
                                      f"U-Boot '{command}'", timeout)
         lines = [line for line in re_vt100.sub("", match.group(1).decode("utf-8", "replace")).replace("\r", "").split("\n")
                  if line.strip()]
         return lines[:-1], int(lines[-1])
+
+    def _type(self, line: str) -> None:
+        """Type a command, checked against U-Boot's echo (characters get lost on serial lines)."""
+        if type_checked(self.console, line, echo_timeout=self.echo_timeout):
+            self.retyped.append(line)
 
     def _expect_or_fail(self, wanted: list[str], fatal, where: str, timeout: float):
         """Wait for one of ``wanted``; a fatal line first raises its failure class with an excerpt."""

@@ -141,3 +141,28 @@ def test_farm_run_smoke_on_both_twins_as_a_matrix(x86_image, maaxboard_image, tf
     assert boot["machine"] == "x86_64" and boot["image"] == x86_image.name
     log = (out / "console" / f"{TARGET}.log").read_text(errors="replace")
     assert "iPXE> chain" in log and "FARM-READY" in log
+
+
+def test_a_character_lost_in_the_chain_command_is_retyped(x86_env, x86_image, tftp_root, tmp_path, monkeypatch):
+    """One letter of the typed `chain tftp://…/t-x86-missing/boot.ipxe` is lost (as once seen here under
+    load): iPXE's echo differs, farm erases the line (Ctrl-U) and types it again; nothing is power-cycled."""
+    real_write = QEMUDriver.write
+    lost: list[bytes] = []
+
+    def lose_one_letter(self, data):
+        if data.startswith(b"chain ") and not lost:
+            lost.append(data)
+            at = data.index(b"t-x86-lossy") + 7  # the 'l' of lossy
+            return real_write(self, data[:at] + data[at + 1:]) + 1
+        return real_write(self, data)
+
+    monkeypatch.setattr(QEMUDriver, "write", lose_one_letter)
+    with ConsoleLog(tmp_path / "console") as console:
+        with boot_target(x86_env, x86_image, "t-x86-lossy", console) as booted:
+            assert booted.run("uname -m") == ["x86_64"]
+        lines = console_lines(console.path(TARGET).read_text(errors="replace"))
+    assert len(lost) == 1 and booted.failed_attempts == []
+    assert len(booted.retyped) == 1 and booted.retyped[0].startswith("chain ")
+    # iPXE ran the chain once, with the right folder, and never asked for the mangled one
+    assert any(line.endswith("/t-x86-lossy/boot.ipxe... ok") for line in lines), lines[-30:]
+    assert not any("t-x86-ossy" in line and "..." in line for line in lines)

@@ -16,9 +16,12 @@ import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import attr
 import pytest
+from labgrid.factory import target_factory
 
 from farm.boot.console_log import ConsoleLog
+from farm.boot.qemu import TwinQEMUDriver
 from farm.boot.session import EnvFile, boot_target
 from farm.boot.watch import BootFailure
 from farm.errors import InfrastructureError, JobError
@@ -182,3 +185,37 @@ def test_shell_and_uboot_metacharacters_are_refused_before_anything_runs(bad, ma
     assert run.returncode == 2, run.stderr
     assert not sentinel.exists()
     assert not subprocess.run(["pgrep", "-f", f"tftp={tftp_root}"], capture_output=True).stdout
+
+
+# 16. A character lost on the serial line while U-Boot's command is typed -> the echo differs, the line is
+# erased and typed again; U-Boot never runs the mangled command and the board is not power-cycled.
+@target_factory.reg_driver
+@attr.s(eq=False)
+class LossyTwinQEMUDriver(TwinQEMUDriver):
+    """The twin, with a serial line that loses one byte of the first write holding ``lose_in``."""
+
+    lose_in = attr.ib(default="tftpboot", validator=attr.validators.instance_of(str))
+
+    def _write(self, data: bytes) -> int:
+        needle = self.lose_in.encode()
+        if not getattr(self, "lost", None) and needle in data:
+            at = data.index(needle) + 3
+            self.lost = data
+            return super()._write(data[:at] + data[at + 1:]) + 1  # the sender believes all was sent
+        return super()._write(data)
+
+
+def test_a_character_lost_while_typing_is_retyped_not_run(maaxboard_image, tftp_root, tmp_path):
+    text = twin_env(tmp_path).path.read_text().replace("      TwinQEMUDriver:", "      LossyTwinQEMUDriver:")
+    (tmp_path / "lossy.yaml").write_text(text)
+    env = EnvFile.load(tmp_path / "lossy.yaml")
+    with ConsoleLog(tmp_path / "console") as console:
+        with boot_target(env, maaxboard_image, "fault-16", console, attempts=1) as booted:
+            assert booted.run("echo alive") == ["alive"]
+            qemu = booted.target.get_driver("ConsoleProtocol")
+    assert b"tftpboot" in qemu.lost and b"tftboot" not in qemu.lost  # the byte was really lost
+    assert booted.failed_attempts == []
+    assert len(booted.retyped) == 1 and "tftpboot" in booted.retyped[0]
+    log = (tmp_path / "console" / "maaxboard-twin.log").read_text(errors="replace")
+    assert "tftboot" in log  # the mangled echo is in the console log, then the line typed again
+    assert "Unknown command" not in log and log.count("Starting kernel") == 1
