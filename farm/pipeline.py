@@ -39,6 +39,7 @@ from .images.recipe import ARCHES
 from .results.csvout import append_records, read_records, write_records
 from .results.cycles import cycles_per_byte
 from .results.junit import Case, write_junit
+from .results.outdir import RUN_HINT, check_run_entries, prepare_out_dir
 from .results.record import Measurement, RunContext, now_iso, to_json, write_text_atomic
 from .secrets import mask
 
@@ -267,6 +268,7 @@ def _resume(run_dir: Path, pipeline: Pipeline, env_files: list[EnvFile]) -> RunD
     """Reopen a run directory to finish it: benchmarks that passed there are kept (their records
     and testcases) and not measured again; boots whose benchmarks all passed are not booted again.
     Everything else runs anew; the rows of failed benchmarks are dropped first."""
+    check_run_entries(run_dir)
     try:
         info = json.loads((run_dir / "run.json").read_text())
     except (OSError, json.JSONDecodeError) as exc:
@@ -292,10 +294,12 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
-def _new_run(pipeline: Pipeline, envs: tuple[Path, ...], out: Path | None) -> RunDir:
+def _new_run(pipeline: Pipeline, envs: tuple[Path, ...], out: Path | None, force: bool = False) -> RunDir:
+    """A new run in ``out`` (default ``results/<run-id>``), which must be new or empty: a directory
+    holding anything is refused, or with ``force`` its old content moved aside (farm.results.outdir)."""
     run_id = new_run_id()
-    path = out or Path("results") / run_id
-    path.mkdir(parents=True, exist_ok=True)
+    prepared = prepare_out_dir(out or Path("results") / run_id, force=force, hint=RUN_HINT)
+    path = prepared.path
     run = RunDir(path, run_id, {
         "run_id": run_id, "pipeline": str(pipeline.source), "pipeline_name": pipeline.name,
         "who": os.environ.get("GITLAB_USER_LOGIN") or os.environ.get("GITHUB_ACTOR") or getpass.getuser(),
@@ -307,13 +311,15 @@ def _new_run(pipeline: Pipeline, envs: tuple[Path, ...], out: Path | None) -> Ru
                             "cpu_frequency_khz": s.cpu_frequency_khz} for s in pipeline.setups},
         "pipeline_sha256": _sha256(pipeline.source),
     })
+    if prepared.moved_to is not None:
+        run.info["replaced"] = str(prepared.moved_to)  # where the directory's old content went
     run.save()
     return run
 
 
 def run_pipeline(pipeline_path: str | Path, *, out: Path | None = None, env_override: list[Path] | None = None,
                  extra_bootargs: list[str] | None = None, farm: FarmRequest | None = None,
-                 resume: Path | None = None, progress: Progress | None = None) -> RunDir:
+                 resume: Path | None = None, progress: Progress | None = None, force: bool = False) -> RunDir:
     pipeline = load_pipeline(pipeline_path)
     if extra_bootargs:
         pipeline = attrs.evolve(pipeline, setups=tuple(attrs.evolve(s, bootargs=(*s.bootargs, *extra_bootargs))
@@ -327,7 +333,9 @@ def run_pipeline(pipeline_path: str | Path, *, out: Path | None = None, env_over
         run = _resume(resume, pipeline, env_files)
         progress.say(f"resume run {run.run_id} in {resume}: {len(run.done)} stages done")
     else:
-        run = _new_run(pipeline, envs, out)
+        run = _new_run(pipeline, envs, out, force)
+        if run.info.get("replaced"):
+            progress.say(f"--force: the old content of {run.path} moved to {run.info['replaced']}")
         progress.say(f"run {run.run_id} -> {run.path}")
     path = run.path
     with ConsoleLog(path / "console") as console:
