@@ -338,6 +338,7 @@ def run_pipeline(pipeline_path: str | Path, *, out: Path | None = None, env_over
             progress.say(f"--force: the old content of {run.path} moved to {run.info['replaced']}")
         progress.say(f"run {run.run_id} -> {run.path}")
     path = run.path
+    stopped_by: FarmError | None = None
     with ConsoleLog(path / "console") as console:
         try:
             images: dict[Path, Image] = {}
@@ -354,13 +355,19 @@ def run_pipeline(pipeline_path: str | Path, *, out: Path | None = None, env_over
                             _boot_and_bench(run, progress, pipeline, env, setup, repeat, image, console)
         except FarmError as exc:
             run.fail(exc)
+            stopped_by = exc
             progress.say(f"stopped: {exc}")
         except KeyboardInterrupt:
             run.info["status"] = "interrupted"
             run.case(Case("interrupted", "farm.run", 0.0, "error",
                           f"interrupted (Ctrl-C or SIGTERM) during {run.info.get('current_stage')}; board powered off"))
             raise
+        except Exception as exc:  # a defect of farm's: the run failed, and its junit.xml says so too
+            stopped_by = InfrastructureError(f"{type(exc).__name__}: {exc}")
+            run.fail(stopped_by)
+            raise
         finally:
+            _never_green(run, stopped_by)
             run.info["finished"] = now_iso()
             if run.status != EXIT_OK or run.info["status"] == "interrupted":
                 run.info["stopped_at"] = run.info.get("current_stage")
@@ -370,6 +377,20 @@ def run_pipeline(pipeline_path: str | Path, *, out: Path | None = None, env_over
             run.save()
             _publish(run, progress)
     return run
+
+
+def _never_green(run: RunDir, stopped_by: FarmError | None) -> None:
+    """A run that failed is never green in junit.xml: it has a testcase of its exit class (a test
+    failure a ``failure``, a job or infrastructure error an ``error``). The stages record theirs; an
+    error raised outside any stage's testcase gets one here, named by the stage it stopped in."""
+    if run.status == EXIT_OK:
+        return
+    kind = "failure" if run.status == EXIT_TEST_FAILURE else "error"
+    if any(c.kind == kind for c in run.cases):
+        return
+    stage = run.info.get("current_stage") or "run"
+    message = str(stopped_by) if stopped_by is not None else f"the run failed during {stage}"
+    run.case(Case(stage, "farm.run", 0.0, kind, message.splitlines()[0], message))
 
 
 @contextlib.contextmanager
@@ -472,7 +493,10 @@ def _boot_and_bench(run: RunDir, progress: Progress, pipeline: Pipeline, env: En
                 _run_benchmark(run, progress, ctx, bench, frequency, RunContext(
                     run_id=run.run_id, target=env.target_name, arch=env.arch, setup=setup.name,
                     image=image.name, suite=BENCHMARKS[bench.name].suite, repeat=repeat), label)
-    except JobError:
+    except JobError as exc:
+        if not booted_ok:  # bad input found only at boot (e.g. a value U-Boot refuses): the boot's case says so
+            run.case(Case(f"boot {label}", "farm.boot", time.monotonic() - t0, "error", str(exc).splitlines()[0],
+                          str(exc)))
         raise
     except Exception as exc:
         # the lab failed (error), or the image did not boot (failure): either way the next target
@@ -569,7 +593,9 @@ def _run_benchmark(run: RunDir, progress: Progress, ctx: BenchContext, bench: Be
         run.fail(exc)
         progress.say(f"{name} FAILED: {exc}")
         return
-    except JobError:
+    except JobError as exc:
+        run.case(Case(name, f"farm.bench.{spec.suite}", time.monotonic() - t0, "error", str(exc).splitlines()[0],
+                      str(exc)))
         raise
     except Exception as exc:  # the board or its console went away mid-benchmark: the boot is over
         if not isinstance(exc, FarmError):
