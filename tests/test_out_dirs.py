@@ -188,3 +188,21 @@ def test_qualify_never_replaces_a_runs_junit(tmp_path, monkeypatch):
         proc = run_farm(*q, "--out", str(tmp_path / "q"))
         assert proc.returncode == 0, proc.stderr
     assert sorted(p.name for p in (tmp_path / "q").iterdir()) == ["junit.xml", "qualify.csv", "qualify.md"]
+
+
+def test_report_does_not_draw_through_a_symlinked_plots_directory(tmp_path):
+    out = tmp_path / "lab"
+    proc = run_farm("import", "ipbench", str(DATA / "ipbench-sample.csv"), "--setup", "lab", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert run_farm("report", str(out), "--no-step-summary").returncode == 0
+    assert list((out / "plots").glob("*.png"))  # a sweep: a plot is drawn into plots/
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    for png in (out / "plots").iterdir():
+        png.unlink()
+    (out / "plots").rmdir()
+    (out / "plots").symlink_to(elsewhere)
+    proc = run_farm("report", str(out), "--no-step-summary")
+    assert proc.returncode == 2, proc.stderr
+    assert f"{out / 'plots'}: is a symbolic link (to {elsewhere}); farm writes only files of its own" in proc.stderr
+    assert list(elsewhere.iterdir()) == []

@@ -132,6 +132,9 @@ def write_run_plots(run_dir: PathLike, records: Sequence[Any]) -> list[Path]:
     written = []
     for target, series in by_target.items():
         path = Path(run_dir) / "plots" / f"sweep-{target}.png"
+        if path.parent.is_symlink():  # farm writes into its own plots/, not where a link points
+            raise JobError(f"{path.parent}: is a symbolic link (to {os.readlink(path.parent)}); farm writes only "
+                           "files of its own")
         path.parent.mkdir(parents=True, exist_ok=True)
         plot_sweep(series, path, title=f"Network load sweep: {target}")
         written.append(path)
