@@ -39,6 +39,7 @@ from .images.recipe import ARCHES
 from .results.csvout import append_records, read_records, write_records
 from .results.cycles import cycles_per_byte
 from .results.junit import Case, write_junit
+from .results.outdir import RUN_HINT, check_run_entries, prepare_out_dir
 from .results.record import Measurement, RunContext, now_iso, to_json, write_text_atomic
 from .secrets import mask
 
@@ -267,6 +268,7 @@ def _resume(run_dir: Path, pipeline: Pipeline, env_files: list[EnvFile]) -> RunD
     """Reopen a run directory to finish it: benchmarks that passed there are kept (their records
     and testcases) and not measured again; boots whose benchmarks all passed are not booted again.
     Everything else runs anew; the rows of failed benchmarks are dropped first."""
+    check_run_entries(run_dir)
     try:
         info = json.loads((run_dir / "run.json").read_text())
     except (OSError, json.JSONDecodeError) as exc:
@@ -292,10 +294,12 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
-def _new_run(pipeline: Pipeline, envs: tuple[Path, ...], out: Path | None) -> RunDir:
+def _new_run(pipeline: Pipeline, envs: tuple[Path, ...], out: Path | None, force: bool = False) -> RunDir:
+    """A new run in ``out`` (default ``results/<run-id>``), which must be new or empty: a directory
+    holding anything is refused, or with ``force`` its old content moved aside (farm.results.outdir)."""
     run_id = new_run_id()
-    path = out or Path("results") / run_id
-    path.mkdir(parents=True, exist_ok=True)
+    prepared = prepare_out_dir(out or Path("results") / run_id, force=force, hint=RUN_HINT)
+    path = prepared.path
     run = RunDir(path, run_id, {
         "run_id": run_id, "pipeline": str(pipeline.source), "pipeline_name": pipeline.name,
         "who": os.environ.get("GITLAB_USER_LOGIN") or os.environ.get("GITHUB_ACTOR") or getpass.getuser(),
@@ -307,13 +311,15 @@ def _new_run(pipeline: Pipeline, envs: tuple[Path, ...], out: Path | None) -> Ru
                             "cpu_frequency_khz": s.cpu_frequency_khz} for s in pipeline.setups},
         "pipeline_sha256": _sha256(pipeline.source),
     })
+    if prepared.moved_to is not None:
+        run.info["replaced"] = str(prepared.moved_to)  # where the directory's old content went
     run.save()
     return run
 
 
 def run_pipeline(pipeline_path: str | Path, *, out: Path | None = None, env_override: list[Path] | None = None,
                  extra_bootargs: list[str] | None = None, farm: FarmRequest | None = None,
-                 resume: Path | None = None, progress: Progress | None = None) -> RunDir:
+                 resume: Path | None = None, progress: Progress | None = None, force: bool = False) -> RunDir:
     pipeline = load_pipeline(pipeline_path)
     if extra_bootargs:
         pipeline = attrs.evolve(pipeline, setups=tuple(attrs.evolve(s, bootargs=(*s.bootargs, *extra_bootargs))
@@ -327,9 +333,12 @@ def run_pipeline(pipeline_path: str | Path, *, out: Path | None = None, env_over
         run = _resume(resume, pipeline, env_files)
         progress.say(f"resume run {run.run_id} in {resume}: {len(run.done)} stages done")
     else:
-        run = _new_run(pipeline, envs, out)
+        run = _new_run(pipeline, envs, out, force)
+        if run.info.get("replaced"):
+            progress.say(f"--force: the old content of {run.path} moved to {run.info['replaced']}")
         progress.say(f"run {run.run_id} -> {run.path}")
     path = run.path
+    stopped_by: FarmError | None = None
     with ConsoleLog(path / "console") as console:
         try:
             images: dict[Path, Image] = {}
@@ -346,13 +355,19 @@ def run_pipeline(pipeline_path: str | Path, *, out: Path | None = None, env_over
                             _boot_and_bench(run, progress, pipeline, env, setup, repeat, image, console)
         except FarmError as exc:
             run.fail(exc)
+            stopped_by = exc
             progress.say(f"stopped: {exc}")
         except KeyboardInterrupt:
             run.info["status"] = "interrupted"
             run.case(Case("interrupted", "farm.run", 0.0, "error",
                           f"interrupted (Ctrl-C or SIGTERM) during {run.info.get('current_stage')}; board powered off"))
             raise
+        except Exception as exc:  # a defect of farm's: the run failed, and its junit.xml says so too
+            stopped_by = InfrastructureError(f"{type(exc).__name__}: {exc}")
+            run.fail(stopped_by)
+            raise
         finally:
+            _never_green(run, stopped_by)
             run.info["finished"] = now_iso()
             if run.status != EXIT_OK or run.info["status"] == "interrupted":
                 run.info["stopped_at"] = run.info.get("current_stage")
@@ -362,6 +377,20 @@ def run_pipeline(pipeline_path: str | Path, *, out: Path | None = None, env_over
             run.save()
             _publish(run, progress)
     return run
+
+
+def _never_green(run: RunDir, stopped_by: FarmError | None) -> None:
+    """A run that failed is never green in junit.xml: it has a testcase of its exit class (a test
+    failure a ``failure``, a job or infrastructure error an ``error``). The stages record theirs; an
+    error raised outside any stage's testcase gets one here, named by the stage it stopped in."""
+    if run.status == EXIT_OK:
+        return
+    kind = "failure" if run.status == EXIT_TEST_FAILURE else "error"
+    if any(c.kind == kind for c in run.cases):
+        return
+    stage = run.info.get("current_stage") or "run"
+    message = str(stopped_by) if stopped_by is not None else f"the run failed during {stage}"
+    run.case(Case(stage, "farm.run", 0.0, kind, message.splitlines()[0], message))
 
 
 @contextlib.contextmanager
@@ -466,7 +495,10 @@ def _boot_and_bench(run: RunDir, progress: Progress, pipeline: Pipeline, env: En
                 _run_benchmark(run, progress, ctx, bench, frequency, RunContext(
                     run_id=run.run_id, target=env.target_name, arch=env.arch, setup=setup.name,
                     image=image.name, suite=BENCHMARKS[bench.name].suite, repeat=repeat), label)
-    except JobError:
+    except JobError as exc:
+        if not booted_ok:  # bad input found only at boot (e.g. a value U-Boot refuses): the boot's case says so
+            run.case(Case(f"boot {label}", "farm.boot", time.monotonic() - t0, "error", str(exc).splitlines()[0],
+                          str(exc)))
         raise
     except Exception as exc:
         # the lab failed (error), or the image did not boot (failure): either way the next target
@@ -563,7 +595,9 @@ def _run_benchmark(run: RunDir, progress: Progress, ctx: BenchContext, bench: Be
         run.fail(exc)
         progress.say(f"{name} FAILED: {exc}")
         return
-    except JobError:
+    except JobError as exc:
+        run.case(Case(name, f"farm.bench.{spec.suite}", time.monotonic() - t0, "error", str(exc).splitlines()[0],
+                      str(exc)))
         raise
     except Exception as exc:  # the board or its console went away mid-benchmark: the boot is over
         if not isinstance(exc, FarmError):

@@ -6,7 +6,15 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..results.outdir import OutDir, prepare_out_dir
+
 IMPORTERS = ("ipbench", "iperf3", "openssl", "isal", "vmexit")
+COMPARE_FILES = frozenset({"compare.csv", "compare.md", "compare.png"})
+
+
+def _say_moved(out: OutDir) -> None:
+    if out.moved_to is not None:
+        print(f"farm: --force: the old content of {out.path} moved to {out.moved_to}", file=sys.stderr)
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -17,6 +25,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise JobError("compare: give at least two result directories")
     comparison = compare([load_result_dir(d) for d in args.dirs])
     out = Path(args.out) if args.out else Path(args.dirs[-1]) / "compare"
+    _say_moved(prepare_out_dir(out, force=args.force, own=COMPARE_FILES,
+                               refuse_run_dir="compare writes beside no run's files; give it a directory of its own"))
     written = write_compare(comparison, out)
     print(to_markdown(comparison), file=sys.stderr)
     print(f"farm: wrote {', '.join(str(p) for p in written.values())}", file=sys.stderr)
@@ -34,6 +44,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         records = ipbench.import_iperf3(args.file, setup=args.setup, target=args.target)
     else:
         records = getattr(importers, f"import_{args.kind}")(args.file, args.setup, args.target)
+    _say_moved(prepare_out_dir(args.out, force=args.force))  # after reading: bad input moves nothing
     out = importers.write_import(records, args.out, args.file)
     print(f"farm: imported {len(records)} records from {args.file}", file=sys.stderr)
     print(out)
@@ -46,7 +57,10 @@ def register(sub) -> None:
                        "benchmark, params, metric and unit; write compare.csv (median and n per input, ratio = "
                        "later / first), compare.md and compare.png. Pairs missing from an input are listed.")
     p.add_argument("dirs", nargs="+", metavar="DIR", help="result directories, the first is the reference")
-    p.add_argument("--out", metavar="DIR", help="output directory (default: LAST_DIR/compare)")
+    p.add_argument("--out", metavar="DIR", help="output directory (default: LAST_DIR/compare): new, empty or "
+                   "holding only compare's own files (which are made anew); never a run directory")
+    p.add_argument("--force", action="store_true", help="--out DIR holds other files: move them aside to "
+                   "DIR.replaced-<time> and start it anew")
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("import", help="turn a captured tool output into a result directory",
@@ -58,7 +72,9 @@ def register(sub) -> None:
     p.add_argument("file", help="the captured output")
     p.add_argument("--setup", required=True, help="setup name the records carry (e.g. bare-linux, kvm-guest)")
     p.add_argument("--target", default="unknown", help="target name the records carry")
-    p.add_argument("--out", required=True, metavar="DIR", help="result directory to write")
+    p.add_argument("--out", required=True, metavar="DIR", help="result directory to write: new or empty")
+    p.add_argument("--force", action="store_true", help="--out DIR holds something (an earlier import or run): "
+                   "start it anew; its old content is moved aside to DIR.replaced-<time>")
     p.add_argument("--cpu-fraction", action="store_true",
                    help="ipbench: CPU_Utilisation is a 0-1 fraction, not percent")
     p.set_defaults(func=cmd_import)

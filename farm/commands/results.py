@@ -11,6 +11,8 @@ from pathlib import Path
 from ..errors import EXIT_OK, EXIT_TEST_FAILURE, JobError
 
 STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
+#: what farm qualify writes (its junit.xml keeps that name: GitLab's reports:junit and the CI files use it)
+QUALIFY_FILES = frozenset({"qualify.md", "qualify.csv", "junit.xml"})
 
 
 def _step_summary(args: argparse.Namespace) -> str | None:
@@ -43,6 +45,7 @@ def _pairs(items: list[str]) -> dict[str, str]:
 def cmd_qualify(args: argparse.Namespace) -> int:
     from ..results import baselines
     from ..results.qualify import parse_alpha, parse_threshold, qualify, write_outputs
+    from ..results.outdir import prepare_out_dir
     from ..results.report import append_step_summary
 
     threshold, alpha = parse_threshold(args.threshold), parse_alpha(args.alpha)
@@ -56,6 +59,11 @@ def cmd_qualify(args: argparse.Namespace) -> int:
                        f"{len(result.only_in_candidate)} only in the candidate)")
     out = Path(args.out) if args.out else Path("results") / (
         "qualify-" + datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S"))
+    moved = prepare_out_dir(out, force=args.force, own=QUALIFY_FILES, refuse_run_dir=(
+        "qualify writes its own junit.xml, which would replace the run's; give it a directory of its own, "
+        "e.g. --out results/qualify")).moved_to
+    if moved is not None:
+        print(f"farm: --force: the old content of {out} moved to {moved}", file=sys.stderr)
     paths = write_outputs(result, out, baseline_label=baselines.describe(args.baseline, base_path),
                           candidate_label=baselines.describe(args.candidate, cand_path))
     if (summary := _step_summary(args)):
@@ -116,7 +124,11 @@ def register(sub) -> None:
     p.add_argument("--threshold", default="5%", help="smallest relative change of the median that counts: "
                    "5%% or 0.05 (default 5%%)")
     p.add_argument("--alpha", default="0.05", help="significance level of the test (default 0.05)")
-    p.add_argument("--out", metavar="DIR", help="output directory (default results/qualify-<time>)")
+    p.add_argument("--out", metavar="DIR", help="output directory (default results/qualify-<time>): new, empty or "
+                   "holding only qualify's own files (made anew); never a run directory, whose junit.xml it "
+                   "would replace")
+    p.add_argument("--force", action="store_true", help="--out DIR holds other files: move them aside to "
+                   "DIR.replaced-<time> and start it anew")
     p.add_argument("--pair-setup", action="append", default=[], metavar="BASE=CAND",
                    help="compare baseline setup BASE with candidate setup CAND (repeatable; default: same "
                    "names, or the only setup of each side)")

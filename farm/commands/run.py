@@ -14,6 +14,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         from ..errors import JobError
 
         raise JobError("--resume RUN_DIR continues in RUN_DIR: leave out --out")
+    if args.resume and args.force:
+        from ..errors import JobError
+
+        raise JobError("--resume finishes RUN_DIR, --force starts a run directory anew: give one of them")
     farm = None
     if args.farm:
         from ..coordinator import parse_tags
@@ -26,7 +30,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise JobError("--health-check checks a place of the farm: give it with --farm name=PLACE")
     run = run_pipeline(args.pipeline, out=Path(args.out) if args.out else None,
                        env_override=[Path(e) for e in args.env] if args.env else None,
-                       extra_bootargs=args.bootarg, farm=farm, resume=Path(args.resume) if args.resume else None)
+                       extra_bootargs=args.bootarg, farm=farm, resume=Path(args.resume) if args.resume else None,
+                       force=args.force)
     print(f"farm: run {run.run_id} {run.info['status']}: {sum(c.kind == 'pass' for c in run.cases)} of "
           f"{len(run.cases)} stages passed", file=sys.stderr)
     print(run.path)
@@ -40,7 +45,11 @@ def register(sub) -> None:
                        "on the last line of stdout; the exit code says how it ended (see farm --help).")
     p.add_argument("pipeline", help="pipeline file, e.g. pipelines/smoke.yaml")
     p.add_argument("--env", action="append", metavar="ENV", help="run on this env file instead of the pipeline's targets (repeatable)")
-    p.add_argument("--out", metavar="DIR", help="run directory (default results/<run-id>)")
+    p.add_argument("--out", metavar="DIR", help="run directory (default results/<run-id>): new or empty; "
+                   "not a symbolic link")
+    p.add_argument("--force", action="store_true",
+                   help="--out DIR holds something (an earlier run): start it anew; its old content is moved "
+                   "aside to DIR.replaced-<time>, never mixed with the new run")
     p.add_argument("--resume", metavar="RUN_DIR",
                    help="finish RUN_DIR, a run of the same pipeline that failed or was interrupted: what passed "
                    "there is kept and not measured again, the rest runs")

@@ -38,7 +38,7 @@ from matplotlib.figure import Figure
 
 from farm.errors import JobError
 from farm.results.csvout import read_records
-from farm.results.record import Record, write_text_atomic
+from farm.results.record import Record, open_atomic, write_text_atomic
 
 PathLike = str | os.PathLike[str]
 KEY_FIELDS = ("suite", "benchmark", "params", "metric", "unit")
@@ -305,9 +305,8 @@ def plot_ratios(comparison: Comparison, path: PathLike) -> None:
                        fontsize="small")
         fig.suptitle(f"{' vs '.join(labels[1:])} relative to {labels[0]}")
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp")
-    fig.savefig(tmp, format="png", dpi=100)
-    os.replace(tmp, path)
+    with open_atomic(path, "wb") as f:
+        fig.savefig(f, format="png", dpi=100)
 
 
 def _row_label(key: Key) -> str:

@@ -7,12 +7,13 @@ Plain CSV so that a spreadsheet, pandas or ``grep`` can read results without far
 from __future__ import annotations
 
 import csv
+import errno
 import io
 import os
 from pathlib import Path
 from typing import IO, Iterable
 
-from farm.errors import ParseError
+from farm.errors import JobError, ParseError
 from farm.results.record import RECORD_FIELDS, Record, write_text_atomic
 
 PathLike = str | os.PathLike[str]
@@ -36,10 +37,17 @@ def append_records(path: PathLike, records: Iterable[Record]) -> None:
 
     Called after every benchmark so that what was measured is on disk if the run dies later
     (board hang, power cut, Ctrl-C). Rows written before ``records`` raises are kept too. An
-    existing file with another header raises ParseError rather than mixing up columns.
+    existing file with another header raises ParseError rather than mixing up columns. A symlink
+    at ``path`` is not followed (a JobError): farm appends only to a file of the run's own.
     """
     path = Path(path)
-    with open(path, "a+", encoding="utf-8", newline="") as f:
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise JobError(f"{path}: is a symbolic link; farm appends only to a file of its own") from None
+        raise
+    with open(fd, "a+", encoding="utf-8", newline="") as f:
         f.seek(0)
         first = f.readline()
         writer = _writer(f)

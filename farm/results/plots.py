@@ -24,6 +24,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from farm.errors import JobError
+from farm.results.record import open_atomic
 
 PathLike = str | os.PathLike[str]
 
@@ -98,9 +99,8 @@ def plot_sweep(series: Mapping[str, Sequence[Mapping[str, Any]]], path: PathLike
     fig.suptitle(f"{title}\n(packet size {sizes})" if sizes else title, fontsize="large")
 
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp")
-    fig.savefig(tmp, format="png", dpi=110)
-    os.replace(tmp, path)
+    with open_atomic(path, "wb") as f:
+        fig.savefig(f, format="png", dpi=110)
 
 
 def _present(x: list[float], *ys: list[float]) -> tuple[list[float], ...]:
@@ -132,6 +132,9 @@ def write_run_plots(run_dir: PathLike, records: Sequence[Any]) -> list[Path]:
     written = []
     for target, series in by_target.items():
         path = Path(run_dir) / "plots" / f"sweep-{target}.png"
+        if path.parent.is_symlink():  # farm writes into its own plots/, not where a link points
+            raise JobError(f"{path.parent}: is a symbolic link (to {os.readlink(path.parent)}); farm writes only "
+                           "files of its own")
         path.parent.mkdir(parents=True, exist_ok=True)
         plot_sweep(series, path, title=f"Network load sweep: {target}")
         written.append(path)

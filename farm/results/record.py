@@ -6,11 +6,13 @@ each with a :class:`RunContext` into a :class:`Record`, which is one row of ``re
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Mapping
+from typing import IO, Any, Iterator, Mapping
 
 import attrs
 
@@ -97,13 +99,44 @@ def to_json(obj: Any) -> str:
     return json.dumps(obj, indent=2, sort_keys=True, default=str)
 
 
-def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
-    """Replace ``path`` with ``text`` in one step (write a sibling, fsync, rename): a reader, or a
-    run that dies half way, sees the old file or the new one, never a truncated one."""
+def _file_mode() -> int:
+    """The mode ``open()`` would give a new file (0o666 less the umask): ``mkstemp`` makes 0o600.
+    Read from /proc (setting the umask to read it is not thread-safe), else by setting it."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            umask = next(int(line.split()[1], 8) for line in f if line.startswith("Umask:"))
+    except (OSError, StopIteration, ValueError, IndexError):
+        umask = os.umask(0o022)
+        os.umask(umask)
+    return 0o666 & ~umask
+
+
+@contextlib.contextmanager
+def open_atomic(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[Any]]:
+    """A file object whose content replaces ``path`` in one step when the block ends (fsync, then
+    rename); nothing is replaced when the block raises.
+
+    The temporary file is created exclusively (``mkstemp``: O_CREAT|O_EXCL, a random name) beside
+    ``path``, never at a predictable name a symlink could be planted at; the rename replaces
+    ``path`` itself, never what a symlink at ``path`` points to.
+    """
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w", encoding="utf-8", newline="") as f:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        os.fchmod(fd, _file_mode())
+        with open(fd, mode, **({} if "b" in mode else {"encoding": "utf-8", "newline": ""})) as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
+    """Replace ``path`` with ``text`` in one step (see :func:`open_atomic`): a reader, or a run
+    that dies half way, sees the old file or the new one, never a truncated one."""
+    with open_atomic(path) as f:
         f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
