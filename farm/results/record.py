@@ -7,17 +7,59 @@ each with a :class:`RunContext` into a :class:`Record`, which is one row of ``re
 from __future__ import annotations
 
 import json
+import math
 import os
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 import attrs
+
+from farm.errors import JobError
 
 RECORD_FIELDS = (
     "run_id", "timestamp", "target", "arch", "setup", "image", "suite",
     "benchmark", "params", "repeat", "metric", "value", "unit",
 )
+
+#: the metric of the record a failed benchmark leaves in results.csv (value 1, unit count)
+FAILED_METRIC = "failed"
+
+
+def impossible(value: float) -> str | None:
+    """Why ``value`` cannot be a measurement, or None when it can be one.
+
+    Every quantity farm records (rates, times, RTTs, cycles, ticks, percentages, counts) is a
+    finite number of 0 or more: NaN means nothing was measured, an infinity a division by a zero
+    time, a negative value an overflow or a clock that went backwards. None of them may enter a
+    median or a gate as if it were measured.
+    """
+    if math.isnan(value):
+        return "is NaN (not measured)"
+    if math.isinf(value):
+        return "is infinite"
+    if value < 0:
+        return f"is negative ({value:g})"
+    return None
+
+
+def check_unique(records: Iterable["Record"], what: str) -> None:
+    """Refuse two records of one run for the same target, setup, measurement and repeat.
+
+    Each repeat of a setup measures a metric once, so such a pair can only be two *different*
+    experiments under one name (two setups of one name, written before pipelines refused them, or
+    one benchmark listed twice with the same parameters); pooled, they would give a median of
+    neither. :class:`~farm.errors.JobError` names both."""
+    seen: dict[tuple, Record] = {}
+    for r in records:
+        key = (r.run_id, r.target, r.setup, r.suite, r.benchmark, r.params, r.metric, r.unit, r.repeat)
+        first = seen.setdefault(key, r)
+        if first is not r:
+            raise JobError(
+                f"{what}: run {r.run_id} has two records of {r.suite}.{r.benchmark} {r.metric}"
+                f"{f'[{r.params}]' if r.params else ''} for target {r.target}, setup {r.setup!r}, repeat "
+                f"{r.repeat} ({first.value:g} and {r.value:g} {r.unit}): two setups of one name, or one "
+                "benchmark listed twice with the same parameters; they are not pooled into one median")
 
 
 def format_params(params: Mapping[str, Any]) -> str:
