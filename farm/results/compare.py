@@ -6,7 +6,8 @@ measured, ``(suite, benchmark, params, metric, unit)``, and not on where.
 
 **Columns.** Each input (a result directory) gives one column per ``(target, setup)`` found in it,
 in the order they first appear; almost always that is one. Pooling two targets or setups into one
-median would mix two experiments, so they are never merged. A column's label is its setup; when an
+median would mix two experiments, so they are never merged; two records of one run, target, setup,
+measurement and repeat (two setups that shared a name) are refused, not pooled. A column's label is its setup; when an
 input holds several targets it is ``target/setup``; a label that another column already has gets
 ``@<input name>`` (the directory name) appended, then ``#2``, ``#3`` if that still collides.
 
@@ -38,7 +39,7 @@ from matplotlib.figure import Figure
 
 from farm.errors import JobError
 from farm.results.csvout import read_records
-from farm.results.record import Record, write_text_atomic
+from farm.results.record import Record, check_unique, write_text_atomic
 
 PathLike = str | os.PathLike[str]
 KEY_FIELDS = ("suite", "benchmark", "params", "metric", "unit")
@@ -130,6 +131,7 @@ def compare(inputs: Sequence[tuple[str, Sequence[Record]]]) -> Comparison:
     for index, (name, records) in enumerate(inputs):
         if not records:
             raise JobError(f"compare: {name}: no records")
+        check_unique(records, f"compare: {name}")  # two setups of one name are not one column
         for record in records:
             key = Key.of(record)
             groups.setdefault((index, record.target, record.setup), {}).setdefault(key, []).append(
