@@ -16,6 +16,7 @@ from typing import Any, Iterable, Mapping
 import attrs
 
 from farm.errors import JobError
+from farm.secrets import mask
 
 RECORD_FIELDS = (
     "run_id", "timestamp", "target", "arch", "setup", "image", "suite",
@@ -123,7 +124,8 @@ class Record:
     unit: str
 
     def as_row(self) -> dict[str, Any]:
-        return attrs.asdict(self)
+        """The CSV row; its text fields masked (a secret in a setup name or a parameter)."""
+        return {k: mask(v) if isinstance(v, str) else v for k, v in attrs.asdict(self).items()}
 
     @classmethod
     def from_row(cls, row: Mapping[str, str]) -> "Record":
@@ -141,8 +143,10 @@ def to_json(obj: Any) -> str:
 
 def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
     """Replace ``path`` with ``text`` in one step (write a sibling, fsync, rename): a reader, or a
-    run that dies half way, sees the old file or the new one, never a truncated one."""
+    run that dies half way, sees the old file or the new one, never a truncated one. Every file
+    farm writes comes through here, so secrets are masked here (:mod:`farm.secrets`)."""
     path = Path(path)
+    text = mask(text)
     tmp = path.with_name(f".{path.name}.tmp")
     with open(tmp, "w", encoding="utf-8", newline="") as f:
         f.write(text)
