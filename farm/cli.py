@@ -9,7 +9,7 @@ import sys
 
 from . import __version__
 from .errors import EXIT_INTERRUPTED, EXIT_TERMINATED, FarmError, Terminated
-from .secrets import mask
+from .secrets import MaskingStream, mask, register_environment
 
 #: command modules under farm.commands, in the order --help lists them
 COMMAND_MODULES = ("images", "boot", "run", "analysis", "results", "places", "health", "lab")
@@ -45,7 +45,18 @@ def _terminate(signum, frame) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     signal.signal(signal.SIGTERM, _terminate)
+    # every line any command prints is masked, not only the ones that remember to mask
+    stdout, stderr = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = MaskingStream(stdout), MaskingStream(stderr)
     try:
+        return _run(args)
+    finally:
+        sys.stdout, sys.stderr = stdout, stderr
+
+
+def _run(args: argparse.Namespace) -> int:
+    try:
+        register_environment()  # a FARM_SECRET_* too short to mask is refused, naming it
         return args.func(args)
     except FarmError as exc:
         lines = mask(str(exc)).splitlines() or [type(exc).__name__]

@@ -124,7 +124,11 @@ def load_pipeline(path: str | Path) -> Pipeline:
         khz = field(item, "cpu_frequency_khz", int, None)
         if khz is not None and khz <= 0:
             raise item.error("cpu_frequency_khz", "must be a positive number of kHz")
-        setups.append(Setup(require(item, "name", str), tuple(string_list(item, "bootargs")),
+        setup_name = require(item, "name", str)
+        if (first := next((j for j, s in enumerate(setups) if s.name == setup_name), None)) is not None:
+            raise item.error("name", f"{setup_name!r} is already the name of setups[{first}]: results are "
+                             "keyed by setup name, two setups of one name would be pooled into one median")
+        setups.append(Setup(setup_name, tuple(string_list(item, "bootargs")),
                             _relative(item, "image", setup_image) if setup_image else None, khz))
     benchmarks = []
     for i, item in enumerate(require(doc, "benchmarks", list)):

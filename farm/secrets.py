@@ -1,41 +1,102 @@
 """Values that must never appear in a log or a report: masked wherever farm writes text.
 
 A value is secret when it is in an environment variable named ``FARM_SECRET_*`` (a CI variable, a
-U-Boot password) or tagged ``!secret`` in a pipeline or env file. Every writer (console log, junit,
-run.json, summary, progress lines, error messages) passes its text through :func:`mask`.
+U-Boot password) or tagged ``!secret`` in a pipeline or env file. Every file farm writes goes
+through :func:`farm.results.record.write_text_atomic` (or, for the console log, :func:`mask_bytes`),
+which masks it; every line the ``farm`` command prints goes through :class:`MaskingStream`.
+
+A secret is masked in the forms a writer may have escaped it into: as is, JSON-escaped (run.json),
+XML-escaped (junit.xml) and with CSV's doubled quotes, so a ``"`` or ``&`` in it cannot let it
+through.
+
+**Too short to mask safely** (:func:`refusal`): a secret under :data:`MIN_LENGTH` (6) characters,
+or one made only of digits and the characters of a number. Masking such a value would also mask
+ordinary text and numbers (a 4-character password ``root`` in every shell prompt, ``1472`` in
+every packet size, ``100000`` inside a measured ``1000000.0``), corrupting results.csv and the
+console log, and not masking it leaks it; so it is refused (a :class:`~farm.errors.JobError`,
+exit 2, naming the variable). 6 characters is also the shortest U-Boot/CI password that is not
+trivially guessed from the masked log's context; longer real tokens are unaffected.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
+from typing import Any, Mapping, TextIO
+from xml.sax.saxutils import escape
+
+from .errors import JobError
 
 MASK = "*****"
+MIN_LENGTH = 6
+ENV_PREFIX = "FARM_SECRET_"
+_NUMBER_LIKE = re.compile(r"[0-9.,:eE+-]*")  # "123456", "1.5e+10", "10:00:01": would hit measured values
 _secrets: set[str] = set()
-MIN_LENGTH = 4  # shorter values would mask ordinary words
+_forms: list[str] = []  # every form of every secret, longest first
 
 
-def register(value: str) -> str:
-    if isinstance(value, str) and len(value) >= MIN_LENGTH:
-        _secrets.add(value)
+def refusal(value: str) -> str | None:
+    """Why ``value`` cannot be masked safely, or None (see the module docstring)."""
+    if len(value) < MIN_LENGTH:
+        return (f"is {len(value)} characters; a secret must have at least {MIN_LENGTH} to be masked "
+                "without masking ordinary words and numbers")
+    if _NUMBER_LIKE.fullmatch(value):
+        return "is made only of digits and number characters; masking it would also mask measured values"
+    return None
+
+
+def register(value: Any, name: str = "a value tagged !secret") -> Any:
+    """Mask ``value`` from now on; :class:`~farm.errors.JobError` naming ``name`` when it is too
+    short to mask safely. An empty value has nothing to leak and is ignored."""
+    if not isinstance(value, str) or not value or value in _secrets:
+        return value
+    if (why := refusal(value)) is not None:
+        raise JobError(f"secret {name} {why}")
+    _secrets.add(value)
+    forms = {value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1],
+             escape(value, {'"': "&quot;", "'": "&apos;"}), escape(value), value.replace('"', '""')}
+    _forms[:] = sorted(set(_forms) | forms, key=len, reverse=True)
     return value
 
 
-def register_environment(environ=os.environ) -> None:
-    for key, value in environ.items():
-        if key.startswith("FARM_SECRET_"):
-            register(value)
+def register_environment(environ: Mapping[str, str] = os.environ, *, strict: bool = True) -> None:
+    """Register every ``FARM_SECRET_*`` variable. ``strict`` (the ``farm`` command): a value too
+    short to mask is a JobError naming the variable; at import time (``strict=False``, for code that
+    does not start through the command) such a value is skipped, the command refuses it later."""
+    for key, value in sorted(environ.items()):
+        if key.startswith(ENV_PREFIX):
+            try:
+                register(value, f"${key}")
+            except JobError:
+                if strict:
+                    raise
 
 
 def mask(text: str) -> str:
-    for secret in sorted(_secrets, key=len, reverse=True):
-        text = text.replace(secret, MASK)
+    for form in _forms:
+        text = text.replace(form, MASK)
     return text
 
 
 def mask_bytes(data: bytes) -> bytes:
-    for secret in sorted(_secrets, key=len, reverse=True):
-        data = data.replace(secret.encode(), MASK.encode())
+    for form in _forms:
+        data = data.replace(form.encode(), MASK.encode())
     return data
 
 
-register_environment()
+class MaskingStream:
+    """A text stream (stdout, stderr) whose ``write`` masks; everything else is the stream's."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        self._stream.write(mask(text))
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+register_environment(strict=False)

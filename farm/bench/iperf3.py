@@ -27,7 +27,7 @@ from typing import Any, Mapping
 
 import attrs
 
-from farm.bench import BenchmarkError, merge_params
+from farm.bench import BenchmarkError, check_value, merge_params
 from farm.errors import JobError, ParseError
 from farm.results.record import Measurement
 
@@ -151,7 +151,7 @@ def _number(obj: Mapping[str, Any], key: str, where: str) -> float:
     value = _get(obj, key, where=where)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ParseError(f"iperf3 JSON: {where}.{key} is {value!r}, expected a number")
-    return float(value)
+    return check_value(BENCHMARK, f"iperf3 JSON {where}.{key}", float(value))
 
 
 # --- human text output -----------------------------------------------------------------------
@@ -287,7 +287,8 @@ def _read_summary_line(run: _Run, number: int, line: str) -> None:
                          f"{m['id']} in run {run.index} (first on line {run.lines[key].number})")
     run.lines[key] = _Line(
         number=number,
-        bps=rate_to_bits_per_second(m["rate"]),
+        bps=check_value(BENCHMARK, f"iperf3 output line {number}: {m['role']} rate",
+                        rate_to_bits_per_second(m["rate"])),
         retransmits=int(m["retr"]) if m["retr"] else None,
         loss_percent=_loss_percent(number, m["lost"], m["total"], m["percent"]) if m["jitter"] else None,
         jitter_ms=float(m["jitter"]) if m["jitter"] else None,
@@ -295,12 +296,16 @@ def _read_summary_line(run: _Run, number: int, line: str) -> None:
 
 
 def _loss_percent(number: int, lost: str, total: str, printed: str) -> float:
+    """Lost / total datagrams in percent; a negative count (reordering) or a NaN (nothing sent)
+    is not a loss that can be measured: :class:`~farm.bench.ImpossibleValue` naming the line."""
     if int(total):
-        return 100.0 * int(lost) / int(total)
-    try:
-        return float(printed)  # nothing sent: iperf3 prints 0 or nan, keep what it says
-    except ValueError:
-        raise ParseError(f"iperf3 output line {number}: cannot parse loss {printed!r}%") from None
+        loss = 100.0 * int(lost) / int(total)
+    else:
+        try:
+            loss = float(printed)  # nothing sent: iperf3 prints 0 or nan
+        except ValueError:
+            raise ParseError(f"iperf3 output line {number}: cannot parse loss {printed!r}%") from None
+    return check_value(BENCHMARK, f"iperf3 output line {number}: loss {lost}/{total} ({printed}%)", loss)
 
 
 # --- command ---------------------------------------------------------------------------------

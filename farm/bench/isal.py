@@ -27,7 +27,7 @@ import math
 import re
 from typing import Any, Mapping
 
-from farm.bench import merge_params
+from farm.bench import ImpossibleValue, merge_params
 from farm.errors import ParseError
 from farm.results.record import Measurement
 
@@ -56,9 +56,9 @@ def parse_perf(text: str, *, params: Mapping[str, Any] | None = None) -> list[Me
 
     Lines without ``<name>: runtime`` (at their start or after a space, e.g. behind a console
     timestamp) are ignored: headers, "Start timed tests", make's chatter. A line with it that
-    does not end like a perf line, reports a rate that is not a finite positive number, or
-    measures a function and mode already measured higher up, raises
-    :class:`~farm.errors.ParseError` naming its line: a duplicate would otherwise count twice in
+    does not end like a perf line or measures a function and mode already measured higher up
+    raises :class:`~farm.errors.ParseError` naming its line; one whose rate is not a finite
+    positive number raises :class:`~farm.bench.ImpossibleValue` naming its line: a duplicate would otherwise count twice in
     medians. (make's terminal output during ``perf_report`` repeats every line under "Summary:";
     read the ``perf_report_*.perf`` file it writes instead.) Output with no perf line gives
     ``[]``: the caller knows whether it expected some.
@@ -83,8 +83,8 @@ def parse_perf(text: str, *, params: Mapping[str, Any] | None = None) -> list[Me
                              f"{tail['clock']}, {tail['per']}, {tail['rate_unit']}")
         rate = float(tail["rate"])
         if not math.isfinite(rate) or rate <= 0:
-            raise ParseError(f"ISA-L perf output line {number}: {line!r}: rate {tail['rate']} "
-                             f"is not a positive number")
+            raise ImpossibleValue("isal", f"ISA-L perf output line {number}: {line!r}: rate {tail['rate']} "
+                                  f"is not a positive number: not a measurement")
         function, mode = _split_name(start["name"])
         key = (function, mode)
         if key in seen:

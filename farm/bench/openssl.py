@@ -10,7 +10,7 @@ import re
 import shlex
 from typing import Any, Mapping, Sequence
 
-from farm.bench import BenchmarkError, merge_params
+from farm.bench import BenchmarkError, check_value, merge_params
 from farm.errors import JobError, ParseError
 from farm.results.record import Measurement
 
@@ -107,7 +107,9 @@ def _parse_result(number: int, line: str, blocks: Sequence[int]) -> list[tuple[s
     if len(values) != len(blocks):
         raise ParseError(f"openssl output line {number}: cannot parse {line!r}: {len(values)} values "
                          f"for {len(blocks)} block sizes of the +H line")
-    return [(fields[2].lower(), block, value) for block, value in zip(blocks, values)]
+    return [(fields[2].lower(), block, check_value("openssl", f"openssl output line {number}: {fields[2]} "
+                                                   f"block {block}: {value!r} bytes/s", value))
+            for block, value in zip(blocks, values)]
 
 
 def speed_command(algorithms: Sequence[str], *, seconds: int, block: int | None,

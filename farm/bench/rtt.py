@@ -63,7 +63,7 @@ from typing import Any, Mapping
 
 import attrs
 
-from farm.bench import BenchmarkError
+from farm.bench import BenchmarkError, check_value
 from farm.errors import JobError, ParseError
 from farm.results.record import Measurement
 
@@ -205,10 +205,8 @@ def _float(number: int, what: str, text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        value = math.nan
-    if not math.isfinite(value) or value < 0:
-        raise ParseError(f"sockperf output line {number}: {what} is {text!r}, expected a number >= 0")
-    return value
+        raise ParseError(f"sockperf output line {number}: {what} is {text!r}, expected a number >= 0") from None
+    return check_value("sockperf", f"sockperf output line {number}: {what} {text!r}", value)
 
 
 # --- sockperf --full-log ---------------------------------------------------------------------

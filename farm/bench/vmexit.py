@@ -35,7 +35,7 @@ from typing import Any, Mapping
 
 import attrs
 
-from farm.bench import merge_params
+from farm.bench import ImpossibleValue, merge_params
 from farm.errors import ParseError
 from farm.results.record import Measurement
 
@@ -70,9 +70,10 @@ def read_vmexit(text: str, *, params: Mapping[str, Any] | None = None) -> Vmexit
 
     Each ``<test> <n>`` line gives metric ``cycles`` in ``cycles`` with params ``test``; an
     ``ipi``/``eoi`` sub-line gives the same with params ``test`` and ``part`` (``ipi`` or
-    ``eoi``), all merged over ``params``. Values are kept as printed, negative ones too, with a
-    warning: vmexit casts the per-iteration TSC delta to ``int``, so a negative value means it
-    overflowed (more than 2^31 cycles per iteration) or the TSC went backwards.
+    ``eoi``), all merged over ``params``. A negative value raises
+    :class:`~farm.bench.ImpossibleValue` naming the line: vmexit casts the per-iteration TSC
+    delta to ``int``, so it means the delta overflowed (more than 2^31 cycles per iteration) or
+    the TSC went backwards, and no median may count it.
 
     Errors, as :class:`~farm.errors.ParseError` naming the line: a sub-line that does not parse,
     a sub-line for another test than the line above it, and a test (or part) already measured
@@ -115,7 +116,9 @@ def read_vmexit(text: str, *, params: Mapping[str, Any] | None = None) -> Vmexit
                              f"{seen[key]}")
         seen[key] = number
         if m["value"].startswith("-"):
-            warnings.append(f"vmexit output line {number}: {line.strip()!r}: negative cycles")
+            raise ImpossibleValue("vmexit", f"vmexit output line {number}: {line.strip()!r}: negative cycles "
+                                  "(the per-iteration TSC delta overflowed an int, or the TSC went "
+                                  "backwards): not a measurement")
         found: dict[str, Any] = {"test": name}
         if part:
             found["part"] = part

@@ -48,12 +48,14 @@ def cmd_qualify(args: argparse.Namespace) -> int:
     from ..results.outdir import prepare_out_dir
     from ..results.report import append_step_summary
 
+    if args.require_all and args.allow_missing:
+        raise JobError("qualify: --require-all and --allow-missing contradict each other")
     threshold, alpha = parse_threshold(args.threshold), parse_alpha(args.alpha)
     base_path, base_records = baselines.load_records(args.baseline)
     cand_path, cand_records = baselines.load_records(args.candidate)
     result = qualify(base_records, cand_records, threshold=threshold, alpha=alpha,
-                     setups=_pairs(args.pair_setup) or None, require_all=args.require_all)
-    if not result.comparisons:
+                     setups=_pairs(args.pair_setup) or None, allow_missing=args.allow_missing)
+    if not result.comparisons and not result.broken:
         raise JobError(f"no metric measured in both {base_path} and {cand_path}: nothing to qualify "
                        f"({len(result.only_in_baseline)} only in the baseline, "
                        f"{len(result.only_in_candidate)} only in the candidate)")
@@ -70,6 +72,11 @@ def cmd_qualify(args: argparse.Namespace) -> int:
         append_step_summary(summary, paths["markdown"].read_text(encoding="utf-8"))
     for c in result.regressions:
         print(f"farm: REGRESSION {c.key.label()} ({c.setup}): {c.explain(threshold, alpha)}", file=sys.stderr)
+    for b in result.broken:
+        print(f"farm: BROKEN {b.key.label()} ({b.setup}): {b.explain()}", file=sys.stderr)
+    for u in result.missing:
+        print(f"farm: MISSING {u.key.label()} ({u.setup}): in the baseline (n={u.n}), not measured by the "
+              "candidate (--allow-missing to accept)", file=sys.stderr)
     print(f"farm: qualify {result.headline()}", file=sys.stderr)
     print(out)
     return EXIT_OK if result.passed else EXIT_TEST_FAILURE
@@ -116,7 +123,9 @@ def register(sub) -> None:
                        "also significant: two-sided Mann-Whitney U p < --alpha, or, when there are too few "
                        "repeats for the test to ever reach alpha, non-overlapping min-max ranges. Writes "
                        "qualify.md, qualify.csv and junit.xml into --out and prints that directory; exits 1 "
-                       "when anything regressed, 0 otherwise.")
+                       "when anything regressed, when a candidate benchmark failed or a candidate value is NaN, "
+                       "infinite or negative, or when a baseline metric was not measured by the candidate "
+                       "(unless --allow-missing); 0 otherwise.")
     p.add_argument("--baseline", required=True, metavar="NAME|DIR",
                    help="a directory with results.csv (a run directory), or the name of a saved baseline "
                    "(farm baseline list); an existing directory wins")
@@ -132,8 +141,12 @@ def register(sub) -> None:
     p.add_argument("--pair-setup", action="append", default=[], metavar="BASE=CAND",
                    help="compare baseline setup BASE with candidate setup CAND (repeatable; default: same "
                    "names, or the only setup of each side)")
+    p.add_argument("--allow-missing", action="store_true",
+                   help="list baseline metrics the candidate did not measure instead of failing on them "
+                   "(failed benchmarks and NaN or impossible values fail regardless)")
     p.add_argument("--require-all", action="store_true",
-                   help="fail too when a baseline metric was not measured by the candidate")
+                   help="the default (kept for old CI files): a baseline metric the candidate did not "
+                   "measure fails")
     p.add_argument("--no-step-summary", action="store_true", help=f"do not append to ${STEP_SUMMARY_ENV}")
     p.set_defaults(func=cmd_qualify)
 

@@ -6,7 +6,8 @@ measured, ``(suite, benchmark, params, metric, unit)``, and not on where.
 
 **Columns.** Each input (a result directory) gives one column per ``(target, setup)`` found in it,
 in the order they first appear; almost always that is one. Pooling two targets or setups into one
-median would mix two experiments, so they are never merged. A column's label is its setup; when an
+median would mix two experiments, so they are never merged; two records of one run, target, setup,
+measurement and repeat (two setups that shared a name) are refused, not pooled. A column's label is its setup; when an
 input holds several targets it is ``target/setup``; a label that another column already has gets
 ``@<input name>`` (the directory name) appended, then ``#2``, ``#3`` if that still collides.
 
@@ -38,7 +39,8 @@ from matplotlib.figure import Figure
 
 from farm.errors import JobError
 from farm.results.csvout import read_records
-from farm.results.record import Record, open_atomic, write_text_atomic
+from farm.results.record import Record, check_unique, open_atomic, write_text_atomic
+from farm.secrets import mask
 
 PathLike = str | os.PathLike[str]
 KEY_FIELDS = ("suite", "benchmark", "params", "metric", "unit")
@@ -130,6 +132,7 @@ def compare(inputs: Sequence[tuple[str, Sequence[Record]]]) -> Comparison:
     for index, (name, records) in enumerate(inputs):
         if not records:
             raise JobError(f"compare: {name}: no records")
+        check_unique(records, f"compare: {name}")  # two setups of one name are not one column
         for record in records:
             key = Key.of(record)
             groups.setdefault((index, record.target, record.setup), {}).setdefault(key, []).append(
@@ -270,7 +273,7 @@ def plot_ratios(comparison: Comparison, path: PathLike) -> None:
     for row in comparison.rows:
         if any(r is not None for r in row.ratios):
             panels.setdefault((row.key.metric, row.key.unit), []).append(row)
-    labels = comparison.labels
+    labels = tuple(mask(label) for label in comparison.labels)  # a picture cannot be masked afterwards
     series = labels[1:]
     bars = sum(len(rows) for rows in panels.values())
     height = 1.6 + sum(0.9 + 0.28 * len(rows) * max(1, len(series) * 0.6)
@@ -294,9 +297,9 @@ def plot_ratios(comparison: Comparison, path: PathLike) -> None:
                 ax.bar_label(bars_, labels=[_sig(x, 3) if math.isfinite(x) else "" for x in xs],
                              fontsize="x-small", padding=2)
             ax.axvline(1.0, color="black", linewidth=1)
-            ax.set_yticks(range(len(rows)), [_row_label(r.key) for r in rows], fontsize="small")
+            ax.set_yticks(range(len(rows)), [mask(_row_label(r.key)) for r in rows], fontsize="small")
             ax.invert_yaxis()  # first row on top, as in the table
-            ax.set_title(f"{metric} ({unit})", fontsize="medium", loc="left")
+            ax.set_title(mask(f"{metric} ({unit})"), fontsize="medium", loc="left")
             ax.grid(True, axis="x", alpha=0.3)
             ax.set_xlabel(f"ratio to {labels[0]}")
         if len(series) > 1:  # one legend for all panels, below them: it never hides a bar

@@ -5,6 +5,8 @@ An import is reproducible and recognisable: its ``run_id`` is ``import-`` + the 
 of the file's SHA-256 (importing the same file twice gives the same id; a changed file a new one),
 its timestamp is the file's modification time (when it was captured, as near as we know), and
 what farm cannot know is said so: arch ``unknown``, target ``unknown`` unless given, image empty.
+A value no measurement can have (NaN, infinite, negative) is refused as a
+:class:`~farm.errors.ParseError` naming the file and line, never imported.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
-from farm.bench import BenchmarkError
+from farm.bench import BenchmarkError, ImpossibleValue, check_measurements
 from farm.bench.isal import parse_perf
 from farm.bench.openssl import parse_speed_mr
 from farm.bench.vmexit import parse_vmexit
@@ -61,9 +63,11 @@ def _import(path: PathLike, setup: str, target: str, suite: str,
     except UnicodeDecodeError as e:
         raise ParseError(f"{path}: not UTF-8 text ({e})") from None
     try:
-        measurements = parse(text)
+        measurements = check_measurements(suite, parse(text))
     except ParseError as e:
         raise ParseError(f"{path}: {e}") from None
+    except ImpossibleValue as e:  # bad input, not a failed benchmark: exit 2 naming file and line
+        raise ParseError(f"{path}: {e.message}") from None
     except BenchmarkError as e:  # the capture is of a failed run, e.g. openssl's "speed: ..."
         raise BenchmarkError(e.tool, f"{path}: {e.message}") from None
     if not measurements:

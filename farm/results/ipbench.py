@@ -38,7 +38,7 @@ from typing import Any, Iterable, Mapping
 
 import attrs
 
-from farm.bench import iperf3
+from farm.bench import ImpossibleValue, check_measurements, iperf3
 from farm.bench.cpustat import cycles_utilisation
 from farm.errors import JobError, ParseError
 from farm.results.record import Measurement, Record, RunContext, parse_params, write_text_atomic
@@ -169,8 +169,8 @@ def read_ipbench_csv(path: PathLike, *, setup: str, target: str = "unknown", arc
       ``1 - idle/total``); it is scaled by 100. Nothing in the file tells the two apart.
 
     A required column missing from the header raises :class:`~farm.errors.JobError` naming the file
-    and the column; a cell that is not a number raises :class:`~farm.errors.ParseError` naming the
-    file, line and column. Blank lines are skipped.
+    and the column; a cell that is not a finite number of 0 or more raises
+    :class:`~farm.errors.ParseError` naming the file, line and column. Blank lines are skipped.
     """
     path = Path(path)
     data, text = _read(path)
@@ -238,6 +238,8 @@ def _number(path: Path, line: int, column: str, text: str, *, first: bool) -> fl
         value = math.nan
     if not math.isfinite(value):
         raise ParseError(f"{path} line {line}: {column} is {text!r}, expected a number")
+    if value < 0:
+        raise ParseError(f"{path} line {line}: {column} is {text!r}: negative, not a measurement")
     return value
 
 
@@ -258,10 +260,12 @@ def import_iperf3(path: PathLike, *, setup: str, target: str = "unknown", arch: 
     path = Path(path)
     data, text = _read(path)
     try:
-        measurements = (iperf3.parse_json(text) if text.lstrip().startswith("{")
-                        else iperf3.parse_text(text))
+        measurements = check_measurements("iperf3", iperf3.parse_json(text) if text.lstrip().startswith("{")
+                                          else iperf3.parse_text(text))
     except ParseError as e:
         raise ParseError(f"{path}: {e}") from None
+    except ImpossibleValue as e:  # bad input, not a failed benchmark: exit 2 naming file and line
+        raise ParseError(f"{path}: {e.message}") from None
     context = _import_context(data, setup=setup, target=target, arch=arch, image=image)
     stamp = _mtime(path)
     records = []

@@ -30,6 +30,19 @@ setup on each side under different names (the candidate was run as ``patched``, 
 ``default``) those two are paired, and the pairing is reported. An explicit ``setups`` mapping
 (baseline name -> candidate name) overrides both. Metrics with no partner are listed as only in
 the baseline or only in the candidate, never silently dropped.
+
+**What fails the gate besides a regression** (a broken candidate must never pass):
+
+* a benchmark that *failed* in the candidate (its ``metric=failed`` record);
+* a candidate metric with a value that is not a measurement: NaN (not measured), infinite or
+  negative (no quantity farm measures is either); the finite values of it are still compared;
+* a baseline metric the candidate did not measure at all (``allow_missing=False``, the default;
+  ``farm qualify --allow-missing`` lists them without failing).
+
+Baseline values that are NaN are left out of its samples (the baseline is what passed before).
+Each side's records must be one value per run, target, setup, metric and repeat: two records
+under one such key mean two different setups shared a name (see
+:func:`farm.results.record.check_unique`) and are refused rather than pooled into one median.
 """
 
 from __future__ import annotations
@@ -46,7 +59,7 @@ import attrs
 
 from farm.errors import JobError
 from farm.results.junit import Case, write_junit
-from farm.results.record import Record, write_text_atomic
+from farm.results.record import FAILED_METRIC, Record, check_unique, impossible, write_text_atomic
 from farm.results.report import human
 from farm.results.report import md_escape as _md
 from farm.results.stats import Summary, mann_whitney_u, median, ranges_overlap
@@ -197,6 +210,22 @@ class Unmatched:
 
 
 @attrs.frozen
+class Broken:
+    """A candidate metric (under a setup) with values that are not measurements, or a benchmark
+    of the candidate that failed (``key.metric`` is ``failed``): either fails the gate."""
+
+    key: MetricKey
+    setup: str
+    n: int          # values (or failed runs) of it in the candidate
+    reason: str     # "3 of 3 values NaN (not measured)", "benchmark failed in 1 run"
+
+    def explain(self) -> str:
+        if self.key.metric == FAILED_METRIC:
+            return f"{self.key.suite}.{self.key.benchmark} failed in the candidate ({self.reason})"
+        return f"{self.key.metric}: {self.reason}"
+
+
+@attrs.frozen
 class Qualification:
     comparisons: tuple[Comparison, ...]
     only_in_baseline: tuple[Unmatched, ...]
@@ -204,12 +233,13 @@ class Qualification:
     setup_pairs: tuple[tuple[str, str, str], ...]  # (target, baseline setup, candidate setup), paired by rule
     threshold: float
     alpha: float
-    require_all: bool = False  # a baseline metric the candidate did not measure fails too
+    allow_missing: bool = False  # a baseline metric the candidate did not measure is listed, not failed
+    broken: tuple[Broken, ...] = ()  # candidate metrics that are not measurements, failed benchmarks
 
     @property
     def missing(self) -> tuple[Unmatched, ...]:
         """Baseline metrics the candidate did not measure, when that counts as failing."""
-        return self.only_in_baseline if self.require_all else ()
+        return () if self.allow_missing else self.only_in_baseline
 
     @property
     def regressions(self) -> tuple[Comparison, ...]:
@@ -221,18 +251,33 @@ class Qualification:
 
     @property
     def passed(self) -> bool:
-        return not self.regressions and not self.missing
+        return not self.regressions and not self.missing and not self.broken
 
     def headline(self) -> str:
         n = f"{len(self.comparisons)} metric{'s' * (len(self.comparisons) != 1)}"
+        problems = []
         if self.regressions:
             names = ", ".join(c.key.label() for c in self.regressions[:3])
             more = f" and {len(self.regressions) - 3} more" if len(self.regressions) > 3 else ""
-            missing = f"; {len(self.missing)} baseline metrics not measured" if self.missing else ""
-            return (f"FAILED: {len(self.regressions)} regression{'s' * (len(self.regressions) != 1)} "
-                    f"in {n}: {names}{more}{missing}")
+            problems.append(f"{len(self.regressions)} regression{'s' * (len(self.regressions) != 1)} "
+                            f"in {n}: {names}{more}")
+        failed = [b for b in self.broken if b.key.metric == FAILED_METRIC]
+        invalid = [b for b in self.broken if b.key.metric != FAILED_METRIC]
+        if failed:
+            names = ", ".join(f"{b.key.suite}.{b.key.benchmark} {b.key.target}" for b in failed[:3])
+            problems.append(f"{len(failed)} benchmark{'s' * (len(failed) != 1)} failed in the candidate: {names}")
+        if invalid:
+            names = ", ".join(f"{b.key.label()} ({b.reason})" for b in invalid[:3])
+            more = f" and {len(invalid) - 3} more" if len(invalid) > 3 else ""
+            problems.append(f"{len(invalid)} candidate metric{'s' * (len(invalid) != 1)} not measured "
+                            f"or impossible: {names}{more}")
         if self.missing:
-            return f"FAILED: {len(self.missing)} baseline metrics not measured by the candidate"
+            names = ", ".join(u.key.label() for u in self.missing[:3])
+            more = f" and {len(self.missing) - 3} more" if len(self.missing) > 3 else ""
+            problems.append(f"{len(self.missing)} baseline metric{'s' * (len(self.missing) != 1)} not "
+                            f"measured by the candidate: {names}{more}")
+        if problems:
+            return "FAILED: " + "; ".join(problems)
         return f"passed: no regression in {n} ({len(self.improvements)} improved)"
 
 
@@ -275,14 +320,38 @@ def compare(key: MetricKey, baseline_setup: str, candidate_setup: str, baseline:
                       verdict=verdict)
 
 
-def _samples(records: Iterable[Record]) -> dict[tuple[str, str], dict[MetricKey, list[float]]]:
-    """target, setup -> metric -> values (every repeat, every run given)."""
-    out: dict[tuple[str, str], dict[MetricKey, list[float]]] = defaultdict(lambda: defaultdict(list))
+Samples = dict[tuple[str, str], dict[MetricKey, list[float]]]
+
+
+def _samples(records: Iterable[Record]) -> Samples:
+    """target, setup -> metric -> values (every repeat, every run given); NaN values and failed
+    benchmarks left out (NaN has no rank; the candidate's are reported by :func:`_broken`)."""
+    out: Samples = defaultdict(lambda: defaultdict(list))
     for r in records:
-        if math.isnan(r.value):
-            continue  # a value that was not measured; NaN has no rank
+        if math.isnan(r.value) or r.metric == FAILED_METRIC:
+            continue
         out[r.target, r.setup][MetricKey.of(r)].append(r.value)
     return out
+
+
+def _broken(records: Iterable[Record]) -> tuple[Broken, ...]:
+    """The candidate's failed benchmarks and metrics with values that are not measurements."""
+    values: dict[tuple[str, MetricKey], list[float]] = defaultdict(list)
+    for r in records:
+        values[r.setup, MetricKey.of(r)].append(r.value)
+    out = []
+    for (setup, key), vs in sorted(values.items()):
+        if key.metric == FAILED_METRIC:
+            out.append(Broken(key, setup, len(vs), f"benchmark failed in {len(vs)} run{'s' * (len(vs) != 1)}"))
+            continue
+        reasons: dict[str, int] = {}
+        for v in vs:
+            if (why := impossible(v)) is not None:
+                reasons[why] = reasons.get(why, 0) + 1
+        if reasons:
+            out.append(Broken(key, setup, len(vs), ", ".join(
+                f"{count} of {len(vs)} value{'s' * (len(vs) != 1)} {why.removeprefix('is ')}" for why, count in reasons.items())))
+    return tuple(out)
 
 
 def pair_setups(baseline: Iterable[tuple[str, str]], candidate: Iterable[tuple[str, str]],
@@ -308,12 +377,16 @@ def pair_setups(baseline: Iterable[tuple[str, str]], candidate: Iterable[tuple[s
 
 def qualify(baseline_records: Iterable[Record], candidate_records: Iterable[Record], *,
             threshold: float = 0.05, alpha: float = 0.05, setups: Mapping[str, str] | None = None,
-            require_all: bool = False) -> Qualification:
+            allow_missing: bool = False) -> Qualification:
     """Compare every metric present in both record sets; see the module docstring."""
     if not threshold >= 0:
         raise JobError(f"threshold {threshold}: must be 0 or more")
     if not 0 < alpha < 1:
         raise JobError(f"alpha {alpha}: must be between 0 and 1")
+    baseline_records, candidate_records = list(baseline_records), list(candidate_records)
+    check_unique(baseline_records, "baseline")
+    check_unique(candidate_records, "candidate")
+    broken = _broken(candidate_records)
     base, cand = _samples(baseline_records), _samples(candidate_records)
     pairs = pair_setups(base, cand, setups)
     comparisons: list[Comparison] = []
@@ -326,6 +399,11 @@ def qualify(baseline_records: Iterable[Record], candidate_records: Iterable[Reco
             used_base.add((target, bsetup, key))
             used_cand.add((target, csetup, key))
 
+    # a baseline metric whose candidate values were all NaN is reported as broken, not as missing
+    broken_keys = {(b.key.target, b.key) for b in broken}
+    used_base |= {(target, setup, key) for (target, setup), metrics in base.items() for key in metrics
+                  if (target, key) in broken_keys}
+
     def unmatched(samples, used) -> tuple[Unmatched, ...]:
         return tuple(Unmatched(key, setup, len(values), median(values))
                      for (target, setup), metrics in sorted(samples.items())
@@ -334,7 +412,7 @@ def qualify(baseline_records: Iterable[Record], candidate_records: Iterable[Reco
     renamed = tuple(p for p in pairs if p[1] != p[2])
     return Qualification(comparisons=tuple(comparisons), only_in_baseline=unmatched(base, used_base),
                          only_in_candidate=unmatched(cand, used_cand), setup_pairs=renamed,
-                         threshold=threshold, alpha=alpha, require_all=require_all)
+                         threshold=threshold, alpha=alpha, allow_missing=allow_missing, broken=broken)
 
 
 # --- outputs ---------------------------------------------------------------------------------
@@ -368,6 +446,10 @@ def csv_text(q: Qualification) -> str:
                              f"{side}_median": repr(u.median),
                              "direction": _DIRECTION_WORD[direction(u.key.metric, u.key.unit)],
                              "verdict": f"only in {side}"})
+    for b in q.broken:
+        writer.writerow({**_key_row(b.key), "candidate_setup": b.setup, "candidate_n": b.n,
+                         "direction": _DIRECTION_WORD[direction(b.key.metric, b.key.unit)],
+                         "verdict": "failed" if b.key.metric == FAILED_METRIC else f"broken: {b.reason}"})
     return buf.getvalue()
 
 
@@ -377,7 +459,8 @@ def _key_row(key: MetricKey) -> dict[str, str]:
 
 def junit_cases(q: Qualification) -> list[Case]:
     """One test case per compared metric (a regression is a failure), plus one per metric missing
-    from the candidate: skipped, or a failure when the qualification requires all."""
+    from the candidate (a failure, or skipped with ``allow_missing``), plus a failure per failed
+    benchmark or broken metric of the candidate."""
     cases = []
     for c in q.comparisons:
         name = f"{c.key.label()} {c.setup}"
@@ -387,8 +470,11 @@ def junit_cases(q: Qualification) -> list[Case]:
                           message=text if kind == "failure" else "", output=text))
     for u in q.only_in_baseline:
         cases.append(Case(f"{u.key.label()} {u.setup}", f"farm.qualify.{u.key.suite}", 0.0,
-                          "failure" if q.require_all else "skipped",
+                          "skipped" if q.allow_missing else "failure",
                           message=f"{u.key.metric}: in the baseline (n={u.n}) but not measured by the candidate"))
+    for b in q.broken:
+        cases.append(Case(f"{b.key.label()} {b.setup}", f"farm.qualify.{b.key.suite}", 0.0, "failure",
+                          message=b.explain()))
     return cases
 
 
@@ -407,6 +493,9 @@ def markdown(q: Qualification, *, baseline_label: str = "baseline", candidate_la
     if q.setup_pairs:
         lines += ["Setups compared under different names: " + "; ".join(
             f"{_md(t)}: {_md(b)} (baseline) with {_md(c)} (candidate)" for t, b, c in q.setup_pairs), ""]
+    if q.broken:
+        lines += ["## Not measured, impossible or failed in the candidate", ""]
+        lines += [f"- **{_md(b.key.label())}** ({_md(b.setup)}): {_md(b.explain())}" for b in q.broken] + [""]
     for title, items in (("Regressions", q.regressions), ("Improvements", q.improvements)):
         if items:
             lines += [f"## {title}", ""] + [f"- **{_md(c.key.label())}** ({_md(c.setup)}): "
@@ -425,7 +514,8 @@ def markdown(q: Qualification, *, baseline_label: str = "baseline", candidate_la
         lines.append("")
     for side, items in (("baseline", q.only_in_baseline), ("candidate", q.only_in_candidate)):
         if items:
-            lines += [f"## Only in the {side} (not compared)", ""]
+            fails = side == "baseline" and not q.allow_missing
+            lines += [f"## Only in the {side} ({'not measured by the candidate: fails' if fails else 'not compared'})", ""]
             lines += [f"- {_md(u.key.label())} ({_md(u.setup)}): median {_md(human(u.median, u.key.unit))}, "
                       f"n={u.n}" for u in items] + [""]
     return "\n".join(lines)

@@ -8,18 +8,61 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import IO, Any, Iterator, Mapping
+from typing import IO, Any, Iterable, Iterator, Mapping
 
 import attrs
+
+from farm.errors import JobError
+from farm.secrets import mask
 
 RECORD_FIELDS = (
     "run_id", "timestamp", "target", "arch", "setup", "image", "suite",
     "benchmark", "params", "repeat", "metric", "value", "unit",
 )
+
+#: the metric of the record a failed benchmark leaves in results.csv (value 1, unit count)
+FAILED_METRIC = "failed"
+
+
+def impossible(value: float) -> str | None:
+    """Why ``value`` cannot be a measurement, or None when it can be one.
+
+    Every quantity farm records (rates, times, RTTs, cycles, ticks, percentages, counts) is a
+    finite number of 0 or more: NaN means nothing was measured, an infinity a division by a zero
+    time, a negative value an overflow or a clock that went backwards. None of them may enter a
+    median or a gate as if it were measured.
+    """
+    if math.isnan(value):
+        return "is NaN (not measured)"
+    if math.isinf(value):
+        return "is infinite"
+    if value < 0:
+        return f"is negative ({value:g})"
+    return None
+
+
+def check_unique(records: Iterable["Record"], what: str) -> None:
+    """Refuse two records of one run for the same target, setup, measurement and repeat.
+
+    Each repeat of a setup measures a metric once, so such a pair can only be two *different*
+    experiments under one name (two setups of one name, written before pipelines refused them, or
+    one benchmark listed twice with the same parameters); pooled, they would give a median of
+    neither. :class:`~farm.errors.JobError` names both."""
+    seen: dict[tuple, Record] = {}
+    for r in records:
+        key = (r.run_id, r.target, r.setup, r.suite, r.benchmark, r.params, r.metric, r.unit, r.repeat)
+        first = seen.setdefault(key, r)
+        if first is not r:
+            raise JobError(
+                f"{what}: run {r.run_id} has two records of {r.suite}.{r.benchmark} {r.metric}"
+                f"{f'[{r.params}]' if r.params else ''} for target {r.target}, setup {r.setup!r}, repeat "
+                f"{r.repeat} ({first.value:g} and {r.value:g} {r.unit}): two setups of one name, or one "
+                "benchmark listed twice with the same parameters; they are not pooled into one median")
 
 
 def format_params(params: Mapping[str, Any]) -> str:
@@ -83,7 +126,8 @@ class Record:
     unit: str
 
     def as_row(self) -> dict[str, Any]:
-        return attrs.asdict(self)
+        """The CSV row; its text fields masked (a secret in a setup name or a parameter)."""
+        return {k: mask(v) if isinstance(v, str) else v for k, v in attrs.asdict(self).items()}
 
     @classmethod
     def from_row(cls, row: Mapping[str, str]) -> "Record":
@@ -137,6 +181,8 @@ def open_atomic(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[An
 
 def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
     """Replace ``path`` with ``text`` in one step (see :func:`open_atomic`): a reader, or a run
-    that dies half way, sees the old file or the new one, never a truncated one."""
+    that dies half way, sees the old file or the new one, never a truncated one. Every file
+    farm writes comes through here, so secrets are masked here (:mod:`farm.secrets`)."""
+    text = mask(text)
     with open_atomic(path) as f:
         f.write(text)

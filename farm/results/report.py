@@ -38,6 +38,7 @@ from farm.errors import JobError, ParseError
 from farm.results.csvout import read_records
 from farm.results.record import Record, write_text_atomic
 from farm.results.stats import Summary, median
+from farm.secrets import mask
 
 PathLike = str | os.PathLike[str]
 
@@ -350,4 +351,4 @@ def regenerate(run_dir: PathLike, *, step_summary: PathLike | None = None) -> Re
 def append_step_summary(path: PathLike, markdown: str) -> None:
     """Append to a GitHub job summary file (several reports in one job each add theirs)."""
     with open(path, "a", encoding="utf-8") as f:
-        f.write(markdown.rstrip("\n") + "\n\n")
+        f.write(mask(markdown.rstrip("\n")) + "\n\n")

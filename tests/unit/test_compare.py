@@ -161,3 +161,15 @@ def test_load_result_dir_errors(tmp_path):
     (tmp_path / "bad" / "results.csv").write_text("not,a,header\n")
     with pytest.raises(ParseError, match="line 1"):
         load_result_dir(tmp_path / "bad")
+
+
+def test_two_setups_of_one_name_are_refused_not_pooled(tmp_path):
+    """A run made before pipelines refused duplicate setup names: a 4-core and a 1-core setup both
+    called 'default' must not become one median."""
+    four = [rec(AES, 940e6, target="board", repeat=r) for r in range(3)]
+    one = [rec(AES, 240e6, target="board", repeat=r) for r in range(3)]
+    mixed = load_result_dir(result_dir(tmp_path, "mixed", four + one))
+    other = load_result_dir(result_dir(tmp_path, "other", [rec(AES, 900e6, target="twin", run_id="r2")]))
+    with pytest.raises(JobError, match="compare: mixed: run r1 has two records of .* setup 'default', "
+                                       "repeat 0 .*two setups of one name"):
+        compare([other, mixed])

@@ -124,3 +124,51 @@ def test_setup_is_required(tmp_path):
         import_isal(path, "")
     with pytest.raises(JobError, match="no records to write"):
         write_import([], tmp_path / "o", path)
+
+
+# --- impossible values: refused naming the file and the line (or JSON field), nothing written ---
+
+def _tweak(tmp_path: Path, name: str, old: str, new: str, count: int = -1) -> Path:
+    text = (DATA / name).read_text()
+    assert old in text
+    path = tmp_path / f"bad-{name}"
+    path.write_text(text.replace(old, new, count))
+    return path
+
+
+IMPOSSIBLE = [
+    ("ipbench", "ipbench-sample.csv", "10000000,9995659,", "10000000,-9995659,",
+     r"line 2: Receive_Throughput is '-9995659': negative, not a measurement"),
+    ("ipbench", "ipbench-sample.csv", ",23.79,87,3.3,", ",23.79,87,inf,", r"line 2: CPU_Utilisation is 'inf'"),
+    ("iperf3", "iperf3-tcp.json", '"bits_per_second":\t22636016881.957283', '"bits_per_second":\t-1',
+     r"iperf3 JSON end.sum_sent.bits_per_second is negative \(-1\): not a measurement"),
+    ("iperf3", "iperf3-tcp.json", '"bits_per_second":\t22636016881.957283', '"bits_per_second":\tNaN',
+     r"iperf3 JSON end.sum_sent.bits_per_second is NaN \(not measured\)"),
+    ("iperf3", "iperf3-two-runs.txt", "0.000 ms  0/4243 (0%)  sender\n", "0.000 ms  0/4243 (0%)  sender\n",
+     None),  # placeholder replaced below (the receiver line)
+    ("openssl", "openssl-sha256-mr.txt", ":125717168.00:", ":-125717168.00:",
+     r"openssl output line 2: sha256 block 16: -125717168.0 bytes/s is negative"),
+    ("openssl", "openssl-sha256-mr.txt", ":125717168.00:", ":inf:", r"openssl output line 2: .* is infinite"),
+    ("vmexit", "vmexit-x86.txt", None, None, r"vmexit output line \d+: .*negative cycles"),
+]
+IMPOSSIBLE[4] = ("iperf3", "iperf3-two-runs.txt", "0.006 ms  0/4243 (0%)  receiver",
+                 "0.006 ms  -5/4243 (-0.12%)  receiver", r"iperf3 output line 18: loss -5/4243 \(-0.12%\) is negative")
+
+
+@pytest.mark.parametrize("kind, name, old, new, expected", IMPOSSIBLE)
+def test_cli_import_refuses_impossible_values(tmp_path, kind, name, old, new, expected):
+    import re
+    import subprocess
+    import sys
+
+    if kind == "vmexit":  # the first result line of the real capture, made negative
+        text = (DATA / name).read_text()
+        first = re.search(r"^([a-z_]+) (\d+)$", text, re.M)
+        old, new = first.group(0), f"{first.group(1)} -{first.group(2)}"
+    path = _tweak(tmp_path, name, old, new)
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, "-m", "farm.cli", "import", kind, str(path), "--setup", "s",
+                           "--out", str(out)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert re.search(re.escape(f"farm: job error: {path}") + ".*" + expected, proc.stderr), proc.stderr
+    assert "Traceback" not in proc.stderr and not out.exists()

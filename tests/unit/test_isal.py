@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from farm.bench import ImpossibleValue
 from farm.bench.isal import parse_perf
 from farm.errors import ParseError
 
@@ -108,7 +109,7 @@ def test_malformed_perf_line_names_the_line(bad):
 
 def test_zero_rate_is_refused():
     line = "pq_gen_cold: runtime =          0 usecs, bandwidth 0 MB in 0.0000 sec = inf MB/s"
-    with pytest.raises(ParseError, match="line 1: .*rate inf is not a positive number"):
+    with pytest.raises(ImpossibleValue, match="line 1: .*rate inf is not a positive number"):
         parse_perf(line)
 
 

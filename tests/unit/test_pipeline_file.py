@@ -186,3 +186,18 @@ def test_bad_setup(tmp_path):
 
 def test_not_found(tmp_path):
     assert _error(tmp_path / "nope.yaml") == f"{tmp_path / 'nope.yaml'}: pipeline file not found"
+
+
+def test_two_setups_of_one_name_are_refused_when_the_file_is_read(tmp_path):
+    """Results are keyed by setup name: a 4-core and a 1-core setup both called 'default' would be
+    pooled into one median by report, compare and qualify."""
+    text = GOOD + "setups:\n  - name: default\n  - {name: default, bootargs: [maxcpus=1]}\n"
+    path = _write(tmp_path, text)
+    assert _error(path) == (f"{path}:12: setups[1].name: 'default' is already the name of setups[0]: results "
+                            "are keyed by setup name, two setups of one name would be pooled into one median")
+    import subprocess
+    import sys
+    proc = subprocess.run([sys.executable, "-m", "farm.cli", "run", str(path), "--out", str(tmp_path / "run")],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "setups[1].name: 'default' is already the name" in proc.stderr
+    assert "Traceback" not in proc.stderr and not (tmp_path / "run").exists()

@@ -197,18 +197,66 @@ def test_key_includes_params_target_and_unit():
     assert len(q.only_in_baseline) == 2 and len(q.only_in_candidate) == 1
 
 
-def test_missing_metric_is_skipped_unless_required(tmp_path):
+def test_missing_metric_fails_unless_allowed(tmp_path):
     base = records(BASE5) + records(BASE5, metric="sent_throughput")
     cand = records(BASE5, run_id="r2")
     q = qualify(base, cand)
-    assert q.passed
+    assert not q.passed and "1 baseline metric not measured by the candidate: network.iperf3 sent_throughput" in q.headline()
+    suite = ET.parse(write_outputs(q, tmp_path / "b")["junit"]).getroot().find("testsuite")
+    assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("2", "1", "0")
+    q = qualify(base, cand, allow_missing=True)
+    assert q.passed and q.only_in_baseline and not q.missing
     paths = write_outputs(q, tmp_path / "a")
     suite = ET.parse(paths["junit"]).getroot().find("testsuite")
     assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("2", "0", "1")
-    q = qualify(base, cand, require_all=True)
-    assert not q.passed and "not measured" in q.headline()
-    suite = ET.parse(write_outputs(q, tmp_path / "b")["junit"]).getroot().find("testsuite")
+
+
+NAN = float("nan")
+
+
+def test_all_nan_candidate_metric_fails_the_gate(tmp_path):
+    base = records(BASE5) + records([50, 51, 52, 50, 51], metric="rtt_median", unit="us")
+    cand = records([NAN] * 5, run_id="r2") + records([50, 51, 52, 50, 51], run_id="r2", metric="rtt_median", unit="us")
+    q = qualify(base, cand)
+    assert not q.passed
+    (b,) = q.broken
+    assert b.key.metric == "received_throughput" and b.reason == "5 of 5 values NaN (not measured)"
+    assert not q.only_in_baseline  # reported once, as broken, not also as missing
+    assert "not measured or impossible: network.iperf3 received_throughput" in q.headline()
+    suite = ET.parse(write_outputs(q, tmp_path / "q")["junit"]).getroot().find("testsuite")
     assert suite.get("failures") == "1"
+    # --allow-missing does not excuse it
+    assert not qualify(base, cand, allow_missing=True).passed
+
+
+@pytest.mark.parametrize("bad, why", [(NAN, "NaN"), (float("inf"), "infinite"), (-5.0, "negative (-5)")])
+def test_one_impossible_candidate_value_fails_the_gate(bad, why):
+    q = qualify(records(BASE5), records([*BASE5[:4], bad], run_id="r2"))
+    assert not q.passed
+    (b,) = q.broken
+    assert why in b.reason and "1 of 5" in b.reason
+
+
+def test_failed_candidate_benchmark_fails_the_gate():
+    base = records(BASE5) + records(BASE5, metric="sent_throughput")
+    failed = records([1.0], run_id="r2", metric="failed", unit="count", params="protocol=tcp")
+    cand = records(BASE5, run_id="r2") + failed
+    q = qualify(base, cand, allow_missing=True)
+    assert not q.passed
+    (b,) = q.broken
+    assert b.explain() == "network.iperf3 failed in the candidate (benchmark failed in 1 run)"
+    assert "1 benchmark failed in the candidate: network.iperf3 maaxboard" in q.headline()
+
+
+def test_duplicate_setup_names_are_refused_not_pooled():
+    four = records(BASE5, setup="default")
+    one = records([v / 4 for v in BASE5], setup="default")  # same run, same name: a 1-core setup
+    with pytest.raises(JobError, match=r"candidate: run r1 has two records of network.iperf3 "
+                                       r"received_throughput\[protocol=tcp\] for target maaxboard, "
+                                       r"setup 'default', repeat 0 .*two setups of one name"):
+        qualify(records(BASE5, run_id="r0"), four + one)
+    with pytest.raises(JobError, match="baseline: run r1 has two records"):
+        qualify(four + one, records(BASE5, run_id="r2"))
 
 
 def test_outputs(tmp_path):
@@ -274,6 +322,38 @@ def test_cli_qualify_bad_input(tmp_path, store, capsys):
     assert main(["qualify", "--baseline", str(base), "--candidate", str(other),
                  "--out", str(tmp_path / "q")]) == EXIT_JOB_ERROR
     assert "nothing to qualify" in capsys.readouterr().err
+
+
+def test_cli_qualify_fails_a_broken_candidate(tmp_path, store):
+    """The real command, as CI runs it: an all-NaN throughput, a failed benchmark and a missing
+    metric each give exit 1 naming the metric; --allow-missing excuses only the missing one."""
+    import subprocess
+    import sys
+
+    base = run_dir(tmp_path / "base", records(BASE5) + records([50, 51, 52, 50, 51], metric="rtt_median", unit="us"))
+    rtt = records([50, 51, 52, 50, 51], run_id="r2", metric="rtt_median", unit="us")
+
+    def farm(*args):
+        return subprocess.run([sys.executable, "-m", "farm.cli", "qualify", "--baseline", str(base), *args],
+                              capture_output=True, text=True, timeout=120)
+
+    nan = run_dir(tmp_path / "nan", records([NAN] * 5, run_id="r2") + rtt)
+    proc = farm("--candidate", str(nan), "--out", str(tmp_path / "q1"))
+    assert proc.returncode == EXIT_TEST_FAILURE, proc.stderr
+    assert "BROKEN network.iperf3 received_throughput[protocol=tcp] maaxboard (default): received_throughput: " \
+           "5 of 5 values NaN (not measured)" in proc.stderr
+    assert "farm: qualify FAILED" in proc.stderr and "Traceback" not in proc.stderr
+    failed = run_dir(tmp_path / "failed", rtt + records([1.0], run_id="r2", metric="failed", unit="count"))
+    proc = farm("--candidate", str(failed), "--out", str(tmp_path / "q2"), "--allow-missing")
+    assert proc.returncode == EXIT_TEST_FAILURE and "network.iperf3 failed in the candidate" in proc.stderr
+    missing = run_dir(tmp_path / "missing", rtt)
+    proc = farm("--candidate", str(missing), "--out", str(tmp_path / "q3"))
+    assert proc.returncode == EXIT_TEST_FAILURE
+    assert "MISSING network.iperf3 received_throughput[protocol=tcp] maaxboard (default)" in proc.stderr
+    assert farm("--candidate", str(missing), "--out", str(tmp_path / "q4"), "--allow-missing").returncode == EXIT_OK
+    assert farm("--candidate", str(missing), "--out", str(tmp_path / "q5"), "--require-all").returncode == EXIT_TEST_FAILURE
+    proc = farm("--candidate", str(missing), "--out", str(tmp_path / "q6"), "--require-all", "--allow-missing")
+    assert proc.returncode == EXIT_JOB_ERROR and "contradict" in proc.stderr
 
 
 def test_cli_baselines_save_list_and_qualify_by_name(tmp_path, store, capsys, monkeypatch):

@@ -48,7 +48,7 @@ def boot_raising(exc: Exception):
 def booting(*args, **kwargs):
     @contextlib.contextmanager
     def boot_target(*a, **k):
-        yield types.SimpleNamespace(shell=None, boot_seconds=1.0, failed_attempts=[], name="maaxboard-twin")
+        yield types.SimpleNamespace(shell=None, boot_seconds=1.0, failed_attempts=[], retyped=[], name="maaxboard-twin")
 
     return boot_target
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from farm.bench import ImpossibleValue
 from farm.bench.vmexit import parse_vmexit, read_vmexit
 from farm.errors import ParseError
 
@@ -71,10 +72,10 @@ def test_stray_interrupt_counts_before_a_result_are_a_warning():
     assert out.warnings[1].startswith("vmexit output line 136: self_ipi_tpr: 1982 digits before the result")
 
 
-def test_negative_value_is_kept_with_a_warning():
-    out = read_vmexit("cpuid 3374\nvmcall -12\n")
-    assert [m.value for m in out.measurements] == [3374.0, -12.0]
-    assert out.warnings == ["vmexit output line 2: 'vmcall -12': negative cycles"]
+def test_negative_value_is_refused_naming_the_line():
+    # an overflowed TSC delta is not a cost: a median or a gate must never count it
+    with pytest.raises(ImpossibleValue, match=r"vmexit output line 2: 'vmcall -12': negative cycles"):
+        read_vmexit("cpuid 3374\nvmcall -12\n")
 
 
 def test_harness_noise_is_ignored():
