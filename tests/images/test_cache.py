@@ -261,20 +261,31 @@ def test_concurrent_first_builds_on_an_empty_cache_all_succeed(tmp_path, maaxboa
     assert leftovers == []
 
 
-def test_sigkilled_build_leaves_a_dir_the_next_build_removes(tiny):
-    recipe, cache = tiny
-    shutil.rmtree(cache / "images")  # the packages stay extracted: the build is quick to reach .build-*
+def _kill_inside_build_dir(recipe: Path, cache: Path) -> list[Path]:
+    """Start a build, SIGKILL it once its .build-* directory exists; the directories seen (none if the
+    build finished first)."""
+    shutil.rmtree(cache / "images", ignore_errors=True)  # packages stay extracted: .build-* comes quickly
     env = {**os.environ, "FARM_CACHE": str(cache)}
     proc = subprocess.Popen([sys.executable, "-m", "farm.cli", "build", str(recipe)], cwd=ROOT, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
-    build_dirs: list[Path] = []
-    while not build_dirs and proc.poll() is None and time.monotonic() < deadline:
-        build_dirs = [p for p in (cache / "images").glob(".build-*") if p.is_dir()] if (cache / "images").is_dir() else []
+    seen: list[Path] = []
+    while not seen and proc.poll() is None and time.monotonic() < deadline:
+        if (cache / "images").is_dir():
+            seen = [p for p in (cache / "images").glob(".build-*") if p.is_dir()]
         time.sleep(0.005)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    assert build_dirs, "the build finished before its .build-* directory was seen"
+    return seen
+
+
+def test_sigkilled_build_leaves_a_dir_the_next_build_removes(tiny):
+    recipe, cache = tiny
+    for _attempt in range(3):  # the window is a fraction of a second: a loaded machine may miss it
+        build_dirs = _kill_inside_build_dir(recipe, cache)
+        if build_dirs:
+            break
+    assert build_dirs, "the build finished before its .build-* directory was seen, three times"
     assert build_dirs[0].is_dir()  # left behind by the killed build
     again = _farm_build(recipe, cache)
     assert again.returncode == 0, again.stderr
