@@ -22,8 +22,10 @@ def cmd_build(args: argparse.Namespace) -> int:
 def register(sub) -> None:
     p = sub.add_parser("build", help="build a kernel + initrd image from a recipe",
                        description="Build the image of RECIPE (Debian kernel, initrd from Debian packages, "
-                       "kernel modules) reproducibly, served from the cache when unchanged. Prints the image "
-                       "directory (artifacts + manifest.json) on the last line of stdout.")
+                       "kernel modules) reproducibly, served from the cache ($FARM_CACHE, default ~/.cache/farm) when "
+                       "unchanged and its files still match their sha256 (a damaged image is rebuilt). Prints "
+                       "the image directory (artifacts + manifest.json) on the last line of stdout.")
     p.add_argument("recipe", help="image recipe, e.g. images/maaxboard-bench.yaml")
-    p.add_argument("--out", metavar="DIR", help="also place the image files in DIR (and print DIR)")
+    p.add_argument("--out", metavar="DIR", help="also copy the image files into DIR, which must be outside "
+                   "farm's cache (and print DIR)")
     p.set_defaults(func=cmd_build)

@@ -12,17 +12,17 @@ import hashlib
 import json
 import os
 import posixpath
+import re
 import shutil
 import stat
 import subprocess
-import tempfile
 from importlib import resources
 from pathlib import Path
 
 import attrs
 
 from ..errors import JobError
-from . import debian
+from . import cachefs, debian
 from .cpio import Entry, write_newc
 from .elf import elf_deps, is_elf
 from .modules import load_order, parse_modules_dep
@@ -35,6 +35,12 @@ KERNEL_NAMES = {"arm64": "Image", "amd64": "bzImage"}
 INITRD_NAME = "initrd.cpio.gz"
 BASE_DIRS = ("bin", "dev", "etc", "etc/farm", "lib", "proc", "root", "run", "sbin", "sys", "tmp",
              "usr", "usr/bin", "usr/sbin", "var")
+
+
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+VERIFIED = ".verified.json"  # in a cached image: the stat fingerprints of its artifacts when last hashed
+BUILD_PREFIX = ".build-"  # private build directories under images/
 
 
 def default_cache() -> Path:
@@ -76,13 +82,36 @@ def load_image(path: str | Path) -> Image:
         raise JobError(f"{manifest_path}: not an image directory (no manifest.json; make one with `farm build`)") from None
     except json.JSONDecodeError as exc:
         raise JobError(f"{manifest_path}:{exc.lineno}: invalid JSON: {exc.msg}") from None
-    for key in ("kernel", "initrd", "name", "arch", "artifacts"):
-        if key not in manifest:
-            raise JobError(f"{manifest_path}: missing field '{key}'")
+    problem = manifest_problem(manifest)
+    if problem:
+        raise JobError(f"{manifest_path}: {problem}")
     for name in (manifest["kernel"], manifest["initrd"]):
         if not (path / name).is_file():
             raise JobError(f"{path / name}: artifact listed in manifest.json is missing")
     return Image(path, manifest)
+
+
+def manifest_problem(manifest: object) -> str | None:
+    """What is wrong with a manifest's shape (None when nothing): its names become paths, so they must be
+    plain file names, and each artifact must have its size and sha256."""
+    if not isinstance(manifest, dict):
+        return "not a JSON object"
+    for key in ("kernel", "initrd", "name", "arch", "artifacts"):
+        if key not in manifest:
+            return f"missing field '{key}'"
+    artifacts = manifest["artifacts"]
+    if not isinstance(artifacts, dict):
+        return "field 'artifacts' is not a mapping"
+    for name, info in artifacts.items():
+        if not _PLAIN_NAME.fullmatch(name):
+            return f"artifacts: {name!r} is not a plain file name"
+        if not (isinstance(info, dict) and isinstance(info.get("size"), int)
+                and isinstance(info.get("sha256"), str) and _SHA256.fullmatch(info["sha256"])):
+            return f"artifacts.{name}: expected size and sha256"
+    for key in ("kernel", "initrd"):
+        if manifest[key] not in artifacts:
+            return f"field '{key}': {manifest[key]!r} is not one of the artifacts"
+    return None
 
 
 def _support_file(name: str) -> bytes:
@@ -103,10 +132,16 @@ def resolve_recipe(recipe: Recipe, cache: Path) -> Resolution:
     """Exact package versions for the recipe, cached per state of apt's package lists."""
     key = _hash_json([recipe.canonical(), debian.apt_lists_fingerprint(recipe.arch)])
     cached = cache / "resolved" / f"{key}.json"
-    if cached.exists():
+    try:
         data = json.loads(cached.read_text())
         return Resolution(debian.package_from_json(data["kernel"]),
                           tuple(debian.package_from_json(p) for p in data["packages"]))
+    except FileNotFoundError:
+        pass
+    except (OSError, ValueError, KeyError, TypeError) as exc:  # ValueError: bad JSON, bad UTF-8, bad package
+        cachefs.say(f"{cached}: corrupt cache file ({type(exc).__name__}: {str(exc)[:120]}), "
+                    "discarded; resolving the recipe again")
+        cached.unlink(missing_ok=True)
     hint = (f"not found for {recipe.arch} (does apt know this architecture? "
             f"`dpkg --add-architecture {recipe.arch} && apt-get update`, which `make setup` runs)")
     try:
@@ -119,11 +154,8 @@ def resolve_recipe(recipe: Recipe, cache: Path) -> Resolution:
         where = "programs" if missing[0] in program_packages and missing[0] not in recipe.packages else "initrd.packages"
         raise recipe.error(where, f"Debian package '{missing[0]}' {hint}")
     resolution = Resolution(kernel, tuple(packages[n] for n in sorted(packages)))
-    cached.parent.mkdir(parents=True, exist_ok=True)
-    tmp = cached.with_suffix(".tmp")
-    tmp.write_text(debian.dumps({"kernel": debian.package_to_json(kernel),
-                                 "packages": [debian.package_to_json(p) for p in resolution.packages]}))
-    os.replace(tmp, cached)
+    cachefs.atomic_write(cached, debian.dumps({"kernel": debian.package_to_json(kernel),
+                                               "packages": [debian.package_to_json(p) for p in resolution.packages]}))
     return resolution
 
 
@@ -139,33 +171,144 @@ def image_key(recipe: Recipe, resolution: Resolution) -> str:
 
 
 def build(recipe_path: str | Path, out: str | Path | None = None, cache: Path | None = None) -> Image:
-    """Build (or fetch from the cache) the image of a recipe; with ``out``, also place it there."""
+    """Build (or fetch from the cache) the image of a recipe; with ``out``, also copy it there.
+
+    A cached image is served only once its artifacts are checked against its manifest (size and sha256,
+    rehashed only when a file's stat fingerprint changed); a damaged one is rebuilt, and says so. Builds of
+    one image wait for each other (a lock per image, and per package extraction), so concurrent first
+    builds on an empty cache both succeed.
+    """
     recipe = load_recipe(recipe_path)
     cache = cache or default_cache()
+    if out is not None and cachefs.is_inside(Path(out), cache):
+        raise JobError(f"--out {out}: is inside farm's cache {cache}, whose images are served to every later "
+                       "build; choose a directory outside it (the printed image directory can be used as it is)")
+    pkgs = debian.PackageCache(cache)
+    _clean_abandoned(cache, pkgs)
     resolution = resolve_recipe(recipe, cache)
     key = image_key(recipe, resolution)
     image_dir = cache / "images" / f"{recipe.name}-{key[:16]}"
-    cached = (image_dir / "manifest.json").exists()
-    if not cached:
-        _build_into(recipe, resolution, key, image_dir, debian.PackageCache(cache))
-    image = attrs.evolve(load_image(image_dir), cached=cached)
-    if out is not None:
-        image = attrs.evolve(export(image, Path(out)), cached=cached)
+    with cachefs.locked(image_dir.with_name(f".{image_dir.name}.lock")):
+        problem = verify_cached(image_dir, key)
+        if problem is not None:
+            if image_dir.exists() or image_dir.is_symlink():
+                cachefs.say(f"cached image {image_dir} is damaged ({problem}): rebuilding it")
+            _build_into(recipe, resolution, key, image_dir, pkgs)
+        image = attrs.evolve(load_image(image_dir), cached=problem is None)
+        if out is not None:
+            image = attrs.evolve(export(image, Path(out)), cached=image.cached)
     return image
 
 
-def export(image: Image, out: Path) -> Image:
-    """Place the image's files in ``out`` (hard links where possible: images are immutable)."""
-    out.mkdir(parents=True, exist_ok=True)
-    for name in [*image.manifest["artifacts"], "manifest.json"]:
-        src, dst = image.path / name, out / name
-        if dst.exists():
-            dst.unlink()
+def _clean_abandoned(cache: Path, pkgs: debian.PackageCache) -> None:
+    for prefix in (BUILD_PREFIX, cachefs.TRASH_PREFIX):
+        for path in cachefs.clean_abandoned(cache / "images", prefix):
+            cachefs.say(f"removed {path}, left by a build that was killed")
+    pkgs.clean_abandoned()
+
+
+def verify_cached(image_dir: Path, key: str) -> str | None:
+    """Why the cached image in ``image_dir`` must not be served (``"missing"`` when there is none), or None.
+
+    Every artifact is compared with the manifest: size always, sha256 when the file's stat fingerprint
+    differs from the one recorded when it was last hashed (so a served image costs a few stat calls)."""
+    if image_dir.is_symlink() or not image_dir.is_dir():
+        return "missing" if not image_dir.is_symlink() else "a symlink, not a directory"
+    try:
+        manifest = json.loads((image_dir / "manifest.json").read_text())
+    except FileNotFoundError:
+        return "no manifest.json"
+    except (OSError, ValueError) as exc:
+        return f"manifest.json unreadable: {type(exc).__name__}"
+    problem = manifest_problem(manifest)
+    if problem:
+        return f"manifest.json: {problem}"
+    if manifest.get("key") != key:
+        return "manifest.json is of another build"
+    record_path = image_dir / VERIFIED
+    record = _read_record(record_path)
+    fresh: dict[str, list[int]] = {}
+    for name, info in sorted(manifest["artifacts"].items()):
+        path = image_dir / name
         try:
-            os.link(src, dst)
-        except OSError:
-            shutil.copyfile(src, dst)
+            if path.is_symlink() or not path.is_file():
+                return f"{name} is not a regular file"
+            fingerprint = cachefs.stat_fingerprint(path)
+        except OSError as exc:
+            return f"{name}: {exc.strerror}"
+        if fingerprint[0] != info["size"]:
+            return f"{name} has {fingerprint[0]} bytes, the manifest says {info['size']}"
+        if record.get(name) != fingerprint:
+            if debian.sha256_file(path) != info["sha256"]:
+                return f"{name} does not match its sha256 in the manifest"
+        fresh[name] = fingerprint
+    if fresh != record:
+        _write_record(record_path, fresh)
+    return None
+
+
+def _read_record(path: Path) -> dict[str, list[int]]:
+    try:
+        record = json.loads(path.read_text())
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:
+        record = exc
+    if not (isinstance(record, dict) and all(isinstance(v, list) for v in record.values())):
+        cachefs.say(f"{path}: corrupt cache file, discarded; the image's artifacts are hashed again")
+        return {}
+    return record
+
+
+def _write_record(path: Path, record: dict[str, list[int]]) -> None:
+    try:
+        cachefs.atomic_write(path, json.dumps(record, sort_keys=True) + "\n")
+    except OSError:  # a read-only cache still serves; it only hashes again next time
+        pass
+
+
+def export(image: Image, out: Path) -> Image:
+    """Copy the image's files into ``out`` (reflinked where the file system can): never hard links, so
+    an exported file edited later cannot change the cache. Each file is replaced by a rename, so a file
+    already there (even a hard link into the cache from an older farm) is never written through."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        for name in [*image.manifest["artifacts"], "manifest.json"]:
+            _copy_replacing(image.path / name, out / name)
+    except OSError as exc:
+        raise JobError(f"--out {out}: cannot write the image there: {exc.strerror or exc}") from None
     return load_image(out)
+
+
+def _copy_replacing(src: Path, dst: Path) -> None:
+    tmp = dst.with_name(f".{dst.name}.{os.urandom(6).hex()}.tmp")
+    with open(src, "rb") as fsrc:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+        try:
+            with os.fdopen(fd, "wb") as fdst:
+                _copy_data(fsrc, fdst)
+            os.replace(tmp, dst)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+
+
+def _copy_data(fsrc, fdst) -> None:
+    """copy_file_range: the kernel copies (or shares extents on btrfs/XFS); plain reads where it cannot."""
+    size = os.fstat(fsrc.fileno()).st_size
+    copied = 0
+    try:
+        while copied < size:
+            n = os.copy_file_range(fsrc.fileno(), fdst.fileno(), size - copied)
+            if n == 0:
+                break
+            copied += n
+    except OSError:  # EXDEV on older kernels, ENOSYS, a file system without it
+        pass
+    if copied < size:
+        fsrc.seek(copied)
+        fdst.seek(copied)
+        shutil.copyfileobj(fsrc, fdst, 1 << 20)
 
 
 class _Tree:
@@ -292,8 +435,7 @@ def _build_into(recipe: Recipe, resolution: Resolution, key: str, image_dir: Pat
         entries.setdefault("/" + d, Entry.directory(d))
 
     cpio = write_newc(entries.values())
-    tmp = Path(tempfile.mkdtemp(prefix=".build-", dir=image_dir.parent if image_dir.parent.exists() else _mk(image_dir.parent)))
-    try:
+    with cachefs.private_dir(image_dir.parent, BUILD_PREFIX) as tmp:
         kernel_name = KERNEL_NAMES[recipe.arch]
         if recipe.kernel_compress == "gzip":
             kernel_name += ".gz"
@@ -319,15 +461,7 @@ def _build_into(recipe: Recipe, resolution: Resolution, key: str, image_dir: Pat
             "initrd_files": len(entries),
         }
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
-        if image_dir.exists():  # a concurrent build of the same key won: same bytes
-            shutil.rmtree(tmp)
-        else:
-            os.replace(tmp, image_dir)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-
-
-def _mk(path: Path) -> Path:
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+        _write_record(tmp / VERIFIED, {name: cachefs.stat_fingerprint(tmp / name) for name in artifacts})
+        if image_dir.exists() or image_dir.is_symlink():  # damaged (the caller holds the image's lock)
+            cachefs.discard(image_dir)
+        os.replace(tmp, image_dir)

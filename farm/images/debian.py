@@ -11,18 +11,19 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 from typing import Iterable, Sequence
 
 import attrs
 
 from ..errors import JobError
+from . import cachefs
 
 APT_LISTS = Path("/var/lib/apt/lists")
 APT_CONFIG = (Path("/etc/apt/sources.list"), Path("/etc/apt/sources.list.d"), Path("/var/lib/dpkg/arch"))
+EXTRACT_PREFIX = ".extract-"  # private extraction dirs under pkgs/ (cleaned when abandoned)
+DOWNLOAD_PREFIX = ".download-"  # private download dirs under debs/
 
 
 @attrs.frozen
@@ -159,34 +160,50 @@ class PackageCache:
 
     root: Path
 
+    def clean_abandoned(self) -> None:
+        """Remove what builds killed mid-way left: private download, extraction and trash directories."""
+        for parent, prefix in ((self.root / "debs", DOWNLOAD_PREFIX), (self.root / "pkgs", EXTRACT_PREFIX),
+                               (self.root / "pkgs", cachefs.TRASH_PREFIX)):
+            for path in cachefs.clean_abandoned(parent, prefix):
+                cachefs.say(f"removed {path}, left by a build that was killed")
+
     def deb_path(self, pkg: Package) -> Path:
         return self.root / "debs" / f"{pkg.key}.deb"
 
     def tree(self, pkg: Package) -> Path:
-        """The package's files, extracted once; returns the directory."""
-        tree = self.root / "pkgs" / pkg.key
+        """The package's files, extracted once; returns the directory.
+
+        Extraction holds the package's lock and goes into a private directory renamed into place when
+        complete, so concurrent builds wait for one another and never see (or remove) a half tree.
+        """
+        pkgs = self.root / "pkgs"
+        tree = pkgs / pkg.key
         if (tree / ".farm-complete").exists():
             return tree
-        deb = self.download(pkg)
-        (self.root / "pkgs").mkdir(parents=True, exist_ok=True)  # the .debs may be there without it
-        tmp = Path(tempfile.mkdtemp(prefix=f".{pkg.key}.", dir=self.root / "pkgs"))
-        proc = subprocess.run(["dpkg-deb", "-x", str(deb), str(tmp)], capture_output=True, text=True)
-        if proc.returncode != 0:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise JobError(f"cannot extract {deb}: {proc.stderr.strip()}")
-        (tmp / ".farm-complete").write_text(pkg.sha256 + "\n")
-        shutil.rmtree(tree, ignore_errors=True)
-        os.replace(tmp, tree)
+        with cachefs.locked(pkgs / f".{pkg.key}.lock"):
+            if (tree / ".farm-complete").exists():  # another build extracted it while we waited
+                return tree
+            deb = self.download(pkg)
+            with cachefs.private_dir(pkgs, EXTRACT_PREFIX) as tmp:
+                proc = subprocess.run(["dpkg-deb", "-x", str(deb), str(tmp)], capture_output=True, text=True)
+                if proc.returncode != 0:
+                    raise JobError(f"cannot extract {deb}: {proc.stderr.strip()}")
+                (tmp / ".farm-complete").write_text(pkg.sha256 + "\n")
+                if tree.exists() or tree.is_symlink():  # a half tree left by an older farm
+                    cachefs.discard(tree)
+                os.replace(tmp, tree)
         return tree
 
     def download(self, pkg: Package) -> Path:
         deb = self.deb_path(pkg)
-        if deb.exists() and (not pkg.sha256 or sha256_file(deb) == pkg.sha256):
-            return deb
+        if deb.exists():
+            if not pkg.sha256 or sha256_file(deb) == pkg.sha256:
+                return deb
+            cachefs.say(f"{deb}: does not match the archive's sha256, downloading it again")
         deb.parent.mkdir(parents=True, exist_ok=True)
         (self.root / "pkgs").mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=deb.parent) as tmp:
-            os.chmod(tmp, 0o755)
+        with cachefs.private_dir(deb.parent, DOWNLOAD_PREFIX) as tmp:
+            os.chmod(tmp, 0o755)  # apt-get download drops privileges to _apt, which must write here
             proc = subprocess.run(["apt-get", "download", "-q", f"{pkg.name}:{pkg.arch}={pkg.version}"],
                                   cwd=tmp, capture_output=True, text=True)
             debs = list(Path(tmp).glob("*.deb"))
@@ -211,8 +228,23 @@ def package_to_json(pkg: Package) -> dict:
     return attrs.asdict(pkg, value_serializer=lambda _i, _a, v: list(v) if isinstance(v, tuple) else v)
 
 
+_FIELD_PATTERNS = {  # a cached resolution becomes file names (pkg.key) and apt arguments: check it
+    "name": re.compile(r"[a-z0-9][a-z0-9+.-]*"), "version": re.compile(r"[A-Za-z0-9.+~:-]+"),
+    "arch": re.compile(r"[a-z0-9]+"), "sha256": re.compile(r"(?:[0-9a-f]{64})?"),
+}
+
+
 def package_from_json(data: dict) -> Package:
-    return Package(**{**data, "depends": tuple(data.get("depends", ()))})
+    """The inverse of :func:`package_to_json`; ValueError when ``data`` is not one (a corrupt cache file)."""
+    if not isinstance(data, dict) or set(data) - {*_FIELD_PATTERNS, "depends"} or set(_FIELD_PATTERNS) - set(data):
+        raise ValueError(f"not a package: {str(data)[:80]}")
+    for name, pattern in _FIELD_PATTERNS.items():
+        if not isinstance(data[name], str) or not pattern.fullmatch(data[name]):
+            raise ValueError(f"package field {name}: {data[name]!r}")
+    depends = data.get("depends", [])
+    if not isinstance(depends, list) or not all(isinstance(d, str) for d in depends):
+        raise ValueError(f"package field depends: {depends!r}")
+    return Package(**{**data, "depends": tuple(depends)})
 
 
 def dumps(obj: object) -> str:

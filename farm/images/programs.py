@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -54,8 +55,39 @@ class Program:
     libs: tuple[str, ...]  # -l names
 
     def fingerprint(self) -> dict:
-        return {"name": self.name, "source_sha256": hashlib.sha256(self.source.read_bytes()).hexdigest(),
-                "packages": list(self.packages), "libs": list(self.libs), "cflags": list(CFLAGS)}
+        """What the binary depends on, for the image's cache key: the main source *and* every local file
+        it includes (a changed header must rebuild), the packages, libraries and flags."""
+        fp: dict = {"name": self.name, "source_sha256": hashlib.sha256(self.source.read_bytes()).hexdigest(),
+                    "packages": list(self.packages), "libs": list(self.libs), "cflags": list(CFLAGS)}
+        includes = local_includes(self.source)
+        if includes:  # absent when there are none, so the keys of images built before this stay valid
+            fp["includes"] = {os.path.relpath(path, self.source.parent): hashlib.sha256(path.read_bytes()).hexdigest()
+                              for path in includes}
+        return fp
+
+
+_QUOTED_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', re.MULTILINE)
+
+
+def local_includes(source: Path) -> list[Path]:
+    """The local files ``source`` includes with ``#include "..."``, recursively, as the compiler finds them:
+    relative to the including file's directory, then to the main source's. Names found in neither come from
+    the sysroot (the -dev packages, keyed by their versions). Sorted, without ``source`` itself."""
+    roots = (source.parent,)
+    seen: dict[Path, None] = {}
+    queue = [source]
+    while queue:
+        current = queue.pop()
+        for match in _QUOTED_INCLUDE.finditer(current.read_bytes()):
+            name = match.group(1).decode(errors="surrogateescape")
+            for base in (current.parent, *roots):
+                candidate = Path(os.path.normpath(base / name))
+                if candidate.is_file():
+                    if candidate != source and candidate not in seen:
+                        seen[candidate] = None
+                        queue.append(candidate)
+                    break
+    return sorted(seen)
 
 
 def toolchain(arch: str, machine: str | None = None) -> Toolchain:
