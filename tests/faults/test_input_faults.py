@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import time
+from pathlib import Path
+
 import pytest
 
 from farm.boot.session import EnvFile
+from farm.config import load_yaml
 from farm.errors import JobError
 from farm.pipeline import load_pipeline
 
@@ -56,3 +61,63 @@ def test_hostile_recipe_paths_are_refused(tmp_path):
         proc = run_farm("build", str(path), env={"FARM_CACHE": str(tmp_path / "cache")})
         assert proc.returncode == 2, bad
         assert "initrd.files" in proc.stderr and "not a valid absolute file path" in proc.stderr
+
+
+# --- hostile files: bounded size, aliases, nesting; only regular UTF-8 files (issue 17) ---------------------
+
+def _alias_bomb() -> str:
+    text, previous = 'a: &a ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]\n', "a"
+    for name in "bcdefghij":  # 9^10 values once expanded
+        text += f"{name}: &{name} [{', '.join([f'*{previous}'] * 9)}]\n"
+        previous = name
+    return text
+
+
+HOSTILE_YAML = {
+    "alias bomb": (_alias_bomb(), ":7: YAML aliases expand to more than"),
+    "self-referring alias": ("name: &a [*a]\n", ":1: a YAML alias refers to the collection that holds it"),
+    "deep nesting": ("name: " + "[" * 5000 + "]" * 5000 + "\n", ":1: YAML nested deeper than 64 levels"),
+    "not UTF-8": ("name: caf\udce9\n", ":1: pipeline file is not UTF-8 text (byte 0xe9)"),
+    "too large": ("name: x\n" + "# padding\n" * 120_000, ": pipeline file too large"),
+}
+
+
+@pytest.mark.parametrize("case", HOSTILE_YAML)
+def test_hostile_pipeline_files_are_refused_at_once(tmp_path, case):
+    text, message = HOSTILE_YAML[case]
+    path = tmp_path / "p.yaml"
+    path.write_bytes(text.encode("utf-8", "surrogateescape"))
+    t0 = time.monotonic()
+    proc = run_farm("run", str(path), "--out", str(tmp_path / "run"), timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert f"{path}{message}" in proc.stderr
+    assert time.monotonic() - t0 < 15
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("where", ["/dev/zero", "fifo", "dir"])
+def test_build_refuses_what_is_not_a_regular_file(tmp_path, where):
+    if where == "fifo":
+        path = tmp_path / "r.yaml"
+        os.mkfifo(path)  # opening it would block until a writer comes
+    else:
+        path = tmp_path if where == "dir" else Path(where)
+    proc = run_farm("build", str(path), env={"FARM_CACHE": str(tmp_path / "cache")}, timeout=30)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert f"farm: job error: {path}: image recipe is not a regular file" in proc.stderr
+
+
+def test_non_utf8_env_file_names_the_file(tmp_path):
+    path = tmp_path / "env.yaml"
+    path.write_bytes((ROOT / "env" / "qemu-maaxboard.yaml").read_bytes().replace(b"board: maaxboard", b"board: \xff"))
+    proc = run_farm("boot", "--env", str(path), "--image", str(tmp_path))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert f"{path}:" in proc.stderr and "env file is not UTF-8 text (byte 0xff)" in proc.stderr
+
+
+def test_the_repository_files_load_within_the_limits():
+    """farm's own recipes, pipelines and env files (a few with merge keys would be fine too)."""
+    for path in [*ROOT.glob("images/*.yaml"), *ROOT.glob("pipelines/*.yaml"), *ROOT.glob("env/*.yaml")]:
+        if path.name != "gitlab-ci.yml":
+            load_yaml(path)
