@@ -6,6 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..values import name_arg, out_dir_arg
+
 IMPORTERS = ("ipbench", "iperf3", "openssl", "isal", "vmexit")
 
 
@@ -46,7 +48,7 @@ def register(sub) -> None:
                        "benchmark, params, metric and unit; write compare.csv (median and n per input, ratio = "
                        "later / first), compare.md and compare.png. Pairs missing from an input are listed.")
     p.add_argument("dirs", nargs="+", metavar="DIR", help="result directories, the first is the reference")
-    p.add_argument("--out", metavar="DIR", help="output directory (default: LAST_DIR/compare)")
+    p.add_argument("--out", metavar="DIR", type=out_dir_arg, help="output directory (default: LAST_DIR/compare)")
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("import", help="turn a captured tool output into a result directory",
@@ -56,9 +58,10 @@ def register(sub) -> None:
                        "one or more runs), openssl (speed -mr), isal (ISA-L perf lines), vmexit (kvm-unit-tests).")
     p.add_argument("kind", choices=IMPORTERS, metavar="KIND", help=" | ".join(IMPORTERS))
     p.add_argument("file", help="the captured output")
-    p.add_argument("--setup", required=True, help="setup name the records carry (e.g. bare-linux, kvm-guest)")
-    p.add_argument("--target", default="unknown", help="target name the records carry")
-    p.add_argument("--out", required=True, metavar="DIR", help="result directory to write")
+    p.add_argument("--setup", required=True, type=name_arg,
+                   help="setup name the records carry (e.g. bare-linux, kvm-guest): letters, digits and . _ -")
+    p.add_argument("--target", default="unknown", type=name_arg, help="target name the records carry")
+    p.add_argument("--out", required=True, metavar="DIR", type=out_dir_arg, help="result directory to write")
     p.add_argument("--cpu-fraction", action="store_true",
                    help="ipbench: CPU_Utilisation is a 0-1 fraction, not percent")
     p.set_defaults(func=cmd_import)

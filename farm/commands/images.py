@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..values import out_dir_arg
+
 
 def cmd_build(args: argparse.Namespace) -> int:
     from ..images.build import build
@@ -25,5 +27,5 @@ def register(sub) -> None:
                        "kernel modules) reproducibly, served from the cache when unchanged. Prints the image "
                        "directory (artifacts + manifest.json) on the last line of stdout.")
     p.add_argument("recipe", help="image recipe, e.g. images/maaxboard-bench.yaml")
-    p.add_argument("--out", metavar="DIR", help="also place the image files in DIR (and print DIR)")
+    p.add_argument("--out", metavar="DIR", type=out_dir_arg, help="also place the image files in DIR (and print DIR)")
     p.set_defaults(func=cmd_build)

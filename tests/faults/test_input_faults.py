@@ -121,3 +121,137 @@ def test_the_repository_files_load_within_the_limits():
     for path in [*ROOT.glob("images/*.yaml"), *ROOT.glob("pipelines/*.yaml"), *ROOT.glob("env/*.yaml")]:
         if path.name != "gitlab-ci.yml":
             load_yaml(path)
+
+
+# --- names, kernel arguments and bounds: refused when read, before any build or boot (issue 17) -----------
+
+def _pipeline(tmp_path: Path, setups: str = "", bench: str = "iperf3: {protocol: tcp, duration: 3}") -> Path:
+    path = tmp_path / "p.yaml"
+    path.write_text(f"name: t\nimage: {ROOT / 'images' / 'maaxboard-bench.yaml'}\n"
+                    f"targets: [{{env: {ROOT / 'env' / 'qemu-maaxboard.yaml'}}}]\n{setups}"
+                    f"benchmarks:\n  - {bench}\n")
+    return path
+
+
+def _refused_before_the_build(tmp_path: Path, *args: str) -> str:
+    """Run farm with an empty cache: exit 2, no traceback, nothing built, no run directory."""
+    cache = tmp_path / "cache"
+    proc = run_farm(*args, env={"FARM_CACHE": str(cache)}, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not cache.exists() and not (tmp_path / "run").exists()
+    return proc.stderr
+
+
+@pytest.mark.parametrize("name", ["a b", "x/../../t", ".."])
+def test_a_bad_setup_name_is_refused_with_file_line_field_before_the_build(tmp_path, name):
+    path = _pipeline(tmp_path, f"setups:\n  - name: '{name}'\n")
+    err = _refused_before_the_build(tmp_path, "run", str(path), "--out", str(tmp_path / "run"))
+    assert f"farm: job error: {path}:5: setups[0].name: {name!r} is not a valid setup name" in err
+
+
+def test_a_bad_bootarg_is_refused_when_the_argument_is_parsed(tmp_path):
+    err = _refused_before_the_build(tmp_path, "run", str(_pipeline(tmp_path)), "--bootarg", "x; reset",
+                                    "--out", str(tmp_path / "run"))
+    assert "argument --bootarg: 'x; reset' is not an allowed kernel argument" in err
+    proc = run_farm("boot", "--env", "env/qemu-maaxboard.yaml", "--image", str(tmp_path), "--bootarg", "a'b")
+    assert proc.returncode == 2 and "argument --bootarg: \"a'b\" is not an allowed kernel argument" in proc.stderr
+
+
+@pytest.mark.parametrize("bench, message", [
+    ("iperf3: {duration: 1000000000}", ":5: benchmarks[0].iperf3: iperf3 duration 1000000000: expected whole seconds, 1-86400"),
+    ("iperf3: {protocol: udp, length: 100000}", ":5: benchmarks[0].iperf3: iperf3 length 100000: expected 16-65507 bytes for UDP"),
+])
+def test_out_of_bounds_values_are_refused_when_the_pipeline_is_read(tmp_path, bench, message):
+    path = _pipeline(tmp_path, bench=bench)
+    err = _refused_before_the_build(tmp_path, "run", str(path), "--out", str(tmp_path / "run"))
+    assert f"farm: job error: {path}{message}" in err
+
+
+def test_a_hostile_target_name_in_an_env_file_is_refused_with_its_line(tmp_path):
+    env = tmp_path / "env.yaml"
+    env.write_text((ROOT / "env" / "qemu-maaxboard.yaml").read_text().replace("  maaxboard-twin:", "  '../t':"))
+    path = tmp_path / "p.yaml"
+    path.write_text(_pipeline(tmp_path).read_text().replace(str(ROOT / "env" / "qemu-maaxboard.yaml"), str(env)))
+    err = _refused_before_the_build(tmp_path, "run", str(path), "--out", str(tmp_path / "run"))
+    assert f"farm: job error: {env}:9: targets.../t: '../t' is not a valid target name" in err
+
+
+def test_hostile_env_bootargs_are_refused_when_the_env_file_is_read(tmp_path):
+    env = tmp_path / "env.yaml"
+    env.write_text((ROOT / "env" / "qemu-maaxboard.yaml").read_text().replace('bootargs: "quiet"', 'bootargs: "quiet;reset"'))
+    with pytest.raises(JobError, match=r"env.yaml:\d+: targets.maaxboard-twin.drivers.UBootNetbootStrategy.bootargs: "
+                                       r"'quiet;reset' is not an allowed kernel argument"):
+        EnvFile.load(env)
+
+
+@pytest.mark.parametrize("option", ["--target", "--setup"])
+@pytest.mark.parametrize("name", ["x/../../t", "a b", "../t"])
+def test_import_refuses_names_that_would_become_paths(tmp_path, option, name):
+    args = {"--setup": "s", "--target": "t", option: name}
+    proc = run_farm("import", "ipbench", str(ROOT / "tests" / "data" / "ipbench-sample.csv"), "--setup", args["--setup"],
+                    "--target", args["--target"], "--out", str(tmp_path / "imp"))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert f"argument {option}: {name!r} is not a valid name" in proc.stderr
+    assert not (tmp_path / "imp").exists()
+
+
+@pytest.mark.parametrize("command", [
+    ["import", "ipbench", str(ROOT / "tests" / "data" / "ipbench-sample.csv"), "--setup", "s"],
+    ["build", str(ROOT / "images" / "maaxboard-bench.yaml")],
+    ["compare", str(ROOT), str(ROOT)],
+    ["qualify", "--baseline", str(ROOT), "--candidate", str(ROOT)],
+])
+def test_an_unwritable_out_is_refused_at_once(tmp_path, command):
+    (tmp_path / "file").write_text("")
+    for out in (tmp_path / "file" / "x", "/proc/farm-x"):
+        proc = run_farm(*command, "--out", str(out), env={"FARM_CACHE": str(tmp_path / "cache")})
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+        assert f"argument --out: {out}: " in proc.stderr
+    assert not (tmp_path / "cache").exists()
+
+
+def _resume_dir(tmp_path: Path, text: str) -> Path:
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "run.json").write_text(text)
+    return run_dir
+
+
+SMOKE_SHA = __import__("hashlib").sha256((ROOT / "pipelines" / "smoke.yaml").read_bytes()).hexdigest()
+
+
+@pytest.mark.parametrize("text, message", [
+    ("[" * 100_000 + "]" * 100_000, "run.json nested deeper than 64 levels"),
+    ("[]", "run.json must be a JSON object, not list"),
+    ("{\"run_id\": \"r\", \xff}", "run.json is not UTF-8 text"),
+    (f'{{"run_id": "r1", "pipeline_sha256": "{SMOKE_SHA}", "stages": 3}}', "stages: expected a list, got int"),
+    (f'{{"run_id": "r1", "pipeline_sha256": "{SMOKE_SHA}", "stages": [1]}}', "stages[0]: expected a testcase"),
+    (f'{{"run_id": "r1", "pipeline_sha256": "{SMOKE_SHA}", "stages": [{{"name": "b"}}]}}', "stages[0]: expected a testcase"),
+    (f'{{"run_id": "r1", "pipeline_sha256": "{SMOKE_SHA}", "stages": [{{"name": "b", "classname": "c", "seconds": 1, '
+     '"kind": "green"}]}', "stages[0]: expected a testcase"),
+    (f'{{"run_id": "../../x", "pipeline_sha256": "{SMOKE_SHA}"}}', "run_id: '../../x' is not a valid run id"),
+])
+def test_a_malformed_run_json_given_to_resume_is_a_job_error(tmp_path, text, message):
+    run_dir = _resume_dir(tmp_path, "")
+    (run_dir / "run.json").write_bytes(text.encode("utf-8", "surrogateescape") if "\xff" not in text
+                                       else text.encode("latin-1"))
+    before = (run_dir / "run.json").read_bytes()
+    proc = run_farm("run", "pipelines/smoke.yaml", "--resume", str(run_dir), env={"FARM_CACHE": str(tmp_path / "cache")})
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert f"{run_dir / 'run.json'}" in proc.stderr and message in proc.stderr
+    assert (run_dir / "run.json").read_bytes() == before and sorted(p.name for p in run_dir.iterdir()) == ["run.json"]
+    assert not (tmp_path / "cache").exists()
+
+
+def test_baselines_store_that_is_a_file_is_a_job_error(tmp_path):
+    store = tmp_path / "store"
+    store.write_text("")
+    run_dir = tmp_path / "run"
+    assert run_farm("import", "ipbench", str(ROOT / "tests" / "data" / "ipbench-sample.csv"), "--setup", "s",
+                    "--out", str(run_dir)).returncode == 0
+    for args in (["baseline", "list"], ["baseline", "save", str(run_dir), "--name", "v1"],
+                 ["qualify", "--baseline", "v1", "--candidate", str(run_dir), "--out", str(tmp_path / "q")]):
+        proc = run_farm(*args, env={"FARM_BASELINES": str(store)})
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, (args, proc.stderr)
+        assert f"$FARM_BASELINES={store}: the baseline store is not a directory" in proc.stderr
