@@ -144,7 +144,17 @@ def _set_paths(value: Any, path: str) -> None:
 
 
 def read_text(path: str | Path, what: str = "file", limit: int = MAX_FILE_BYTES) -> str:
-    """The UTF-8 text of a regular file of at most ``limit`` bytes, or a :class:`JobError` naming it.
+    """The UTF-8 text of a regular file of at most ``limit`` bytes, or a :class:`JobError` naming it."""
+    data = read_bytes(path, what, limit)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        raise JobError(f"{path}:{line}: {what} is not UTF-8 text (byte {data[exc.start]:#04x})") from None
+
+
+def read_bytes(path: str | Path, what: str = "file", limit: int = MAX_FILE_BYTES) -> bytes:
+    """The bytes of a regular file of at most ``limit`` bytes, or a :class:`JobError` naming it.
 
     Not a device, a FIFO or a directory (``/dev/zero`` would be read forever, a FIFO blocks), and never
     more than ``limit`` bytes read."""
@@ -165,11 +175,7 @@ def read_text(path: str | Path, what: str = "file", limit: int = MAX_FILE_BYTES)
         raise JobError(f"{path}: cannot read {what}: {exc.strerror}") from None
     if len(data) > limit:
         raise JobError(f"{path}: {what} too large (more than {limit} bytes)")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data[:exc.start].count(b"\n") + 1
-        raise JobError(f"{path}:{line}: {what} is not UTF-8 text (byte {data[exc.start]:#04x})") from None
+    return data
 
 
 def load_json(path: str | Path, what: str = "file", limit: int = MAX_FILE_BYTES) -> dict:

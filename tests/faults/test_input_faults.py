@@ -255,3 +255,11 @@ def test_baselines_store_that_is_a_file_is_a_job_error(tmp_path):
         proc = run_farm(*args, env={"FARM_BASELINES": str(store)})
         assert proc.returncode == 2 and "Traceback" not in proc.stderr, (args, proc.stderr)
         assert f"$FARM_BASELINES={store}: the baseline store is not a directory" in proc.stderr
+
+
+@pytest.mark.parametrize("kind", ["ipbench", "iperf3", "openssl"])
+def test_import_of_a_device_is_refused_at_once(tmp_path, kind):
+    proc = run_farm("import", kind, "/dev/zero", "--setup", "s", "--out", str(tmp_path / "imp"), timeout=30)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "/dev/zero: captured output is not a regular file" in proc.stderr
+    assert not (tmp_path / "imp").exists()
