@@ -31,6 +31,16 @@ def name_problem(value: object, what: str = "name") -> str | None:
     return None
 
 
+def path_component(value: str, what: str, source: str) -> str:
+    """``value`` where it becomes part of a file name; a JobError naming ``source`` otherwise
+    (a results.csv edited by hand, or imported before names were checked)."""
+    if (problem := name_problem(value, what)):
+        from .errors import JobError
+
+        raise JobError(f"{source}: {problem}: refusing to make a file name of it")
+    return value
+
+
 def bootarg_problem(value: object) -> str | None:
     """Why ``value`` is not a kernel argument farm passes to a bootloader, or None."""
     if not isinstance(value, str):

@@ -24,6 +24,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from farm.errors import JobError
+from farm.values import path_component
 
 PathLike = str | os.PathLike[str]
 
@@ -131,7 +132,7 @@ def write_run_plots(run_dir: PathLike, records: Sequence[Any]) -> list[Path]:
         by_target.setdefault(sweep.target, {})[label] = sweep.rows
     written = []
     for target, series in by_target.items():
-        path = Path(run_dir) / "plots" / f"sweep-{target}.png"
+        path = Path(run_dir) / "plots" / f"sweep-{path_component(target, 'target name', f'{run_dir}/results.csv')}.png"
         path.parent.mkdir(parents=True, exist_ok=True)
         plot_sweep(series, path, title=f"Network load sweep: {target}")
         written.append(path)

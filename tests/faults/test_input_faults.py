@@ -263,3 +263,15 @@ def test_import_of_a_device_is_refused_at_once(tmp_path, kind):
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "/dev/zero: captured output is not a regular file" in proc.stderr
     assert not (tmp_path / "imp").exists()
+
+
+def test_report_never_makes_a_path_of_a_hand_edited_target_name(tmp_path):
+    run_dir = tmp_path / "run"
+    assert run_farm("import", "ipbench", str(ROOT / "tests" / "data" / "ipbench-sample.csv"), "--setup", "s",
+                    "--target", "t", "--out", str(run_dir)).returncode == 0
+    csv = run_dir / "results.csv"
+    csv.write_text(csv.read_text().replace(",t,", ",x/../../../evil,"))  # plots/sweep-x/../../../evil.png
+    proc = run_farm("report", str(run_dir))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert f"{csv}: 'x/../../../evil' is not a valid target name" in proc.stderr
+    assert not list(tmp_path.rglob("*.png"))
