@@ -31,7 +31,7 @@ from .bench.registry import BENCHMARKS
 from .boot.console_log import ConsoleLog
 from .boot.facts import TargetFacts, pin_frequency_command, read_facts
 from .boot.session import EnvFile, boot_target
-from .config import Node, field, load_yaml, reject_unknown, require, string_list
+from .config import Node, field, load_json, load_yaml, reject_unknown, require, string_list
 from .errors import (EXIT_INFRA_ERROR, EXIT_JOB_ERROR, EXIT_OK, EXIT_TEST_FAILURE, FarmError,
                      InfrastructureError, JobError, TestFailure)
 from .images.build import Image, build
@@ -42,6 +42,14 @@ from .results.junit import Case, write_junit
 from .results.outdir import RUN_HINT, check_run_entries, prepare_out_dir
 from .results.record import Measurement, RunContext, now_iso, to_json, write_text_atomic
 from .secrets import mask
+from .values import bootarg_problem, name_problem, number_problem
+
+#: bounds of a pipeline's own numbers, checked when the file is read
+MAX_REPEATS = 1000
+MAX_BOOT_ATTEMPTS = 20
+MAX_FREQUENCY_HZ = 10e9  # 10 GHz: a CPU frequency beyond that is a typo
+#: a run.json farm wrote holds every stage's output and image manifest: far more than a recipe
+MAX_RUN_JSON_BYTES = 64 << 20
 
 
 @attrs.frozen
@@ -90,11 +98,18 @@ def _relative(node: Node, key: str, value: str) -> Path:
     return path if path.is_absolute() else Path(node.file).parent / path
 
 
+def _name(node: Node, key: str, value: str, what: str) -> str:
+    """A name that becomes part of paths, job ids and TFTP folders (farm.values.NAME)."""
+    if (problem := name_problem(value, what)):
+        raise node.error(key, problem)
+    return value
+
+
 def load_pipeline(path: str | Path) -> Pipeline:
     doc = load_yaml(path, "pipeline file")
     reject_unknown(doc, {"name", "description", "image", "images", "targets", "setups", "benchmarks", "repeats",
                          "cpu_frequency_hz", "boot_attempts"})
-    name = require(doc, "name", str)
+    name = _name(doc, "name", require(doc, "name", str), "pipeline name")
     field(doc, "description", str, "")
     if ("image" in doc) == ("images" in doc):
         raise doc.error(None, "give either 'image' (one recipe) or 'images' (a recipe per architecture)")
@@ -122,13 +137,14 @@ def load_pipeline(path: str | Path) -> Pipeline:
         reject_unknown(item, {"name", "bootargs", "image", "cpu_frequency_khz"})
         setup_image = field(item, "image", str, None)
         khz = field(item, "cpu_frequency_khz", int, None)
-        if khz is not None and khz <= 0:
-            raise item.error("cpu_frequency_khz", "must be a positive number of kHz")
-        setup_name = require(item, "name", str)
+        if khz is not None and (problem := number_problem(khz, 0, MAX_FREQUENCY_HZ / 1e3, whole=True, low_open=True,
+                                                          unit="kHz")):
+            raise item.error("cpu_frequency_khz", problem)
+        setup_name = _name(item, "name", require(item, "name", str), "setup name")
         if (first := next((j for j, s in enumerate(setups) if s.name == setup_name), None)) is not None:
             raise item.error("name", f"{setup_name!r} is already the name of setups[{first}]: results are "
                              "keyed by setup name, two setups of one name would be pooled into one median")
-        setups.append(Setup(setup_name, tuple(string_list(item, "bootargs")),
+        setups.append(Setup(setup_name, tuple(string_list(item, "bootargs", check=bootarg_problem)),
                             _relative(item, "image", setup_image) if setup_image else None, khz))
     benchmarks = []
     for i, item in enumerate(require(doc, "benchmarks", list)):
@@ -152,14 +168,14 @@ def load_pipeline(path: str | Path) -> Pipeline:
             raise item.error(bench_name, str(exc)) from None
         benchmarks.append(Benchmark(bench_name, dict(params)))
     repeats = field(doc, "repeats", int, 1)
-    if repeats < 1:
-        raise doc.error("repeats", "must be at least 1")
+    if not 1 <= repeats <= MAX_REPEATS:
+        raise doc.error("repeats", f"must be 1-{MAX_REPEATS}")
     frequency = field(doc, "cpu_frequency_hz", float, None)
-    if frequency is not None and frequency <= 0:
-        raise doc.error("cpu_frequency_hz", "must be a positive number of Hz")
+    if frequency is not None and (problem := number_problem(frequency, 0, MAX_FREQUENCY_HZ, low_open=True, unit="Hz")):
+        raise doc.error("cpu_frequency_hz", problem)
     boot_attempts = field(doc, "boot_attempts", int, 2)
-    if boot_attempts < 1:
-        raise doc.error("boot_attempts", "must be at least 1 (1: never retry a failed boot)")
+    if not 1 <= boot_attempts <= MAX_BOOT_ATTEMPTS:
+        raise doc.error("boot_attempts", f"must be 1-{MAX_BOOT_ATTEMPTS} (1: never retry a failed boot)")
     return Pipeline(name=name, source=Path(path), images=images, envs=tuple(envs), setups=tuple(setups),
                     benchmarks=tuple(benchmarks), repeats=repeats, cpu_frequency_hz=frequency,
                     boot_attempts=boot_attempts)
@@ -273,10 +289,7 @@ def _resume(run_dir: Path, pipeline: Pipeline, env_files: list[EnvFile]) -> RunD
     and testcases) and not measured again; boots whose benchmarks all passed are not booted again.
     Everything else runs anew; the rows of failed benchmarks are dropped first."""
     check_run_entries(run_dir)
-    try:
-        info = json.loads((run_dir / "run.json").read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise JobError(f"{run_dir}/run.json: cannot resume this run: {exc}") from None
+    info = _resume_info(run_dir)
     if info.get("pipeline_sha256") != _sha256(pipeline.source):
         raise JobError(f"{run_dir}: cannot resume: run with another version of {pipeline.source} "
                        "(its sha256 differs); start a new run")
@@ -292,6 +305,33 @@ def _resume(run_dir: Path, pipeline: Pipeline, env_files: list[EnvFile]) -> RunD
         write_records(run.results_csv, [r for r in read_records(run.results_csv) if r.metric != "failed"])
     run.save()
     return run
+
+
+def _resume_info(run_dir: Path) -> dict[str, Any]:
+    """A run directory's run.json, checked for what resuming reads: its run id and its stages."""
+    if not run_dir.is_dir():
+        raise JobError(f"--resume {run_dir}: not a run directory")
+    path = run_dir / "run.json"
+    try:
+        info = load_json(path, "run.json", limit=MAX_RUN_JSON_BYTES)
+    except JobError as exc:
+        raise JobError(f"{exc} (cannot resume this run)") from None
+    if name_problem(info.get("run_id"), "run id"):
+        raise JobError(f"{path}: cannot resume this run: run_id: {name_problem(info.get('run_id'), 'run id')}")
+    stages = info.get("stages", [])
+    if not isinstance(stages, list):
+        raise JobError(f"{path}: cannot resume this run: stages: expected a list, got {type(stages).__name__}")
+    for i, stage in enumerate(stages):
+        try:
+            case = Case(**stage)
+            ok = all(isinstance(getattr(case, f), str) for f in ("name", "classname", "kind", "message", "output"))
+            ok = ok and isinstance(case.seconds, (int, float)) and not isinstance(case.seconds, bool)
+        except (TypeError, ValueError):  # not a mapping, unknown or missing fields, an unknown kind
+            ok = False
+        if not ok:
+            raise JobError(f"{path}: cannot resume this run: stages[{i}]: expected a testcase (name, classname, "
+                           f"seconds, kind, ...), got {str(stage)[:80]}")
+    return info
 
 
 def _sha256(path: Path) -> str:

@@ -22,6 +22,7 @@ remote_cpu           percent ``end.cpu_utilization_percent.remote_total`` (text:
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any, Mapping
 
@@ -33,6 +34,11 @@ from farm.results.record import Measurement
 
 BENCHMARK = "iperf3"
 PROTOCOLS = ("tcp", "udp")
+#: iperf3 3.12's own limits (it refuses more with its usage text, after a board was booted)
+MAX_DURATION = 86400  # -t, seconds
+MAX_OMIT = 60  # -O, seconds
+MIN_UDP_LENGTH, MAX_UDP_LENGTH = 16, 65507  # -l with -u: 65507 is the largest UDP/IPv4 payload
+MAX_TCP_LENGTH = 1 << 20  # -l over TCP
 
 
 @attrs.frozen
@@ -328,9 +334,9 @@ def client_command(host: str, port: int, *, duration: float, protocol: str = "tc
         raise JobError(f"iperf3 host {host!r}: expected a host name or address")
     if not 0 < port < 65536:
         raise JobError(f"iperf3 port {port}: expected 1-65535")
-    argv = ["iperf3", "-c", host, "-p", str(port), "-J", "-t", _whole_seconds("duration", duration, 1)]
+    argv = ["iperf3", "-c", host, "-p", str(port), "-J", "-t", _whole_seconds("duration", duration, 1, MAX_DURATION)]
     if omit:
-        argv += ["-O", _whole_seconds("omit", omit, 0)]
+        argv += ["-O", _whole_seconds("omit", omit, 0, MAX_OMIT)]
     if protocol == "udp":
         argv.append("-u")
     if bitrate is not None:
@@ -338,17 +344,19 @@ def client_command(host: str, port: int, *, duration: float, protocol: str = "tc
             raise JobError(f"iperf3 bitrate {bitrate!r}: expected e.g. 50M, 1.5G or 100M/10")
         argv += ["-b", bitrate]
     if length is not None:
-        if isinstance(length, bool) or not isinstance(length, int) or length <= 0:
-            raise JobError(f"iperf3 length {length!r}: expected a positive number of bytes")
+        low, high = (MIN_UDP_LENGTH, MAX_UDP_LENGTH) if protocol == "udp" else (1, MAX_TCP_LENGTH)
+        if isinstance(length, bool) or not isinstance(length, int) or not low <= length <= high:
+            raise JobError(f"iperf3 length {length!r}: expected {low}-{high} bytes for {protocol.upper()}"
+                           + (" (the largest UDP/IPv4 payload)" if protocol == "udp" else ""))
         argv += ["-l", str(length)]
     if reverse:
         argv.append("-R")
     return argv
 
 
-def _whole_seconds(name: str, value: float, minimum: int) -> str:
+def _whole_seconds(name: str, value: float, minimum: int, maximum: int) -> str:
     if (isinstance(value, bool) or not isinstance(value, (int, float))
-            or not float(value).is_integer() or value < minimum):
-        raise JobError(f"iperf3 {name} {value!r}: expected whole seconds >= {minimum} "
-                       "(iperf3 truncates fractions)")
+            or not math.isfinite(value) or not float(value).is_integer() or not minimum <= value <= maximum):
+        raise JobError(f"iperf3 {name} {value!r}: expected whole seconds, {minimum}-{maximum} "
+                       "(iperf3 truncates fractions and refuses more)")
     return str(int(value))

@@ -35,8 +35,9 @@ def iperf3_argv(params: Mapping[str, Any], host: str = "127.0.0.1", port: int = 
 
 def check_sweep(params: Mapping[str, Any]) -> None:
     loads = params.get("loads", DEFAULT_LOADS_MBPS)
-    if not loads or any(isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0 for v in loads):
-        raise JobError(f"sweep loads {loads!r}: expected a list of positive Mb/s")
+    if (not loads or len(loads) > MAX_LOADS
+            or any(isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= MAX_LOAD_MBPS for v in loads)):
+        raise JobError(f"sweep loads {loads!r}: expected a list of 1-{MAX_LOADS} rates in Mb/s, 0 < rate <= {MAX_LOAD_MBPS}")
     for load in loads:
         iperf3.client_command("127.0.0.1", IPERF3_PORT, duration=params.get("duration", 5),
                               protocol=params.get("protocol", "udp"), bitrate=f"{float(load):g}M",
@@ -78,6 +79,7 @@ def _host_iperf3(argv: list[str], duration: float) -> str:
 # --- the ipbench-style load sweep ------------------------------------------------------------
 
 DEFAULT_LOADS_MBPS = (10, 20, 50, 100, 200, 300, 400, 500, 600, 700, 800, 900, 1000)
+MAX_LOADS, MAX_LOAD_MBPS = 100, 400_000  # points of a sweep; 400 Gb/s, beyond any NIC of the lab
 SOCKPERF_PORT = rtt.DEFAULT_PORT
 
 

@@ -16,6 +16,8 @@ from farm.results.record import Measurement
 
 BENCHMARK = "openssl-speed"
 _ALGORITHM = re.compile(r"^[a-z0-9-]+$")
+#: farm's bounds: a benchmark of an hour, a process per core of a big machine, a 64 MiB buffer
+MAX_SECONDS, MAX_MULTI, MAX_BLOCK = 3600, 1024, 64 << 20
 _PUBLIC_KEY_RESULT = re.compile(r"^\+F\d+:")  # +F2 rsa, +F3 dsa, +F4 ecdsa, +F5 ecdh, ...
 _CHILD = re.compile(r"^Got: (\S+) from \d+$")
 _TOOL_ERROR = "speed: "  # e.g. "speed: foo is an unknown cipher or digest"
@@ -134,16 +136,16 @@ def speed_command(algorithms: Sequence[str], *, seconds: int, block: int | None,
             raise JobError(f"openssl algorithm {algorithm!r}: expected lowercase letters, digits and '-'")
     if len(set(algorithms)) != len(algorithms):
         raise JobError(f"openssl algorithms {list(algorithms)}: listed twice")
-    options = ["-seconds", str(_positive("seconds", seconds))]
+    options = ["-seconds", str(_positive("seconds", seconds, MAX_SECONDS))]
     if multi is not None:  # N processes at once: the throughput of N cores, summed by openssl
-        options += ["-multi", str(_positive("multi", multi))]
+        options += ["-multi", str(_positive("multi", multi, MAX_MULTI))]
     if block is not None:
-        options += ["-bytes", str(_positive("block", block))]
+        options += ["-bytes", str(_positive("block", block, MAX_BLOCK))]
     return [shlex.join(["openssl", "speed", "-mr", "-elapsed", *options, "-evp", algorithm])
             for algorithm in algorithms]
 
 
-def _positive(name: str, value: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise JobError(f"openssl {name} {value!r}: expected a positive whole number")
+def _positive(name: str, value: int, maximum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= maximum:
+        raise JobError(f"openssl {name} {value!r}: expected a whole number, 1-{maximum}")
     return value

@@ -69,6 +69,8 @@ from farm.results.record import Measurement
 
 TOOL = "sockperf"
 DEFAULT_PORT = 11111  # sockperf's own default
+MAX_DURATION = 86400  # seconds: a day, as iperf3's own limit
+MAX_RATE = 1_000_000  # probe packets/s: a probe, not a load generator
 MIN_SIZE, MAX_SIZE = 14, 65507  # sockperf refuses -m below 14; 65507 is the largest UDP/IPv4 payload
 STARTUP_SECONDS = 3.0  # -t 1 took 3.2 s of wall time here: warm-up, the final 0.1 s wait, reporting
 
@@ -265,13 +267,13 @@ def client_command(host: str, port: int, *, rate_pps: int, size: int, duration: 
     """
     _check_ipv4("host", host)
     _check_port(port)
-    if isinstance(rate_pps, bool) or not isinstance(rate_pps, int) or rate_pps <= 0:
-        raise JobError(f"sockperf rate {rate_pps!r}: expected a positive whole number of packets/s")
+    if isinstance(rate_pps, bool) or not isinstance(rate_pps, int) or not 0 < rate_pps <= MAX_RATE:
+        raise JobError(f"sockperf rate {rate_pps!r}: expected a whole number of packets/s, 1-{MAX_RATE}")
     if isinstance(size, bool) or not isinstance(size, int) or not MIN_SIZE <= size <= MAX_SIZE:
         raise JobError(f"sockperf size {size!r}: expected {MIN_SIZE}-{MAX_SIZE} bytes")
     if (isinstance(duration, bool) or not isinstance(duration, (int, float))
-            or not float(duration).is_integer() or duration < 1):
-        raise JobError(f"sockperf duration {duration!r}: expected whole seconds >= 1 "
+            or not math.isfinite(duration) or not float(duration).is_integer() or not 1 <= duration <= MAX_DURATION):
+        raise JobError(f"sockperf duration {duration!r}: expected whole seconds, 1-{MAX_DURATION} "
                        "(sockperf truncates fractions)")
     argv = [TOOL, "under-load", "-i", host, "-p", str(port), "-t", str(int(duration)),
             "--mps", str(rate_pps), "-m", str(size), "--reply-every", "1", "--full-rtt"]

@@ -22,9 +22,10 @@ from labgrid.driver.exception import ExecutionError
 from labgrid.exceptions import NoConfigFoundError, InvalidConfigError
 from labgrid.strategy.common import StrategyError
 
-from ..config import load_yaml
+from ..config import Node, load_yaml
 from ..errors import FarmError, InfrastructureError, JobError
 from ..images.build import Image, default_cache
+from ..values import bootarg_problem, name_problem, number_problem
 from .console_log import ConsoleLog
 from .staging import current_user, job_folder
 
@@ -63,12 +64,34 @@ class EnvFile:
         elif target not in targets:
             raise doc.error("targets", f"no target '{target}' (have: {', '.join(targets)})")
         body = targets[target] or {}
+        _check_values(targets, target, body)
         options = dict(body.get("options") or {}) if isinstance(body, dict) else {}
         return cls(Path(path), target, options)
 
     @property
     def arch(self) -> str:
         return str(self.options.get("arch", "unknown"))
+
+
+def _check_values(targets: Node, target: str, body: object) -> None:
+    """What farm takes from an env file, checked when it is read (labgrid reads the rest): the target's
+    name (a part of job ids, TFTP folders, file names), ``options.cpu_frequency_hz`` and the kernel
+    arguments of a netboot strategy (typed at U-Boot, written into an iPXE script)."""
+    if (problem := name_problem(target, "target name")):
+        raise targets.error(target, problem)
+    if not isinstance(body, Node):
+        return
+    options = body.get("options")
+    if isinstance(options, Node) and options.get("cpu_frequency_hz") is not None:
+        problem = number_problem(options["cpu_frequency_hz"], 0, 10e9, low_open=True, unit="Hz")
+        if problem:
+            raise options.error("cpu_frequency_hz", problem)
+    drivers = body.get("drivers")
+    for name, driver in (drivers.items() if isinstance(drivers, Node) else ()):
+        if name.endswith("NetbootStrategy") and isinstance(driver, Node) and isinstance(driver.get("bootargs"), str):
+            for arg in driver["bootargs"].split():
+                if (problem := bootarg_problem(arg)):
+                    raise driver.error("bootargs", problem)
 
 
 def open_target(env: EnvFile) -> tuple[Environment, Target]:

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from ..results.outdir import OutDir, prepare_out_dir
+from ..values import name_arg, out_dir_arg
 
 IMPORTERS = ("ipbench", "iperf3", "openssl", "isal", "vmexit")
 COMPARE_FILES = frozenset({"compare.csv", "compare.md", "compare.png"})
@@ -57,7 +58,7 @@ def register(sub) -> None:
                        "benchmark, params, metric and unit; write compare.csv (median and n per input, ratio = "
                        "later / first), compare.md and compare.png. Pairs missing from an input are listed.")
     p.add_argument("dirs", nargs="+", metavar="DIR", help="result directories, the first is the reference")
-    p.add_argument("--out", metavar="DIR", help="output directory (default: LAST_DIR/compare): new, empty or "
+    p.add_argument("--out", metavar="DIR", type=out_dir_arg, help="output directory (default: LAST_DIR/compare): new, empty or "
                    "holding only compare's own files (which are made anew); never a run directory")
     p.add_argument("--force", action="store_true", help="--out DIR holds other files: move them aside to "
                    "DIR.replaced-<time> and start it anew")
@@ -70,9 +71,11 @@ def register(sub) -> None:
                        "one or more runs), openssl (speed -mr), isal (ISA-L perf lines), vmexit (kvm-unit-tests).")
     p.add_argument("kind", choices=IMPORTERS, metavar="KIND", help=" | ".join(IMPORTERS))
     p.add_argument("file", help="the captured output")
-    p.add_argument("--setup", required=True, help="setup name the records carry (e.g. bare-linux, kvm-guest)")
-    p.add_argument("--target", default="unknown", help="target name the records carry")
-    p.add_argument("--out", required=True, metavar="DIR", help="result directory to write: new or empty")
+    p.add_argument("--setup", required=True, type=name_arg,
+                   help="setup name the records carry (e.g. bare-linux, kvm-guest): letters, digits and . _ -")
+    p.add_argument("--target", default="unknown", type=name_arg, help="target name the records carry")
+    p.add_argument("--out", required=True, metavar="DIR", type=out_dir_arg,
+                   help="result directory to write: new or empty")
     p.add_argument("--force", action="store_true", help="--out DIR holds something (an earlier import or run): "
                    "start it anew; its old content is moved aside to DIR.replaced-<time>")
     p.add_argument("--cpu-fraction", action="store_true",

@@ -6,6 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..values import bootarg_arg, name_arg, number_arg, out_dir_arg
+
 
 def cmd_boot(args: argparse.Namespace) -> int:
     from ..boot.console_log import ConsoleLog
@@ -39,12 +41,12 @@ def register(sub) -> None:
                        "With --console you get the serial console until Ctrl-].")
     p.add_argument("--env", required=True, help="labgrid env file, e.g. env/qemu-maaxboard.yaml")
     p.add_argument("--image", required=True, metavar="DIR", help="image directory printed by `farm build`")
-    p.add_argument("--target", help="target name in the env file (default: its only target)")
+    p.add_argument("--target", type=name_arg, help="target name in the env file (default: its only target)")
     p.add_argument("--console", action="store_true", help="attach an interactive console once booted")
-    p.add_argument("--bootarg", action="append", default=[], metavar="ARG",
+    p.add_argument("--bootarg", action="append", default=[], metavar="ARG", type=bootarg_arg,
                    help="extra kernel command-line argument (repeatable), e.g. --bootarg maxcpus=1")
-    p.add_argument("--attempts", type=int, default=2, metavar="N",
+    p.add_argument("--attempts", type=number_arg(1, 20, whole=True), default=2, metavar="N",
                    help="boots to try when the lab fails (no bootloader prompt, TFTP, reset); default 2")
-    p.add_argument("--job", help="job id for the TFTP folder (default: a new run id)")
-    p.add_argument("--log-dir", metavar="DIR", help="where to write the console log (default results/boot-<job>/console)")
+    p.add_argument("--job", type=name_arg, help="job id for the TFTP folder (default: a new run id)")
+    p.add_argument("--log-dir", metavar="DIR", type=out_dir_arg, help="where to write the console log (default results/boot-<job>/console)")
     p.set_defaults(func=cmd_boot)

@@ -6,6 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..values import number_arg, out_dir_arg
+
 DEFAULT_PIPELINE = "pipelines/health.yaml"
 
 
@@ -81,8 +83,8 @@ def register(sub) -> None:
     v.add_argument("place", metavar="PLACE")
     v.add_argument("--pipeline", default=DEFAULT_PIPELINE, help=f"the health pipeline (default {DEFAULT_PIPELINE})")
     v.add_argument("--env", metavar="ENV", help="the place's env file (default env/<board>.yaml)")
-    v.add_argument("--out", metavar="DIR", help="run directory (default results/<run-id>)")
-    v.add_argument("--timeout", type=float, default=3600, metavar="S",
+    v.add_argument("--out", metavar="DIR", type=out_dir_arg, help="run directory (default results/<run-id>)")
+    v.add_argument("--timeout", type=number_arg(0, 7 * 86400, low_open=True, unit="s"), default=3600, metavar="S",
                    help="give up waiting for the place after S seconds (default 3600)")
 
     v = add("set", cmd_set, "tag PLACE healthy (ok) or unhealthy by hand",

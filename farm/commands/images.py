@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..values import out_dir_arg
+
 
 def cmd_build(args: argparse.Namespace) -> int:
     from ..images.build import build
@@ -26,6 +28,6 @@ def register(sub) -> None:
                        "unchanged and its files still match their sha256 (a damaged image is rebuilt). Prints "
                        "the image directory (artifacts + manifest.json) on the last line of stdout.")
     p.add_argument("recipe", help="image recipe, e.g. images/maaxboard-bench.yaml")
-    p.add_argument("--out", metavar="DIR", help="also copy the image files into DIR, which must be outside "
+    p.add_argument("--out", metavar="DIR", type=out_dir_arg, help="also copy the image files into DIR, which must be outside "
                    "farm's cache (and print DIR)")
     p.set_defaults(func=cmd_build)

@@ -8,6 +8,8 @@ import shlex
 import sys
 from datetime import datetime
 
+from ..values import number_arg
+
 
 def _coordinator(args: argparse.Namespace):
     from ..coordinator import Coordinator
@@ -165,8 +167,9 @@ def register(sub) -> None:
             "and `export LG_PLACE=...`; at the deadline the reservation is cancelled and farm exits 3.")
     p.add_argument("tags", nargs="+", metavar="TAG=VAL", help="e.g. board=maaxboard arch=aarch64")
     p.add_argument("--wait", action="store_true", help="wait until a place is allocated")
-    p.add_argument("--timeout", type=float, metavar="S", help="give up after S seconds (implies --wait)")
-    p.add_argument("--prio", type=float, default=0.0, metavar="N", help="priority in the queue (default 0)")
+    p.add_argument("--timeout", type=number_arg(0, 7 * 86400, low_open=True, unit="s"), metavar="S",
+                   help="give up after S seconds (implies --wait)")
+    p.add_argument("--prio", type=number_arg(-1e6, 1e6), default=0.0, metavar="N", help="priority in the queue (default 0)")
     p.add_argument("--any-health", action="store_true",
                    help="also places farm tagged unhealthy (by default the reservation asks for farm_health=ok)")
 

@@ -9,6 +9,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ..errors import EXIT_OK, EXIT_TEST_FAILURE, JobError
+from ..values import out_dir_arg
 
 STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
 #: what farm qualify writes (its junit.xml keeps that name: GitLab's reports:junit and the CI files use it)
@@ -133,7 +134,7 @@ def register(sub) -> None:
     p.add_argument("--threshold", default="5%", help="smallest relative change of the median that counts: "
                    "5%% or 0.05 (default 5%%)")
     p.add_argument("--alpha", default="0.05", help="significance level of the test (default 0.05)")
-    p.add_argument("--out", metavar="DIR", help="output directory (default results/qualify-<time>): new, empty or "
+    p.add_argument("--out", metavar="DIR", type=out_dir_arg, help="output directory (default results/qualify-<time>): new, empty or "
                    "holding only qualify's own files (made anew); never a run directory, whose junit.xml it "
                    "would replace")
     p.add_argument("--force", action="store_true", help="--out DIR holds other files: move them aside to "

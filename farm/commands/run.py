@@ -6,6 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..values import bootarg_arg, number_arg, out_dir_arg
+
 
 def cmd_run(args: argparse.Namespace) -> int:
     from ..pipeline import FarmRequest, run_pipeline
@@ -45,7 +47,7 @@ def register(sub) -> None:
                        "on the last line of stdout; the exit code says how it ended (see farm --help).")
     p.add_argument("pipeline", help="pipeline file, e.g. pipelines/smoke.yaml")
     p.add_argument("--env", action="append", metavar="ENV", help="run on this env file instead of the pipeline's targets (repeatable)")
-    p.add_argument("--out", metavar="DIR", help="run directory (default results/<run-id>): new or empty; "
+    p.add_argument("--out", metavar="DIR", type=out_dir_arg, help="run directory (default results/<run-id>): new or empty; "
                    "not a symbolic link")
     p.add_argument("--force", action="store_true",
                    help="--out DIR holds something (an earlier run): start it anew; its old content is moved "
@@ -53,12 +55,13 @@ def register(sub) -> None:
     p.add_argument("--resume", metavar="RUN_DIR",
                    help="finish RUN_DIR, a run of the same pipeline that failed or was interrupted: what passed "
                    "there is kept and not measured again, the rest runs")
-    p.add_argument("--bootarg", action="append", default=[], metavar="ARG",
-                   help="extra kernel argument for every boot of the run (repeatable), e.g. --bootarg maxcpus=1")
+    p.add_argument("--bootarg", action="append", default=[], metavar="ARG", type=bootarg_arg,
+                   help="extra kernel argument for every boot of the run (repeatable), e.g. --bootarg maxcpus=1; "
+                   "letters, digits and _ . , : = / + @ - only")
     p.add_argument("--farm", nargs="+", metavar="TAG=VAL",
                    help="run on a place of the farm with these tags (e.g. board=maaxboard): reserve, wait, lock, "
                    "and always power off and release it; the env file is env/<board>.yaml unless --env is given")
-    p.add_argument("--farm-timeout", type=float, default=3600, metavar="S",
+    p.add_argument("--farm-timeout", type=number_arg(0, 7 * 86400, low_open=True, unit="s"), default=3600, metavar="S",
                    help="give up waiting for a place after S seconds (default 3600)")
     p.add_argument("--coordinator", metavar="HOST:PORT", help="labgrid coordinator (default $LG_COORDINATOR)")
     p.add_argument("--health-check", action="store_true",

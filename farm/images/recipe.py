@@ -22,12 +22,12 @@ import attrs
 
 from ..config import Node, field, load_yaml, reject_unknown, require, string_list
 from ..errors import JobError
+from ..values import name_problem
 from .programs import Program
 
 ARCHES = ("arm64", "amd64")
 _PACKAGE = re.compile(r"^[a-z0-9][a-z0-9+.-]+$")
 _MODULE = re.compile(r"^[A-Za-z0-9_-]+$")
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _PATH = re.compile(r"^(/[A-Za-z0-9._+@-]+)+$")
 
 
@@ -65,8 +65,8 @@ def load_recipe(path: str | Path) -> Recipe:
     doc = load_yaml(path, "image recipe")
     reject_unknown(doc, {"name", "arch", "kernel", "initrd", "programs", "description"})
     name = require(doc, "name", str)
-    if not _NAME.fullmatch(name):
-        raise doc.error("name", f"{name!r} is not a valid image name (letters, digits, . _ -)")
+    if (problem := name_problem(name, "image name")):
+        raise doc.error("name", problem)
     arch = require(doc, "arch", str)
     if arch not in ARCHES:
         raise doc.error("arch", f"unsupported architecture {arch!r} (one of: {', '.join(ARCHES)})")
@@ -94,8 +94,8 @@ def load_recipe(path: str | Path) -> Recipe:
             raise doc.error("programs", f"item {i} must be a mapping with name and source")
         reject_unknown(item, {"name", "source", "packages", "libs"})
         prog_name = require(item, "name", str)
-        if not _NAME.fullmatch(prog_name):
-            raise item.error("name", f"{prog_name!r} is not a valid program name")
+        if (problem := name_problem(prog_name, "program name")):
+            raise item.error("name", problem)
         source = Path(require(item, "source", str))
         source = source if source.is_absolute() else Path(path).parent / source
         if not source.is_file():

@@ -38,8 +38,13 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,99}")
 
 
 def store_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """The store; one that exists but is not a directory is a job error naming $FARM_BASELINES."""
     environ = os.environ if environ is None else environ
-    return Path(environ.get(STORE_ENV) or DEFAULT_STORE).expanduser()
+    path = Path(environ.get(STORE_ENV) or DEFAULT_STORE).expanduser()
+    if (path.exists() or path.is_symlink()) and not path.is_dir():
+        source = f"${STORE_ENV}={path}" if environ.get(STORE_ENV) else str(path)
+        raise JobError(f"{source}: the baseline store is not a directory")
+    return path
 
 
 def check_name(name: str) -> str:
@@ -89,7 +94,10 @@ def save_baseline(run_dir: str | os.PathLike[str], name: str, *, store: Path | N
     if not run.records:
         raise JobError(f"{run_dir}: no measurements in results.csv, nothing to keep as a baseline")
     store = store or store_dir()
-    store.mkdir(parents=True, exist_ok=True)
+    try:
+        store.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise JobError(f"baseline store {store} (${STORE_ENV}): cannot create it: {exc.strerror}") from None
     final = store / name
     if final.exists() and not force:
         raise JobError(f"baseline {name!r} already exists in {store} (saved {_baseline(final).saved}); "

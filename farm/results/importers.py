@@ -110,11 +110,10 @@ def mtime_iso(path: PathLike) -> str:
 
 
 def _read(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        raise JobError(f"import {path}: no such file") from None
-    except IsADirectoryError:
-        raise JobError(f"import {path}: is a directory, expected a file") from None
-    except OSError as e:
-        raise JobError(f"import {path}: cannot read it ({e.strerror})") from None
+    from ..config import read_bytes
+
+    return read_bytes(path, "captured output", MAX_IMPORT_BYTES)
+
+
+#: a captured tool output (iperf3 -J of a long run, a year of ipbench sweeps) is far smaller
+MAX_IMPORT_BYTES = 256 << 20

@@ -280,10 +280,10 @@ def import_iperf3(path: PathLike, *, setup: str, target: str = "unknown", arch: 
 
 def _read(path: Path) -> tuple[bytes, str]:
     """The file's bytes (for the run id) and its text (a UTF-8 BOM, as spreadsheets write, dropped)."""
-    try:
-        data = path.read_bytes()
-    except OSError as e:
-        raise JobError(f"{path}: cannot read ({e.strerror})") from None
+    from ..config import read_bytes
+    from .importers import MAX_IMPORT_BYTES
+
+    data = read_bytes(path, "captured output", MAX_IMPORT_BYTES)
     try:
         return data, data.decode("utf-8-sig")
     except UnicodeDecodeError as e:

@@ -25,6 +25,7 @@ from matplotlib.figure import Figure
 
 from farm.errors import JobError
 from farm.results.record import open_atomic
+from farm.values import path_component
 
 PathLike = str | os.PathLike[str]
 
@@ -131,7 +132,7 @@ def write_run_plots(run_dir: PathLike, records: Sequence[Any]) -> list[Path]:
         by_target.setdefault(sweep.target, {})[label] = sweep.rows
     written = []
     for target, series in by_target.items():
-        path = Path(run_dir) / "plots" / f"sweep-{target}.png"
+        path = Path(run_dir) / "plots" / f"sweep-{path_component(target, 'target name', f'{run_dir}/results.csv')}.png"
         if path.parent.is_symlink():  # farm writes into its own plots/, not where a link points
             raise JobError(f"{path.parent}: is a symbolic link (to {os.readlink(path.parent)}); farm writes only "
                            "files of its own")

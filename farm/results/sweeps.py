@@ -41,4 +41,7 @@ def run_sweeps(records: Iterable[Record]) -> list[Sweep]:
 
 
 def wide_csv_name(sweep: Sweep) -> str:
-    return f"sweep-{sweep.target}-{sweep.setup}.csv"
+    from ..values import path_component
+
+    return (f"sweep-{path_component(sweep.target, 'target name', 'results.csv')}-"
+            f"{path_component(sweep.setup, 'setup name', 'results.csv')}.csv")

@@ -88,9 +88,9 @@ def test_write_import_makes_a_result_dir(tmp_path):
 
 
 def test_missing_file_names_it(tmp_path):
-    with pytest.raises(JobError, match=f"import {tmp_path / 'nope.txt'}: no such file"):
+    with pytest.raises(JobError, match=f"{tmp_path / 'nope.txt'}: captured output not found"):
         import_isal(tmp_path / "nope.txt", "x")
-    with pytest.raises(JobError, match="is a directory"):
+    with pytest.raises(JobError, match="is not a regular file"):
         import_isal(tmp_path, "x")
 
 

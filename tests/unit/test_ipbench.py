@@ -220,5 +220,5 @@ def test_import_iperf3_failures_name_the_file(tmp_path):
     path = write(tmp_path, "hello\n", "junk.txt")
     with pytest.raises(ParseError, match=rf"^{path}: iperf3 output: no run summary"):
         import_iperf3(path, setup="x")
-    with pytest.raises(JobError, match="cannot read"):
+    with pytest.raises(JobError, match="captured output not found"):
         import_iperf3(tmp_path / "missing.json", setup="x")

@@ -111,8 +111,8 @@ def test_whole_float_duration_is_fine_a_fraction_is_refused_before_any_boot(tmp_
     pipeline = load_pipeline(_write(tmp_path, GOOD.replace("duration: 3", "duration: 2.0")))
     assert pipeline.benchmarks[0].params["duration"] == 2.0
     path = _write(tmp_path, GOOD.replace("duration: 3", "duration: 2.5"))
-    assert _error(path) == (f"{path}:7: benchmarks[0].iperf3: iperf3 duration 2.5: expected whole seconds >= 1 "
-                            "(iperf3 truncates fractions)")
+    assert _error(path) == (f"{path}:7: benchmarks[0].iperf3: iperf3 duration 2.5: expected whole seconds, 1-86400 "
+                            "(iperf3 truncates fractions and refuses more)")
 
 
 @pytest.mark.parametrize("bad", ["x;touch /tmp/pwned", "$(id)", "a b", "x'y"])
@@ -153,7 +153,7 @@ def test_bad_target_items(tmp_path):
     assert _error(path).startswith(f"{path}:4: targets[0]: missing required field 'targets[0].env'")
 
 
-@pytest.mark.parametrize("value, expected", [("0", "must be at least 1"), ("-2", "must be at least 1"),
+@pytest.mark.parametrize("value, expected", [("0", "must be 1-1000"), ("-2", "must be 1-1000"), ("1001", "must be 1-1000"),
                                              ("two", "expected an integer, got str 'two'"),
                                              ("true", "expected an integer, got True")])
 def test_bad_repeats(tmp_path, value, expected):
@@ -201,3 +201,77 @@ def test_two_setups_of_one_name_are_refused_when_the_file_is_read(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "setups[1].name: 'default' is already the name" in proc.stderr
     assert "Traceback" not in proc.stderr and not (tmp_path / "run").exists()
+
+
+# --- every value checked when the file is read (issue 17): names, kernel arguments, bounds ---------------
+
+SETUPS = GOOD + "setups:\n  - name: four\n  - {name: 'SETUP', bootargs: [maxcpus=1]}\n"
+
+
+@pytest.mark.parametrize("bad", ["a b", "x/../../t", "..", ".hidden", "-x", "a" * 65, "t\\n", ""])
+def test_setup_names_that_would_become_paths_are_refused(tmp_path, bad):
+    path = _write(tmp_path, SETUPS.replace("SETUP", bad))
+    message = _error(path)
+    assert message.startswith(f"{path}:12: setups[1].name: ")
+    assert "is not a valid setup name (letters, digits and . _ -" in message
+
+
+def test_a_good_setup_name_is_kept(tmp_path):
+    assert [s.name for s in load_pipeline(_write(tmp_path, SETUPS.replace("SETUP", "one-core_1.5")))
+            .setups] == ["four", "one-core_1.5"]
+
+
+def test_pipeline_name_is_checked(tmp_path):
+    path = _write(tmp_path, GOOD.replace("name: t", "name: '../t'"))
+    assert _error(path).startswith(f"{path}:1: name: '../t' is not a valid pipeline name")
+
+
+@pytest.mark.parametrize("bad", ["x; reset", "a b", "$(id)", "quiet\"", "../x"])
+def test_setup_bootargs_are_checked_when_read(tmp_path, bad):
+    path = _write(tmp_path, SETUPS.replace("SETUP", "one").replace("maxcpus=1", f"'{bad}'"))
+    message = _error(path)
+    assert message.startswith(f"{path}:12: setups[1].bootargs: item 0 {bad!r}: ")
+    assert "is not an allowed kernel argument" in message
+
+
+@pytest.mark.parametrize("old, new, expected", [
+    ("duration: 3", "duration: 1000000000", "iperf3 duration 1000000000: expected whole seconds, 1-86400"),
+    ("duration: 3", "duration: .inf", "iperf3 duration inf: expected whole seconds"),
+    ("{protocol: tcp, duration: 3}", "{protocol: udp, duration: 3, length: 100000}",
+     "iperf3 length 100000: expected 16-65507 bytes for UDP (the largest UDP/IPv4 payload)"),
+    ("{protocol: tcp, duration: 3}", "{protocol: tcp, duration: 3, length: 2000000}",
+     "iperf3 length 2000000: expected 1-1048576 bytes for TCP"),
+    ("{protocol: tcp, duration: 3}", "{protocol: tcp, duration: 3, omit: 61}", "iperf3 omit 61: expected whole seconds, 0-60"),
+    ("iperf3: {protocol: tcp, duration: 3}", "sweep: {packet_size: 100000}", "iperf3 length 100000: expected 16-65507"),
+    ("iperf3: {protocol: tcp, duration: 3}", "sweep: {duration: 100000}", "iperf3 duration 100000: expected whole seconds, 1-86400"),
+    ("iperf3: {protocol: tcp, duration: 3}", "sweep: {loads: [10, 1.0e+12]}", "sweep loads [10, 1000000000000.0]: expected a list of 1-100 rates in Mb/s, 0 < rate <= 400000"),
+    ("iperf3: {protocol: tcp, duration: 3}", "sweep: {rtt_rate: 100000000}", "sockperf rate 100000000: expected a whole number"),
+])
+def test_durations_and_sizes_are_bounded_when_read(tmp_path, old, new, expected):
+    path = _write(tmp_path, GOOD.replace(old, new))
+    message = _error(path)
+    assert message.startswith(f"{path}:7: benchmarks[0].")
+    assert expected in message
+
+
+def test_openssl_seconds_are_bounded(tmp_path):
+    path = _write(tmp_path, GOOD.replace("seconds: 1", "seconds: 1000000000"))
+    assert _error(path) == (f"{path}:8: benchmarks[1].openssl-speed: openssl seconds 1000000000: "
+                            "expected a whole number, 1-3600")
+
+
+@pytest.mark.parametrize("text, field, expected", [
+    ("cpu_frequency_hz: .nan", "cpu_frequency_hz", "expected a number, got nan"),
+    ("cpu_frequency_hz: .inf", "cpu_frequency_hz", "expected a number, got inf"),
+    ("cpu_frequency_hz: 1.0e+15", "cpu_frequency_hz", "out of range"),
+    ("boot_attempts: 1000", "boot_attempts", "must be 1-20"),
+])
+def test_pipeline_numbers_are_bounded(tmp_path, text, field, expected):
+    path = _write(tmp_path, GOOD + text + "\n")
+    message = _error(path)
+    assert message.startswith(f"{path}:10: {field}: ") and expected in message
+
+
+def test_setup_frequency_is_bounded(tmp_path):
+    path = _write(tmp_path, SETUPS.replace("SETUP", "one").replace("bootargs: [maxcpus=1]", "cpu_frequency_khz: 100000000000"))
+    assert _error(path).startswith(f"{path}:12: setups[1].cpu_frequency_khz: 100000000000 is out of range")

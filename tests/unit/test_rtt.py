@@ -181,12 +181,14 @@ def test_client_command():
     ({"host": "localhost"}, "IPv4 address"),
     ({"host": "-i"}, "IPv4 address"),
     ({"port": 0}, "1-65535"),
-    ({"rate_pps": 0}, "positive whole number"),
-    ({"rate_pps": 10.5}, "positive whole number"),
+    ({"rate_pps": 0}, "whole number of packets/s, 1-1000000"),
+    ({"rate_pps": 10.5}, "whole number of packets/s, 1-1000000"),
+    ({"rate_pps": 10**7}, "whole number of packets/s, 1-1000000"),
     ({"size": 13}, "14-65507"),
     ({"size": 65508}, "14-65507"),
     ({"duration": 1.5}, "truncates fractions"),
-    ({"duration": 0}, "whole seconds >= 1"),
+    ({"duration": 0}, "whole seconds, 1-86400"),
+    ({"duration": 10**9}, "whole seconds, 1-86400"),
 ])
 def test_client_command_refuses_what_sockperf_would_misread(kwargs, message):
     args = {"host": "10.0.2.15", "port": 11111, "rate_pps": 100, "size": 1472, "duration": 3, **kwargs}
