@@ -12,16 +12,7 @@ from typing import Iterable
 import attrs
 
 from .ipbench import BENCHMARK, sweep_rows
-from .record import Record, format_params, parse_params
-
-# parameters that say how long or how much was measured, not what: they do not split a point
-RUN_LENGTH_PARAMS = frozenset({"n", "duration", "seconds", "samples", "warmup", "cooldown"})
-
-
-def point_params(params: str) -> str:
-    """``params`` without the run-length parameters (:data:`RUN_LENGTH_PARAMS`): the point's key."""
-    kept = {k: v for k, v in parse_params(params).items() if k not in RUN_LENGTH_PARAMS}
-    return format_params(kept)
+from .record import Record, key_params as point_params, parse_params
 
 
 @attrs.frozen

@@ -160,3 +160,29 @@ def test_methods_make_separate_sweeps():
     sweeps = run_sweeps(recs)
     from farm.results.sweeps import wide_csv_name
     assert sorted(wide_csv_name(s) for s in sweeps) == ["sweep-tw-s-iperf3-sockperf.csv", "sweep-tw-s.csv"]
+
+
+def test_compare_joins_runs_whose_sample_counts_differ(tmp_path):
+    """Two live sweeps: n= differs at every point, the points still join (run-length params)."""
+    import csv
+    import sys
+
+    from farm.results.csvout import write_records
+
+    for name, n, value in (("a", 100, 10.0), ("b", 97, 20.0)):
+        (tmp_path / name).mkdir()
+        r = _rec(f"method=ipbench-echo;n={n};packet_size=1472;requested=10", "rtt_median", value, 0)
+        write_records(tmp_path / name / "results.csv", [attrs_evolve(r, run_id=f"run-{name}")])
+    proc = subprocess.run([sys.executable, "-m", "farm.cli", "compare", str(tmp_path / "a"), str(tmp_path / "b"),
+                           "--out", str(tmp_path / "cmp")], capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parents[2])
+    assert proc.returncode == 0, proc.stderr
+    with open(tmp_path / "cmp" / "compare.csv") as f:
+        rows = [r for r in csv.DictReader(f) if r["metric"] == "rtt_median"]
+    assert len(rows) == 1 and float(rows[0]["ratio"]) == 2.0, rows
+
+
+def attrs_evolve(record, **changes):
+    import attrs
+
+    return attrs.evolve(record, **changes)
