@@ -142,17 +142,17 @@ def run_sweep(ctx: BenchContext, params: Mapping[str, Any]) -> list[Measurement]
 
 
 def run_echo_sweep(ctx: BenchContext, params: Mapping[str, Any], *,
-                   observe: Callable[[float, echo.LoadResult, str], None] | None = None) -> list[Measurement]:
+                   observe: Callable[[float, echo.LoadResult, str, float], None] | None = None) -> list[Measurement]:
     """For each requested load (Mb/s): ``farm_load`` from the lab host to ``farm_echo`` on the target,
     ipbench's figures of the measured window (:class:`farm.bench.echo.LoadResult`), and the target's
     CPU utilisation over that window: ``/proc/stat`` is read on the target when the generator says
     the window opens and again when it closes (not over warm-up or cool-down), in total
-    (``cpu_utilisation``) and per core (``cpu<N>_utilisation``); ``cpu_window`` is the time between
-    the two reads, as the host saw it.
+    (``cpu_utilisation``) and per core (``cpu<N>_utilisation``).
 
     Every record's params are the point (``requested`` bit/s, ``packet_size``), ``method=ipbench-echo``
-    and ``n`` (RTT samples of the window). ``observe(load, result, samples_text)`` gets each point's
-    result and its per-sample file (``client seq tx rx``), for tests.
+    and ``n`` (RTT samples of the window). ``observe(load, result, samples_text, cpu_seconds)`` gets
+    each point's result, its per-sample file (``client seq tx rx``) and the host's time between the
+    two ``/proc/stat`` reads, for tests.
     """
     loads = [float(v) for v in params.get("loads", DEFAULT_LOADS_MBPS)]
     binary = str(echo.host_generator())
@@ -174,22 +174,21 @@ def run_echo_sweep(ctx: BenchContext, params: Mapping[str, Any], *,
             output = echo.run_load(echo.load_command(binary, host, port, spec, dump=dump if observe else None),
                                    on_edge=on_edge, timeout=spec.warmup + length + spec.cooldown + 60)
             result = echo.parse_load(output)
+            if set(edges) != {"start", "end"}:
+                raise BenchmarkError(echo.TOOL, f"the output has no window edges: {output[:200]!r}")
             if observe is not None:
                 with open(dump) as f:
-                    observe(load, result, f.read())
-        if set(edges) != {"start", "end"}:
-            raise BenchmarkError(echo.TOOL, f"the output has no window edges: {output[:200]!r}")
+                    observe(load, result, f.read(), edges["end"][0] - edges["start"][0])
         point = {"requested": int(load * 1e6), "packet_size": spec.size}
         found = result.measurements(point)
         tagged = {**point, "method": echo.METHOD, "n": result.samples}
-        (t0, before), (t1, after) = edges["start"], edges["end"]
+        (_, before), (_, after) = edges["start"], edges["end"]
         cpu = cpustat.utilisation(before["cpu"], after["cpu"])
         found.append(Measurement("sweep", "cpu_utilisation", cpu, "percent", tagged))
         for core in sorted((c for c in before if c != "cpu"), key=lambda c: int(c[3:])):
             if core in after:
                 found.append(Measurement("sweep", f"{core}_utilisation",
                                          cpustat.utilisation(before[core], after[core]), "percent", tagged))
-        found.append(Measurement("sweep", "cpu_window", t1 - t0, "s", tagged))
         measurements += found
         ctx.say(f"  sweep {load:g} Mb/s: sent {result.send / 1e6:.1f}, received {result.receive / 1e6:.1f} Mb/s, "
                 f"RTT median {result.rtt_median:.0f} us (max {result.rtt_max:.0f}, n {result.samples}), "
