@@ -186,3 +186,24 @@ def attrs_evolve(record, **changes):
     import attrs
 
     return attrs.evolve(record, **changes)
+
+
+@pytest.mark.parametrize("params, message", [
+    ("{loads: [10], echo_priority: 120}", "15: benchmarks[0].sweep: echo_priority 120: expected a SCHED_FIFO priority 1-99"),
+    ("{loads: [10], rtt_rate: 100}", "15: benchmarks[0].sweep: sweep method ipbench-echo: rtt_rate not a parameter"),
+    ("{loads: [10], duration: 2, samples: 100}", "not both"),
+])
+def test_bad_sweep_params_are_job_errors_naming_the_line(tmp_path, params, message):
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    text = (root / "pipelines" / "network.yaml").read_text().replace("../", f"{root}/")
+    lines = text.splitlines()
+    assert lines[14].startswith("  - sweep:")
+    lines[14] = f"  - sweep: {params}"
+    pipeline = tmp_path / "bad.yaml"
+    pipeline.write_text("\n".join(lines) + "\n")
+    proc = subprocess.run([sys.executable, "-m", "farm.cli", "run", str(pipeline), "--out", str(tmp_path / "out")],
+                          capture_output=True, text=True, cwd=root, timeout=60)
+    assert proc.returncode == 2 and f"{pipeline}:" in proc.stderr and message in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr
