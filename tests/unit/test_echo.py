@@ -207,3 +207,13 @@ def test_bad_sweep_params_are_job_errors_naming_the_line(tmp_path, params, messa
                           capture_output=True, text=True, cwd=root, timeout=60)
     assert proc.returncode == 2 and f"{pipeline}:" in proc.stderr and message in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_parse_real_twin_runs():
+    idle = echo.parse_load(_text("farm-load-twin-10M.txt"))
+    loaded = echo.parse_load(_text("farm-load-twin-1G.txt"))
+    assert idle.lost == 0 and idle.samples == 1700 and idle.receive == pytest.approx(idle.send, rel=0.001)
+    assert loaded.receive < 0.2 * loaded.send and loaded.lost > loaded.samples
+    assert loaded.rtt_median > 100 * idle.rtt_median
+    for r in (idle, loaded):
+        assert r.window_start <= r.first_tx < r.window_end and r.last_rx <= r.load_end
