@@ -141,3 +141,19 @@ def cycles_utilisation(idle: float, total: float) -> float:
     if total <= 0 or idle < 0 or idle > total:
         raise ValueError(f"idle {idle} and total {total} cycles: expected 0 <= idle <= total, total > 0")
     return 100.0 * (1.0 - idle / total)
+
+
+def parse_proc_stat_cores(text: str) -> dict[str, CpuTimes]:
+    """Every ``cpu`` line of a ``/proc/stat`` snapshot: ``{"cpu": total, "cpu0": ..., "cpu1": ...}``.
+
+    The same checks as :func:`parse_proc_stat` (which gives the ``"cpu"`` entry); a core named
+    twice raises :class:`~farm.errors.ParseError` naming the line.
+    """
+    cores: dict[str, CpuTimes] = {"cpu": parse_proc_stat(text)}
+    for number, line in enumerate(text.splitlines(), start=1):
+        fields = line.split()
+        if fields and fields[0].startswith("cpu") and fields[0][3:].isdigit():
+            if fields[0] in cores:
+                raise ParseError(f"/proc/stat line {number}: {fields[0]} a second time")
+            cores[fields[0]] = _cpu_line(number, fields[1:])
+    return cores

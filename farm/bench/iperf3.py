@@ -17,6 +17,12 @@ jitter               ms      UDP only, as seen by the receiver
 host_cpu             percent ``end.cpu_utilization_percent.host_total`` (text: ``-V`` only)
 remote_cpu           percent ``end.cpu_utilization_percent.remote_total`` (text: ``-V`` only)
 ==================== ======= ============================================================
+
+``--bidir`` (the lab's ``iperf3 -c … --udp --bidir --bandwidth=200M --length=1472``) gives both
+directions of the one test, each with the metrics above and the param ``bidir=client-to-server``
+(the ``TX-C`` streams; JSON ``end.sum_sent``/``sum_received``) or ``bidir=server-to-client``
+(``RX-C``; JSON ``end.sum_sent_bidir_reverse``/``sum_received_bidir_reverse``). The CPU figures
+describe the whole test and go with the client-to-server direction only.
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ MAX_DURATION = 86400  # -t, seconds
 MAX_OMIT = 60  # -O, seconds
 MIN_UDP_LENGTH, MAX_UDP_LENGTH = 16, 65507  # -l with -u: 65507 is the largest UDP/IPv4 payload
 MAX_TCP_LENGTH = 1 << 20  # -l over TCP
+FORWARD, REVERSE = "client-to-server", "server-to-client"  # --bidir's two directions (TX-C, RX-C)
 
 
 @attrs.frozen
@@ -94,7 +101,13 @@ def parse_json(text: str, *, params: Mapping[str, Any] | None = None) -> list[Me
     doc = _load_json(text)
     if "error" in doc:
         raise BenchmarkError(BENCHMARK, str(doc["error"]))
-    return _summary_from_json(doc).measurements(params or {})
+    end = _section(doc, "end")
+    if "sum_sent_bidir_reverse" not in end and "sum_received_bidir_reverse" not in end:
+        return _summary_from_json(doc).measurements(params or {})
+    forward = _summary_from_json(doc)
+    reverse = _summary_from_json(doc, suffix="_bidir_reverse")
+    return (forward.measurements(merge_params(params, {"bidir": FORWARD}))
+            + reverse.measurements(merge_params(params, {"bidir": REVERSE})))
 
 
 def _load_json(text: str) -> dict[str, Any]:
@@ -109,24 +122,27 @@ def _load_json(text: str) -> dict[str, Any]:
     return doc
 
 
-def _summary_from_json(doc: Mapping[str, Any]) -> Summary:
+def _summary_from_json(doc: Mapping[str, Any], suffix: str = "") -> Summary:
+    """The summary of the forward direction, or with ``suffix="_bidir_reverse"`` of --bidir's reverse one."""
     protocol = str(_get(doc, "start", "test_start", "protocol")).lower()
     if protocol not in PROTOCOLS:
         raise ParseError(f"iperf3 JSON: start.test_start.protocol is {protocol!r}, expected TCP or UDP")
     end = _section(doc, "end")
-    sent, received = _section(end, "sum_sent", where="end"), _section(end, "sum_received", where="end")
+    sent_key, received_key, sum_key = f"sum_sent{suffix}", f"sum_received{suffix}", "sum" + (suffix or "")
+    sent, received = _section(end, sent_key, where="end"), _section(end, received_key, where="end")
     loss = jitter = retransmits = None
     if protocol == "udp":
-        udp = received if "lost_percent" in received else _section(end, "sum", where="end")
-        where = "end.sum_received" if udp is received else "end.sum"
+        udp = received if "lost_percent" in received else _section(end, sum_key, where="end")
+        where = f"end.{received_key}" if udp is received else f"end.{sum_key}"
         loss, jitter = _number(udp, "lost_percent", where), _number(udp, "jitter_ms", where)
     elif "retransmits" in sent:
-        retransmits = int(_number(sent, "retransmits", "end.sum_sent"))
-    cpu = _section(end, "cpu_utilization_percent", where="end") if "cpu_utilization_percent" in end else {}
+        retransmits = int(_number(sent, "retransmits", f"end.{sent_key}"))
+    cpu = _section(end, "cpu_utilization_percent", where="end") if "cpu_utilization_percent" in end and not suffix \
+        else {}
     return Summary(
         protocol=protocol,
-        sent_bps=_number(sent, "bits_per_second", "end.sum_sent"),
-        received_bps=_number(received, "bits_per_second", "end.sum_received"),
+        sent_bps=_number(sent, "bits_per_second", f"end.{sent_key}"),
+        received_bps=_number(received, "bits_per_second", f"end.{received_key}"),
         retransmits=retransmits, loss_percent=loss, jitter_ms=jitter,
         host_cpu=_number(cpu, "host_total", "end.cpu_utilization_percent") if "host_total" in cpu else None,
         remote_cpu=(_number(cpu, "remote_total", "end.cpu_utilization_percent")
@@ -168,7 +184,7 @@ _SERVER_OUTPUT = "Server output:"  # --get-server-output: a whole server log fol
 _SERVER_OUTPUT_END = ("iperf Done.", "Connecting to host")
 _TOOL_ERROR = re.compile(r"^iperf3: (?:error|interrupt) - (?P<message>.+?)\s*$")
 _STREAM = re.compile(
-    r"^\[\s*(?P<id>\d+|SUM)\]\s+"
+    r"^\[\s*(?P<id>\d+|SUM)\](?:\[(?P<dir>[TR]X-[CS])\])?\s+"
     r"\d+\.\d+-\s*\d+\.\d+\s+sec\s+"
     r"[\d.]+\s+[KMGT]?Bytes\s+"
     r"(?P<rate>[\d.]+\s+[KMGT]?(?:bits|Bytes)/sec)\s+"
@@ -176,8 +192,10 @@ _STREAM = re.compile(
     r"|(?P<retr>\d+)\s+)?"
     r"(?P<role>sender|receiver)\s*$"
 )
-_NOT_AVAILABLE = re.compile(r"^\[\s*(?:\d+|SUM)\]\s+\(.*\)\s*$")  # "(sender statistics not available)"
-_BIDIR = re.compile(r"^\[[^\]]*\]\[")  # "[  5][TX-C]": --bidir, two directions per run
+_NOT_AVAILABLE = re.compile(r"^\[\s*(?:\d+|SUM)\](?:\[[TR]X-[CS]\])?\s+\(.*\)\s*$")  # "(sender statistics not available)"
+# --bidir's stream roles: [TX-C] the client sends (client to server), [RX-C] it receives; the server's own
+# log says TX-S / RX-S for the same streams
+_DIRECTION = {"TX-C": FORWARD, "RX-S": FORWARD, "RX-C": REVERSE, "TX-S": REVERSE}
 _CPU = re.compile(r"^CPU Utilization: local/\w+ (?P<host>[\d.]+)% \(.*?\), remote/\w+ (?P<remote>[\d.]+)%")
 _RATE = re.compile(r"^(?P<number>[\d.]+)\s+(?P<prefix>[KMGT]?)(?P<kind>bits|Bytes)/sec$")
 _PREFIX_POWER = {"": 0, "K": 1, "M": 2, "G": 3, "T": 4}
@@ -212,34 +230,40 @@ class _Run:
 
     index: int
     first_line: int
-    lines: dict[tuple[str, str], _Line] = attrs.field(factory=dict)
+    lines: dict[tuple[str, str, str], _Line] = attrs.field(factory=dict)  # (stream, direction, role)
     cpu: tuple[float, float] | None = None
 
-    def summary(self) -> Summary:
+    def directions(self) -> list[str]:
+        """``[""]`` for a one-way run, ``[FORWARD, REVERSE]`` (those present) for --bidir."""
+        found = {direction for _, direction, _ in self.lines}
+        return [d for d in ("", FORWARD, REVERSE) if d in found]
+
+    def summary(self, direction: str = "") -> Summary:
         """Prefer the ``[SUM]`` lines (``-P``); without them there must be exactly one stream."""
-        ids = {stream for stream, _ in self.lines}
+        ids = {stream for stream, d, _ in self.lines if d == direction}
         if "SUM" in ids:
             stream = "SUM"
         elif len(ids) == 1:
             (stream,) = ids
         else:
             raise ParseError(f"iperf3 output line {self.first_line}: run {self.index} has "
-                             f"{len(ids)} streams and no [SUM] lines")
-        sender, receiver = (self._line(stream, role) for role in ("sender", "receiver"))
+                             f"{len(ids)} streams{f' {direction}' if direction else ''} and no [SUM] lines")
+        sender, receiver = (self._line(stream, direction, role) for role in ("sender", "receiver"))
         protocol = "udp" if receiver.jitter_ms is not None else "tcp"
         return Summary(
             protocol=protocol, sent_bps=sender.bps, received_bps=receiver.bps,
             retransmits=sender.retransmits if protocol == "tcp" else None,
             loss_percent=receiver.loss_percent, jitter_ms=receiver.jitter_ms,
-            host_cpu=self.cpu[0] if self.cpu else None, remote_cpu=self.cpu[1] if self.cpu else None,
+            host_cpu=self.cpu[0] if self.cpu and direction != REVERSE else None,
+            remote_cpu=self.cpu[1] if self.cpu and direction != REVERSE else None,
         )
 
-    def _line(self, stream: str, role: str) -> _Line:
+    def _line(self, stream: str, direction: str, role: str) -> _Line:
         try:
-            return self.lines[stream, role]
+            return self.lines[stream, direction, role]
         except KeyError:
             raise ParseError(f"iperf3 output line {self.first_line}: run {self.index} has no "
-                             f"{role} summary line") from None
+                             f"{role} summary line{f' for {direction}' if direction else ''}") from None
 
 
 def parse_text(text: str, *, params: Mapping[str, Any] | None = None) -> list[Measurement]:
@@ -251,7 +275,7 @@ def parse_text(text: str, *, params: Mapping[str, Any] | None = None) -> list[Me
     ``-V`` adds. Every run's params get ``run=<n>`` (0-based, in order of appearance) so repeated
     runs stay distinct records. The text rounds to 3 digits; prefer :func:`parse_json` when
     you control the command. UDP loss is recomputed from lost/total (the printed percent is
-    ``%.2g``). ``--bidir`` output is not supported; an ``iperf3: error - ...`` line raises
+    ``%.2g``). ``--bidir`` runs give both directions (param ``bidir``); an ``iperf3: error - ...`` line raises
     :class:`~farm.bench.BenchmarkError`.
     """
     runs: list[_Run] = []
@@ -272,8 +296,9 @@ def parse_text(text: str, *, params: Mapping[str, Any] | None = None) -> list[Me
             _read_summary_line(runs[-1], number, stripped)
     if not runs:
         raise ParseError("iperf3 output: no run summary found (no '- - - -' separator line)")
-    return [m for run in runs
-            for m in run.summary().measurements(merge_params(params, {"run": run.index}))]
+    return [m for run in runs for direction in run.directions()
+            for m in run.summary(direction).measurements(
+                merge_params(params, {"run": run.index, **({"bidir": direction} if direction else {})}))]
 
 
 def _read_summary_line(run: _Run, number: int, line: str) -> None:
@@ -282,15 +307,15 @@ def _read_summary_line(run: _Run, number: int, line: str) -> None:
         return
     if not line.startswith("[") or line.startswith("[ ID]") or _NOT_AVAILABLE.match(line):
         return  # headers, "Test Complete.", congestion algorithm names, blank lines
-    if _BIDIR.match(line):
-        raise ParseError(f"iperf3 output line {number}: --bidir output is not supported: {line!r}")
     m = _STREAM.match(line)
     if not m:
         raise ParseError(f"iperf3 output line {number}: cannot parse summary line {line!r}")
-    key = (m["id"], m["role"])
+    direction = _DIRECTION[m["dir"]] if m["dir"] else ""
+    key = (m["id"], direction, m["role"])
     if key in run.lines:
         raise ParseError(f"iperf3 output line {number}: second {m['role']} line for stream "
-                         f"{m['id']} in run {run.index} (first on line {run.lines[key].number})")
+                         f"{m['id']}{f' {direction}' if direction else ''} in run {run.index} "
+                         f"(first on line {run.lines[key].number})")
     run.lines[key] = _Line(
         number=number,
         bps=check_value(BENCHMARK, f"iperf3 output line {number}: {m['role']} rate",

@@ -1,16 +1,26 @@
 """The network suite: iperf3 between the lab host (client) and the target (server), and the
-ipbench-style load sweep (iperf3 at each requested rate + sockperf RTT + target CPU)."""
+ipbench-style load sweep.
+
+The sweep's default method, ``ipbench-echo``, is ipbench's latency test done by programs of ours
+(:mod:`farm.bench.echo`): ``farm_load`` on the lab host sends the load, ``farm_echo`` on the target
+echoes it, and the RTT of every load packet in the measured window is timed; the target's CPU
+utilisation comes from ``/proc/stat`` read at the window's edges. The older method,
+``iperf3-sockperf`` (iperf3 one way at each rate + a sockperf probe + CPU over the whole point),
+is kept for comparison.
+"""
 
 from __future__ import annotations
 
 import shlex
 import subprocess
+import tempfile
+import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from ..errors import JobError
 from ..results.record import Measurement
-from . import BenchmarkError, cpustat, iperf3, rtt
+from . import BenchmarkError, cpustat, echo, iperf3, rtt
 from .context import BenchContext
 
 IPERF3_PORT = 5201
@@ -33,11 +43,32 @@ def iperf3_argv(params: Mapping[str, Any], host: str = "127.0.0.1", port: int = 
                                  reverse=bool(params.get("reverse", False)), omit=params.get("omit", 0))
 
 
+SWEEP_METHODS = ("ipbench-echo", "iperf3-sockperf")
+# parameters of each method (the registry's list is their union)
+_METHOD_PARAMS = {
+    "ipbench-echo": {"method", "loads", "packet_size", "duration", "samples", "warmup", "cooldown", "clients",
+                     "echo_priority", "echo_cpu"},
+    "iperf3-sockperf": {"method", "protocol", "loads", "packet_size", "duration", "warmup", "rtt_rate"},
+}
+
+
 def check_sweep(params: Mapping[str, Any]) -> None:
     loads = params.get("loads", DEFAULT_LOADS_MBPS)
     if (not loads or len(loads) > MAX_LOADS
             or any(isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= MAX_LOAD_MBPS for v in loads)):
         raise JobError(f"sweep loads {loads!r}: expected a list of 1-{MAX_LOADS} rates in Mb/s, 0 < rate <= {MAX_LOAD_MBPS}")
+    method = params.get("method", SWEEP_METHODS[0])
+    if method not in SWEEP_METHODS:
+        raise JobError(f"sweep method {method!r}: expected one of {', '.join(SWEEP_METHODS)}")
+    other = sorted(set(params) - _METHOD_PARAMS[method])
+    if other:
+        raise JobError(f"sweep method {method}: {', '.join(other)} not a parameter of this method "
+                       f"(it takes {', '.join(sorted(_METHOD_PARAMS[method]))})")
+    if method == "ipbench-echo":
+        for load in loads:
+            _echo_spec(params, load)
+        echo.responder_command(echo.ECHO_PORT, priority=params.get("echo_priority"), cpu=params.get("echo_cpu"))
+        return
     for load in loads:
         iperf3.client_command("127.0.0.1", IPERF3_PORT, duration=params.get("duration", 5),
                               protocol=params.get("protocol", "udp"), bitrate=f"{float(load):g}M",
@@ -94,8 +125,81 @@ def _cpu_times(ctx: BenchContext) -> cpustat.CpuTimes:
     return cpustat.parse_proc_stat("\n".join(ctx.run("head -n1 /proc/stat", tool="cpu")))
 
 
+def _echo_spec(params: Mapping[str, Any], load: float) -> echo.LoadSpec:
+    samples = params.get("samples")
+    return echo.load_spec(float(load) * 1e6, size=params.get("packet_size", 1472), clients=params.get("clients", 4),
+                          warmup=params.get("warmup", 1), cooldown=params.get("cooldown", 1),
+                          duration=params.get("duration", None if samples is not None else 5), samples=samples)
+
+
+def _cpu_cores(ctx: BenchContext) -> dict[str, cpustat.CpuTimes]:
+    return cpustat.parse_proc_stat_cores("\n".join(ctx.run("grep '^cpu' /proc/stat", tool="cpu")))
+
+
 def run_sweep(ctx: BenchContext, params: Mapping[str, Any]) -> list[Measurement]:
-    """For each requested load: iperf3 (host -> target) at that rate, sockperf RTT probes at the
+    """The load sweep by its ``method`` (default ``ipbench-echo``, :func:`run_echo_sweep`)."""
+    if params.get("method", SWEEP_METHODS[0]) == "iperf3-sockperf":
+        return run_iperf3_sweep(ctx, params)
+    return run_echo_sweep(ctx, params)
+
+
+def run_echo_sweep(ctx: BenchContext, params: Mapping[str, Any], *,
+                   observe: Callable[[float, echo.LoadResult, str, float], None] | None = None) -> list[Measurement]:
+    """For each requested load (Mb/s): ``farm_load`` from the lab host to ``farm_echo`` on the target,
+    ipbench's figures of the measured window (:class:`farm.bench.echo.LoadResult`), and the target's
+    CPU utilisation over that window: ``/proc/stat`` is read on the target when the generator says
+    the window opens and again when it closes (not over warm-up or cool-down), in total
+    (``cpu_utilisation``) and per core (``cpu<N>_utilisation``).
+
+    Every record's params are the point (``requested`` bit/s, ``packet_size``), ``method=ipbench-echo``
+    and ``n`` (RTT samples of the window). ``observe(load, result, samples_text, cpu_seconds)`` gets
+    each point's result, its per-sample file (``client seq tx rx``) and the host's time between the
+    two ``/proc/stat`` reads, for tests.
+    """
+    loads = [float(v) for v in params.get("loads", DEFAULT_LOADS_MBPS)]
+    binary = str(echo.host_generator())
+    ctx.run(echo.responder_command(echo.ECHO_PORT, priority=params.get("echo_priority"), cpu=params.get("echo_cpu")),
+            tool=echo.RESPONDER)
+    _wait_listening(ctx, echo.ECHO_PORT, "udp", echo.RESPONDER)
+    host, port = ctx.reach(echo.ECHO_PORT, ("udp",))
+    measurements: list[Measurement] = []
+    for load in loads:
+        spec = _echo_spec(params, load)
+        edges: dict[str, tuple[float, dict[str, cpustat.CpuTimes]]] = {}
+
+        def on_edge(edge: str) -> None:
+            edges[edge] = (time.monotonic(), _cpu_cores(ctx))
+
+        length = spec.duration if spec.duration is not None else spec.samples * spec.size * 8 / spec.rate_bps
+        with tempfile.TemporaryDirectory(prefix="farm-load-") as tmp:
+            dump = f"{tmp}/samples.txt"
+            output = echo.run_load(echo.load_command(binary, host, port, spec, dump=dump if observe else None),
+                                   on_edge=on_edge, timeout=spec.warmup + length + spec.cooldown + 60)
+            result = echo.parse_load(output)
+            if set(edges) != {"start", "end"}:
+                raise BenchmarkError(echo.TOOL, f"the output has no window edges: {output[:200]!r}")
+            if observe is not None:
+                with open(dump) as f:
+                    observe(load, result, f.read(), edges["end"][0] - edges["start"][0])
+        point = {"requested": int(load * 1e6), "packet_size": spec.size}
+        found = result.measurements(point)
+        tagged = {**point, "method": echo.METHOD, "n": result.samples}
+        (_, before), (_, after) = edges["start"], edges["end"]
+        cpu = cpustat.utilisation(before["cpu"], after["cpu"])
+        found.append(Measurement("sweep", "cpu_utilisation", cpu, "percent", tagged))
+        for core in sorted((c for c in before if c != "cpu"), key=lambda c: int(c[3:])):
+            if core in after:
+                found.append(Measurement("sweep", f"{core}_utilisation",
+                                         cpustat.utilisation(before[core], after[core]), "percent", tagged))
+        measurements += found
+        ctx.say(f"  sweep {load:g} Mb/s: sent {result.send / 1e6:.1f}, received {result.receive / 1e6:.1f} Mb/s, "
+                f"RTT median {result.rtt_median:.0f} us (max {result.rtt_max:.0f}, n {result.samples}), "
+                f"CPU {cpu:.0f} %")
+    return measurements
+
+
+def run_iperf3_sweep(ctx: BenchContext, params: Mapping[str, Any]) -> list[Measurement]:
+    """Method ``iperf3-sockperf``. For each requested load: iperf3 (host -> target) at that rate, sockperf RTT probes at the
     same time, and the target's CPU utilisation from /proc/stat around the point.
 
     Each point first runs the load for ``warmup`` seconds unmeasured, then for ``duration``
@@ -123,7 +227,8 @@ def run_sweep(ctx: BenchContext, params: Mapping[str, Any]) -> list[Measurement]
     for load in loads:
         # the point is identified as in the lab's ipbench files (requested, packet size), so live
         # sweeps and imported history join in `farm compare`; UDP is the lab's default protocol
-        point = {"requested": int(load * 1e6), "packet_size": size, **({"protocol": protocol} if protocol != "udp" else {})}
+        point = {"requested": int(load * 1e6), "packet_size": size, "method": "iperf3-sockperf",
+                 **({"protocol": protocol} if protocol != "udp" else {})}
         def client(seconds: float, rate: float = load) -> list[str]:
             return iperf3.client_command(ihost, iport, duration=seconds, protocol=protocol,
                                          bitrate=f"{rate:g}M", length=size)
@@ -142,7 +247,7 @@ def run_sweep(ctx: BenchContext, params: Mapping[str, Any]) -> list[Measurement]
         measurements.append(Measurement("sweep", "requested_throughput", load * 1e6, "bit/s", point))
         measurements += [Measurement("sweep", m.metric, m.value, m.unit, point) for m in found
                          if m.metric in ("sent_throughput", "received_throughput", "loss", "jitter")]
-        measurements += stats.measurements(point)
+        measurements += stats.measurements({**point, "n": stats.samples})
         cpu = cpustat.utilisation(before, after)
         measurements.append(Measurement("sweep", "cpu_utilisation", cpu, "percent", point))
         received = next((m.value for m in found if m.metric == "received_throughput"), 0.0)

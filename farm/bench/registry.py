@@ -37,7 +37,9 @@ BENCHMARKS: dict[str, BenchmarkSpec] = {spec.name: spec for spec in (
         "protocol": str, "duration": (int, float), "bitrate": str, "length": int, "reverse": bool,
         "omit": (int, float)}, iperf3_argv),
     BenchmarkSpec("sweep", "network", run_sweep, {
-        "protocol": str, "loads": list, "packet_size": int, "duration": int, "warmup": int, "rtt_rate": int},
+        "method": str, "protocol": str, "loads": list, "packet_size": int, "duration": (int, float),
+        "samples": int, "warmup": (int, float), "cooldown": (int, float), "clients": int, "echo_priority": int,
+        "echo_cpu": int, "rtt_rate": int},
         check_sweep),
     BenchmarkSpec("openssl-speed", "crypto", run_openssl_speed, {
         "algorithms": list, "seconds": int, "block": int, "decrypt": bool, "multi": int}, openssl_runs),

@@ -1,5 +1,11 @@
 """Round-trip time under load: ``sockperf`` probes while iperf3 carries the load.
 
+This is the sweep's ``iperf3-sockperf`` method, no longer its default: the default,
+``ipbench-echo`` (:mod:`farm.bench.echo`), times the load packets themselves with a generator and
+an echo responder of ours (C on both sides, so the timing argument below does not apply to it), and
+this probe's samples can miss the load entirely with short durations (its warm-up; see
+docs/network.md). The decision below is kept as it was made.
+
 Decision: Debian's ``sockperf``, not an echo tool of our own
 -----------------------------------------------------------
 ipbench measures RTT by having the target echo UDP datagrams. Our target is a busybox initrd made of

@@ -39,7 +39,7 @@ from matplotlib.figure import Figure
 
 from farm.errors import JobError
 from farm.results.csvout import read_records
-from farm.results.record import Record, check_unique, open_atomic, write_text_atomic
+from farm.results.record import Record, check_unique, key_params, open_atomic, write_text_atomic
 from farm.secrets import mask
 
 PathLike = str | os.PathLike[str]
@@ -59,7 +59,7 @@ class Key:
 
     @classmethod
     def of(cls, record: Record) -> "Key":
-        return cls(record.suite, record.benchmark, record.params, record.metric, record.unit)
+        return cls(record.suite, record.benchmark, key_params(record.params), record.metric, record.unit)
 
 
 @attrs.frozen

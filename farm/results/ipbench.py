@@ -32,9 +32,10 @@ import hashlib
 import io
 import math
 import os
+import sys
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 import attrs
 
@@ -65,6 +66,7 @@ METRICS: dict[str, tuple[str, str]] = {
 }
 _COLUMN_OF_METRIC = {metric: column for column, (metric, _) in METRICS.items()}
 _IDLE, _TOTAL = "Idle_Cycles", "Total_Cycles"
+IMPORT_METHOD = "import:ipbench"
 
 
 # --- records -> wide rows --------------------------------------------------------------------
@@ -154,16 +156,25 @@ def _text(value: float) -> str:
 # --- the lab's CSV -> records ----------------------------------------------------------------
 
 
+def _warn_stderr(text: str) -> None:
+    print(f"farm: warning: {text}", file=sys.stderr)
+
+
 def read_ipbench_csv(path: PathLike, *, setup: str, target: str = "unknown", arch: str = "unknown",
-                     image: str = "unknown", cpu_fraction: bool = False) -> list[Record]:
+                     image: str = "unknown", cpu_fraction: bool = False,
+                     warn: Callable[[str], None] = _warn_stderr) -> list[Record]:
     """Records of benchmark ``sweep`` from a lab CSV in ipbench's wide form (variants: see the
     module docstring), as a live sweep would have written them.
 
     * ``run_id`` is ``import-`` + the first 12 hex digits of the file's SHA-256, so importing the
       same file twice gives the same records, and a changed file a new run;
     * ``timestamp`` is the file's modification time (UTC), the best guess of when it was measured;
-    * params are ``requested=<Requested_Throughput>;packet_size=<Packet_Size>``; a point that
-      appears again (same load and size) gets the next ``repeat``.
+    * params are ``requested=<Requested_Throughput>;packet_size=<Packet_Size>;method=import:ipbench``
+      (the method keeps history apart from live sweeps, whose method is ``ipbench-echo``); a point
+      that appears again (same load and size) gets the next ``repeat``.
+    * a row that lacks only trailing ``Idle_Cycles``/``Total_Cycles`` fields (the lab's DPDK files:
+      10 fields under 11 names) is imported with a ``warn`` naming the line; when the utilisation
+      had to come from those cycles, that row has no ``cpu_utilisation`` record.
     * ``cpu_fraction=True`` for files whose CPU column is a 0..1 fraction rather than percent (some
       targets' own ipbench CPU responders, e.g. a CAmkES/picoserver echo server, send ``%0.3f`` of
       ``1 - idle/total``); it is scaled by 100. Nothing in the file tells the two apart.
@@ -187,11 +198,20 @@ def read_ipbench_csv(path: PathLike, *, setup: str, target: str = "unknown", arc
         line = reader.line_num
         if not any(cell.strip() for cell in row):
             continue
-        if len(row) < len(header):
-            raise ParseError(f"{path} line {line}: {len(row)} fields, the header has {len(header)}")
+        missing = [header[i].strip() for i in range(len(row), len(header))]
+        if missing:
+            cycles = {_IDLE.lower(), _TOTAL.lower()}
+            required = [name for name in missing if name.lower() not in cycles]
+            if required or any(i >= len(row) for column, i in index.items() if column.lower() not in cycles):
+                raise ParseError(f"{path} line {line}: {len(row)} fields, the header has {len(header)} "
+                                 f"(missing {','.join(missing)})")
+            warn(f"{path} line {line}: {len(row)} fields, the header has {len(header)}: no "
+                 f"{','.join(missing)}" + ("" if "CPU_Utilisation" in index else "; no CPU_Utilisation for this row"))
         values = {column: _number(path, line, column, row[i], first=(i == 0))
-                  for column, i in index.items()}
-        if "CPU_Utilisation" not in values:
+                  for column, i in index.items() if i < len(row)}
+        if _TOTAL not in values and "CPU_Utilisation" not in index:
+            pass  # the cycle columns are missing from this row: no utilisation
+        elif "CPU_Utilisation" not in values:
             try:
                 values["CPU_Utilisation"] = cycles_utilisation(values[_IDLE], values[_TOTAL])
             except ValueError as e:
@@ -200,9 +220,11 @@ def read_ipbench_csv(path: PathLike, *, setup: str, target: str = "unknown", arc
             values["CPU_Utilisation"] *= 100.0
         point = (values["Requested_Throughput"], values["Packet_Size"])
         repeat = seen[point] = seen.get(point, -1) + 1
-        params = {"requested": _text(point[0]), "packet_size": _text(point[1])}
+        params = {"requested": _text(point[0]), "packet_size": _text(point[1]), "method": IMPORT_METHOD}
         ctx = attrs.evolve(context, repeat=repeat)
         for column, (metric, unit) in METRICS.items():
+            if column not in values:
+                continue
             m = Measurement(BENCHMARK, metric, values[column], unit, params)
             records.append(ctx.record(m, timestamp=stamp))
     return records

@@ -59,7 +59,7 @@ import attrs
 
 from farm.errors import JobError
 from farm.results.junit import Case, write_junit
-from farm.results.record import FAILED_METRIC, Record, check_unique, impossible, write_text_atomic
+from farm.results.record import FAILED_METRIC, Record, check_unique, impossible, key_params, write_text_atomic
 from farm.results.report import human
 from farm.results.report import md_escape as _md
 from farm.results.stats import Summary, mann_whitney_u, median, ranges_overlap
@@ -144,7 +144,8 @@ class MetricKey:
 
     @classmethod
     def of(cls, record: Record) -> "MetricKey":
-        return cls(record.target, record.suite, record.benchmark, record.params, record.metric, record.unit)
+        return cls(record.target, record.suite, record.benchmark, key_params(record.params), record.metric,
+                   record.unit)
 
     def label(self) -> str:
         params = f"[{self.params}]" if self.params else ""

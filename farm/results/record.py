@@ -55,7 +55,7 @@ def check_unique(records: Iterable["Record"], what: str) -> None:
     neither. :class:`~farm.errors.JobError` names both."""
     seen: dict[tuple, Record] = {}
     for r in records:
-        key = (r.run_id, r.target, r.setup, r.suite, r.benchmark, r.params, r.metric, r.unit, r.repeat)
+        key = (r.run_id, r.target, r.setup, r.suite, r.benchmark, key_params(r.params), r.metric, r.unit, r.repeat)
         first = seen.setdefault(key, r)
         if first is not r:
             raise JobError(
@@ -75,6 +75,18 @@ def parse_params(text: str) -> dict[str, str]:
     if not text:
         return {}
     return dict(item.split("=", 1) for item in text.split(";"))
+
+
+# parameters that say how long or how much was measured (and the sample count), not what: they are
+# recorded but do not split the keys that join runs (compare, qualify, summaries, sweeps)
+RUN_LENGTH_PARAMS = frozenset({"n", "duration", "seconds", "samples", "warmup", "cooldown"})
+
+
+def key_params(text: str) -> str:
+    """``params`` text without :data:`RUN_LENGTH_PARAMS`: what identifies the measurement."""
+    if not any(f"{name}=" in text for name in RUN_LENGTH_PARAMS):
+        return text
+    return format_params({k: v for k, v in parse_params(text).items() if k not in RUN_LENGTH_PARAMS})
 
 
 @attrs.frozen

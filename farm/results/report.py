@@ -36,7 +36,7 @@ import attrs
 
 from farm.errors import JobError, ParseError
 from farm.results.csvout import read_records
-from farm.results.record import Record, write_text_atomic
+from farm.results.record import Record, key_params, write_text_atomic
 from farm.results.stats import Summary, median
 from farm.secrets import mask
 
@@ -151,7 +151,7 @@ def key_figures(records: Iterable[Record]) -> list[KeyFigure]:
     for r in records:
         if math.isnan(r.value):
             continue
-        key = (r.target, r.setup, r.suite, r.benchmark, r.params, r.metric, r.unit)
+        key = (r.target, r.setup, r.suite, r.benchmark, key_params(r.params), r.metric, r.unit)
         groups.setdefault(key, []).append(r.value)
     return [KeyFigure(*key, values=tuple(values)) for key, values in groups.items()]
 

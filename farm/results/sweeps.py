@@ -12,7 +12,7 @@ from typing import Iterable
 import attrs
 
 from .ipbench import BENCHMARK, sweep_rows
-from .record import Record
+from .record import Record, key_params as point_params, parse_params
 
 
 @attrs.frozen
@@ -21,27 +21,35 @@ class Sweep:
     setup: str
     rows: list[dict]  # wide rows, see farm.results.ipbench.sweep_rows
     repeats: int
+    method: str = ""  # the records' method= param ("" for records written before methods were recorded)
 
 
 def run_sweeps(records: Iterable[Record]) -> list[Sweep]:
-    groups: dict[tuple[str, str], list[Record]] = defaultdict(list)
+    groups: dict[tuple[str, str, str], list[Record]] = defaultdict(list)
     for r in records:
         if r.benchmark == BENCHMARK:
-            groups[(r.target, r.setup)].append(r)
+            groups[(r.target, r.setup, parse_params(r.params).get("method", ""))].append(r)
     sweeps = []
-    for (target, setup), recs in sorted(groups.items()):
+    for (target, setup, method), recs in sorted(groups.items()):
         values: dict[tuple[str, str], list[float]] = defaultdict(list)
         first: dict[tuple[str, str], Record] = {}
         for r in recs:
-            values[(r.params, r.metric)].append(r.value)
-            first.setdefault((r.params, r.metric), r)
+            # repeats of a point fold together although their sample counts (n=) differ
+            key = (point_params(r.params), r.metric)
+            values[key].append(r.value)
+            first.setdefault(key, r)
         folded = [attrs.evolve(first[key], value=statistics.median(vals), repeat=0) for key, vals in values.items()]
-        sweeps.append(Sweep(target, setup, sweep_rows(folded), len({r.repeat for r in recs})))
+        sweeps.append(Sweep(target, setup, sweep_rows(folded), len({r.repeat for r in recs}), method))
     return sweeps
+
+
+# the sweep of these methods is the run's wide CSV; another method's gets its name as a suffix
+_PLAIN_METHODS = ("", "ipbench-echo", "import:ipbench")
 
 
 def wide_csv_name(sweep: Sweep) -> str:
     from ..values import path_component
 
+    suffix = "" if sweep.method in _PLAIN_METHODS else "-" + sweep.method.replace(":", "-")
     return (f"sweep-{path_component(sweep.target, 'target name', 'results.csv')}-"
-            f"{path_component(sweep.setup, 'setup name', 'results.csv')}.csv")
+            f"{path_component(sweep.setup, 'setup name', 'results.csv')}{suffix}.csv")

@@ -45,7 +45,7 @@ def test_read_sample_gives_live_sweep_records():
     r = first["received_throughput"]
     assert (r.benchmark, r.suite, r.setup, r.target, r.arch, r.repeat) == (
         "sweep", "network", "maaxboard", "maaxboard-1", "unknown", 0)
-    assert r.params == "packet_size=1472;requested=10000000"
+    assert r.params == "method=import:ipbench;packet_size=1472;requested=10000000"
     assert r.value == 9995659.0
     assert first["rtt_stdev"].value == 23.79
     assert first["rtt_median"].value == 87.0
@@ -99,7 +99,7 @@ def test_cycles_agree_with_the_cpu_column_of_the_sample(tmp_path):
 def test_star_mark_of_latency_sh_and_blank_lines(tmp_path):
     text = f"{HEADER}\n\n*1000000000,700000000,999000000,1472,70,4000,9000,10.5,3900,61.9\n"
     records = read_ipbench_csv(write(tmp_path, text), setup="x")
-    assert records[0].params == "packet_size=1472;requested=1000000000"
+    assert records[0].params == "method=import:ipbench;packet_size=1472;requested=1000000000"
     assert records[0].value == 1e9
 
 
@@ -222,3 +222,49 @@ def test_import_iperf3_failures_name_the_file(tmp_path):
         import_iperf3(path, setup="x")
     with pytest.raises(JobError, match="captured output not found"):
         import_iperf3(tmp_path / "missing.json", setup="x")
+
+
+# --- rows without the trailing cycle columns (the lab's DPDK files) ---------------------------
+
+DPDK_HEADER = ("Requested_Throughput,Receive_Throughput,Send_Throughput,Packet_Size,Minimum_RTT,Average_RTT,"
+               "Maximum_RTT,Stdev_RTT,Median_RTT,Idle_Cycles,Total_Cycles")
+
+
+def test_row_missing_only_the_cycle_columns_is_imported_with_a_warning(tmp_path):
+    text = (f"{DPDK_HEADER}\n100000000,99000000,100000000,1472,20,25,90,3.5,24,0\n"
+            "200000000,199000000,200000000,1472,21,26,95,3.6,25,500,1000\n")
+    warnings: list[str] = []
+    records = read_ipbench_csv(write(tmp_path, text), setup="dpdk", warn=warnings.append)
+    assert len(warnings) == 1 and "line 2: 10 fields, the header has 11: no Total_Cycles" in warnings[0]
+    assert "no CPU_Utilisation for this row" in warnings[0]
+    first = {r.metric: r.value for r in records if "requested=100000000;" in r.params + ";"}
+    assert first["rtt_median"] == 24 and "cpu_utilisation" not in first
+    second = {r.metric: r.value for r in records if "requested=200000000" in r.params}
+    assert second["cpu_utilisation"] == 50.0
+
+
+def test_row_with_cpu_column_missing_only_cycles_keeps_its_cpu(tmp_path):
+    text = f"{HEADER},Idle_Cycles,Total_Cycles\n10000000,9995659,9996133,1472,58,92,481,23.79,87,3.3\n"
+    warnings: list[str] = []
+    records = read_ipbench_csv(write(tmp_path, text), setup="x", warn=warnings.append)
+    assert "no Idle_Cycles,Total_Cycles" in warnings[0] and "no CPU_Utilisation" not in warnings[0]
+    assert {r.metric: r.value for r in records}["cpu_utilisation"] == 3.3
+
+
+def test_row_missing_a_required_field_is_still_an_error(tmp_path):
+    text = f"{DPDK_HEADER}\n100000000,99000000,100000000,1472,20,25,90,3.5\n"
+    with pytest.raises(ParseError, match=r"line 2: 8 fields, the header has 11 \(missing Median_RTT,Idle_Cycles"):
+        read_ipbench_csv(write(tmp_path, text), setup="x", warn=lambda _: None)
+
+
+def test_farm_import_ipbench_warns_naming_the_line(tmp_path):
+    import subprocess
+    import sys
+
+    src = write(tmp_path, f"{DPDK_HEADER}\n100000000,99000000,100000000,1472,20,25,90,3.5,24,0\n")
+    proc = subprocess.run([sys.executable, "-m", "farm.cli", "import", "ipbench", str(src), "--setup", "dpdk",
+                           "--out", str(tmp_path / "out")], capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parents[2])
+    assert proc.returncode == 0, proc.stderr
+    assert f"farm: warning: {src} line 2: 10 fields" in proc.stderr
+    assert "rtt_median" in (tmp_path / "out" / "results.csv").read_text()

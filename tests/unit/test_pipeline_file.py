@@ -242,10 +242,16 @@ def test_setup_bootargs_are_checked_when_read(tmp_path, bad):
     ("{protocol: tcp, duration: 3}", "{protocol: tcp, duration: 3, length: 2000000}",
      "iperf3 length 2000000: expected 1-1048576 bytes for TCP"),
     ("{protocol: tcp, duration: 3}", "{protocol: tcp, duration: 3, omit: 61}", "iperf3 omit 61: expected whole seconds, 0-60"),
-    ("iperf3: {protocol: tcp, duration: 3}", "sweep: {packet_size: 100000}", "iperf3 length 100000: expected 16-65507"),
-    ("iperf3: {protocol: tcp, duration: 3}", "sweep: {duration: 100000}", "iperf3 duration 100000: expected whole seconds, 1-86400"),
+    ("iperf3: {protocol: tcp, duration: 3}", "sweep: {packet_size: 100000}", "echo load packet_size 100000: expected 24-65507"),
+    ("iperf3: {protocol: tcp, duration: 3}", "sweep: {duration: 100000}", "echo load duration 100000: expected at most 86400 s"),
+    ("iperf3: {protocol: tcp, duration: 3}", "sweep: {samples: 1000000000000}", "echo load samples 1000000000000: expected at most"),
+    ("iperf3: {protocol: tcp, duration: 3}", "sweep: {method: iperf3-sockperf, packet_size: 100000}",
+     "iperf3 length 100000: expected 16-65507"),
+    ("iperf3: {protocol: tcp, duration: 3}", "sweep: {method: iperf3-sockperf, duration: 100000}",
+     "iperf3 duration 100000: expected whole seconds, 1-86400"),
     ("iperf3: {protocol: tcp, duration: 3}", "sweep: {loads: [10, 1.0e+12]}", "sweep loads [10, 1000000000000.0]: expected a list of 1-100 rates in Mb/s, 0 < rate <= 400000"),
-    ("iperf3: {protocol: tcp, duration: 3}", "sweep: {rtt_rate: 100000000}", "sockperf rate 100000000: expected a whole number"),
+    ("iperf3: {protocol: tcp, duration: 3}", "sweep: {method: iperf3-sockperf, rtt_rate: 100000000}",
+     "sockperf rate 100000000: expected a whole number"),
 ])
 def test_durations_and_sizes_are_bounded_when_read(tmp_path, old, new, expected):
     path = _write(tmp_path, GOOD.replace(old, new))

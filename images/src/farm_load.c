@@ -1,0 +1,343 @@
+/* farm_load: the lab host's UDP load generator for farm's ipbench-style echo test.
+ *
+ * N clients (threads, one UDP socket each) send SIZE-byte datagrams to HOST:PORT, where farm_echo
+ * sends each one back. Together they send RATE bit/s of UDP payload (each client RATE/N, client k
+ * offset by k/N of the packet interval); every packet carries its send time, and its round trip is
+ * timed when it comes back (CLOCK_MONOTONIC of this machine only: the target's clock is not used).
+ *
+ * The run is: warm-up (-w s), the measured window (-d s, or -N samples: the window then lasts
+ * ceil(N/clients) packet intervals), cool-down (-c s); the load runs at the same rate throughout,
+ * and replies are taken until the end of the cool-down, none later.
+ *
+ * What is printed (times are seconds since the load started):
+ *   farm_load 1 host=H port=P clients=N size=S requested=R warmup=W duration=D cooldown=C samples=K
+ *   window_start t=T      when the window opens (flushed at once: farm samples the target's CPU)
+ *   window_end t=T        when it closes (flushed at once)
+ *   client K sent=.. window_sent=.. received=.. samples=.. duplicates=.. send_errors=.. bad=..
+ *   result requested=R send=.. receive=.. size=S n=.. min=.. avg=.. max=.. stdev=.. median=..
+ *          window_start=.. window_end=.. load_end=.. first_tx=.. last_rx=.. lost=..   (one line)
+ * with ipbench's definitions: send = payload bits sent in the window / window length, receive =
+ * payload bits that came back in the window / window length (summed over clients); RTT statistics
+ * in microseconds over every packet sent in the window that came back before the load ended:
+ * population standard deviation, median the upper middle sample (sorted[n/2]). first_tx/last_rx
+ * are the earliest send and the latest reply among those samples. -o FILE writes every sample as
+ * "client seq tx rx" (seconds). -S US is the senders' timer slack (default 50 µs, the kernel's
+ * default): a packet leaves up to that late (the average rate holds); 1 paces more exactly and
+ * costs a third more CPU at 1 Gb/s (benchmarks/echo_rate.py).
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <math.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAGIC 0x6661726dU /* "farm" */
+#define HEADER 24
+#define MAX_CLIENTS 64
+#define MAX_PACKETS (1L << 27)
+
+struct client {
+	int id, fd;
+	long total, warm, window;
+	int64_t offset_ns;
+	int64_t *tx, *rx; /* per sequence number, ns since t0; -1: not sent / not received */
+	long sent, received, duplicates, send_errors, bad;
+	pthread_t sender, receiver;
+};
+
+static int64_t t0_ns, interval_ns, end_ns, window_start_ns, window_end_ns;
+static long size = 1472;
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void sleep_until(int64_t abs_ns)
+{
+	struct timespec ts = { .tv_sec = abs_ns / 1000000000, .tv_nsec = abs_ns % 1000000000 };
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+		;
+}
+
+static void die(const char *what)
+{
+	fprintf(stderr, "farm_load: %s: %s\n", what, strerror(errno));
+	exit(1);
+}
+
+static double number(const char *opt, const char *text, double lo, double hi)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(text, &end);
+	if (errno || *text == '\0' || *end != '\0' || !isfinite(v) || v < lo || v > hi) {
+		fprintf(stderr, "farm_load: %s %s: expected a number %g-%g\n", opt, text, lo, hi);
+		exit(2);
+	}
+	return v;
+}
+
+static void put64(unsigned char *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static uint64_t get64(const unsigned char *p)
+{
+	uint64_t v = 0;
+	for (int i = 0; i < 8; i++)
+		v |= (uint64_t)p[i] << (8 * i);
+	return v;
+}
+
+static void *send_loop(void *arg)
+{
+	struct client *c = arg;
+	unsigned char *buf = calloc(1, (size_t)size);
+	long seq;
+
+	if (!buf)
+		die("calloc");
+	put64(buf, MAGIC | ((uint64_t)c->id << 32));
+	for (seq = 0; seq < c->total; seq++) {
+		int64_t due = t0_ns + c->offset_ns + seq * interval_ns, t;
+		if (now_ns() < due)
+			sleep_until(due); /* overdue packets go at once: the average rate is kept */
+		t = now_ns() - t0_ns;
+		put64(buf + 8, (uint64_t)seq);
+		put64(buf + 16, (uint64_t)t);
+		/* before the send: on loopback the reply can be back before send() returns */
+		__atomic_store_n(&c->tx[seq], t, __ATOMIC_RELEASE);
+		if (send(c->fd, buf, (size_t)size, 0) == size) {
+			c->sent++;
+		} else {
+			__atomic_store_n(&c->tx[seq], -1, __ATOMIC_RELEASE);
+			c->send_errors++; /* e.g. ECONNREFUSED after an ICMP port unreachable */
+		}
+	}
+	free(buf);
+	return NULL;
+}
+
+static void *receive_loop(void *arg)
+{
+	struct client *c = arg;
+	unsigned char *buf = malloc(65536);
+
+	if (!buf)
+		die("malloc");
+	for (;;) {
+		ssize_t n = recv(c->fd, buf, 65536, 0);
+		int64_t t = now_ns();
+		if (t >= end_ns)
+			break; /* replies after the load ended are not samples */
+		if (n < 0)
+			continue; /* SO_RCVTIMEO, or an ICMP error from the last send */
+		if (n != size || get64(buf) != (MAGIC | ((uint64_t)c->id << 32))) {
+			c->bad++;
+			continue;
+		}
+		uint64_t seq = get64(buf + 8);
+		if (seq >= (uint64_t)c->total || __atomic_load_n(&c->tx[seq], __ATOMIC_ACQUIRE) != (int64_t)get64(buf + 16)) {
+			c->bad++;
+			continue;
+		}
+		if (c->rx[seq] >= 0) {
+			c->duplicates++;
+			continue;
+		}
+		c->rx[seq] = t - t0_ns;
+		c->received++;
+	}
+	free(buf);
+	return NULL;
+}
+
+static int cmp64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return (x > y) - (x < y);
+}
+
+static double sec(int64_t ns) { return (double)ns / 1e9; }
+
+int main(int argc, char **argv)
+{
+	const char *host = NULL, *dump = NULL;
+	long port = 7, clients = 4, samples = 0, slack_us = 50;
+	double rate = 0, warmup = 1, cooldown = 1, duration = 0;
+	int opt;
+
+	while ((opt = getopt(argc, argv, "a:p:r:s:n:w:c:d:N:o:S:")) != -1) {
+		switch (opt) {
+		case 'a': host = optarg; break;
+		case 'p': port = (long)number("-p", optarg, 1, 65535); break;
+		case 'r': rate = number("-r", optarg, 1000, 1e11); break;
+		case 's': size = (long)number("-s", optarg, HEADER, 65507); break;
+		case 'n': clients = (long)number("-n", optarg, 1, MAX_CLIENTS); break;
+		case 'w': warmup = number("-w", optarg, 0, 3600); break;
+		case 'c': cooldown = number("-c", optarg, 0, 3600); break;
+		case 'd': duration = number("-d", optarg, 0.001, 3600); break;
+		case 'N': samples = (long)number("-N", optarg, 1, 1e9); break;
+		case 'o': dump = optarg; break;
+		case 'S': slack_us = (long)number("-S", optarg, 1, 10000); break;
+		default: goto usage;
+		}
+	}
+	if (!host || rate <= 0 || (duration > 0) == (samples > 0) || optind != argc) {
+usage:
+		fprintf(stderr, "usage: farm_load -a HOST [-p PORT] -r BIT/S [-s SIZE] [-n CLIENTS] [-w WARMUP_S]"
+			" [-c COOLDOWN_S] (-d DURATION_S | -N SAMPLES) [-o SAMPLES_FILE] [-S SLACK_US]\n");
+		return 2;
+	}
+
+	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_DGRAM }, *ai;
+	char portname[16];
+	snprintf(portname, sizeof(portname), "%ld", port);
+	if (getaddrinfo(host, portname, &hints, &ai) != 0) {
+		fprintf(stderr, "farm_load: -a %s: not an IPv4 host\n", host);
+		return 2;
+	}
+
+	/* per client: RATE/N bit/s of SIZE-byte payloads */
+	interval_ns = (int64_t)llround((double)size * 8 * (double)clients * 1e9 / rate);
+	if (interval_ns < 1)
+		interval_ns = 1;
+	long warm = (long)ceil(warmup * 1e9 / (double)interval_ns);
+	long window = samples ? (samples + clients - 1) / clients : (long)llround(duration * 1e9 / (double)interval_ns);
+	long cool = (long)ceil(cooldown * 1e9 / (double)interval_ns);
+	if (window < 1)
+		window = 1;
+	long total = warm + window + cool;
+	if (total * clients > MAX_PACKETS) {
+		fprintf(stderr, "farm_load: %ld packets to send: more than %ld, shorten the run\n", total * clients, MAX_PACKETS);
+		return 2;
+	}
+	prctl(PR_SET_TIMERSLACK, (unsigned long)slack_us * 1000UL, 0, 0, 0); /* inherited by the threads */
+
+	static struct client cs[MAX_CLIENTS];
+	for (int k = 0; k < clients; k++) {
+		struct client *c = &cs[k];
+		struct timeval tv = { .tv_sec = 0, .tv_usec = 10000 };
+		int bufsize = 4 << 20;
+		c->id = k;
+		c->total = total;
+		c->warm = warm;
+		c->window = window;
+		c->offset_ns = interval_ns * k / clients;
+		c->tx = malloc(sizeof(int64_t) * (size_t)total);
+		c->rx = malloc(sizeof(int64_t) * (size_t)total);
+		if (!c->tx || !c->rx)
+			die("malloc");
+		memset(c->tx, 0xff, sizeof(int64_t) * (size_t)total); /* -1 */
+		memset(c->rx, 0xff, sizeof(int64_t) * (size_t)total);
+		c->fd = socket(AF_INET, SOCK_DGRAM, 0);
+		if (c->fd < 0)
+			die("socket");
+		setsockopt(c->fd, SOL_SOCKET, SO_RCVBUF, &bufsize, sizeof(bufsize));
+		setsockopt(c->fd, SOL_SOCKET, SO_SNDBUF, &bufsize, sizeof(bufsize));
+		setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		if (connect(c->fd, ai->ai_addr, ai->ai_addrlen) != 0)
+			die("connect");
+	}
+	freeaddrinfo(ai);
+
+	t0_ns = now_ns() + 50000000; /* 50 ms to start the threads */
+	window_start_ns = warm * interval_ns;
+	window_end_ns = (warm + window) * interval_ns;
+	end_ns = t0_ns + (total - 1) * interval_ns + interval_ns; /* the last packet's slot ends the load */
+	printf("farm_load 1 host=%s port=%ld clients=%ld size=%ld requested=%.0f warmup=%g duration=%g cooldown=%g "
+	       "samples=%ld\n", host, port, clients, size, rate, warmup, samples ? sec(window * interval_ns) : duration,
+	       cooldown, samples);
+	fflush(stdout);
+	for (int k = 0; k < clients; k++) {
+		if (pthread_create(&cs[k].receiver, NULL, receive_loop, &cs[k]) != 0 ||
+		    pthread_create(&cs[k].sender, NULL, send_loop, &cs[k]) != 0)
+			die("pthread_create");
+	}
+	sleep_until(t0_ns + window_start_ns);
+	printf("window_start t=%.6f\n", sec(now_ns() - t0_ns));
+	fflush(stdout);
+	sleep_until(t0_ns + window_end_ns);
+	printf("window_end t=%.6f\n", sec(now_ns() - t0_ns));
+	fflush(stdout);
+	for (int k = 0; k < clients; k++) {
+		pthread_join(cs[k].sender, NULL);
+		pthread_join(cs[k].receiver, NULL);
+	}
+
+	/* the window, by send and receive times: [window_start, window_end) */
+	FILE *out = NULL;
+	if (dump && !(out = fopen(dump, "w")))
+		die(dump);
+	int64_t *rtts = malloc(sizeof(int64_t) * (size_t)(total * clients));
+	long n = 0, window_sent = 0, window_received = 0;
+	int64_t first_tx = -1, last_rx = -1;
+	if (!rtts)
+		die("malloc");
+	for (int k = 0; k < clients; k++) {
+		struct client *c = &cs[k];
+		long csent = 0, csamples = 0;
+		for (long i = 0; i < total; i++) {
+			int64_t tx = c->tx[i], rx = c->rx[i];
+			if (rx >= window_start_ns && rx < window_end_ns)
+				window_received++;
+			if (tx < window_start_ns || tx >= window_end_ns)
+				continue;
+			csent++;
+			if (rx < 0)
+				continue;
+			rtts[n++] = rx - tx;
+			csamples++;
+			if (first_tx < 0 || tx < first_tx)
+				first_tx = tx;
+			if (rx > last_rx)
+				last_rx = rx;
+			if (out)
+				fprintf(out, "%d %ld %.9f %.9f\n", k, i, sec(tx), sec(rx));
+		}
+		window_sent += csent;
+		printf("client %d sent=%ld window_sent=%ld received=%ld samples=%ld duplicates=%ld send_errors=%ld bad=%ld\n",
+		       k, c->sent, csent, c->received, csamples, c->duplicates, c->send_errors, c->bad);
+	}
+	if (out && fclose(out) != 0)
+		die(dump);
+	double length = sec(window_end_ns - window_start_ns), bits = (double)size * 8;
+	double mn = 0, mx = 0, avg = 0, sd = 0, med = 0;
+	if (n > 0) {
+		double sum = 0, sq = 0;
+		qsort(rtts, (size_t)n, sizeof(int64_t), cmp64);
+		for (long i = 0; i < n; i++)
+			sum += (double)rtts[i];
+		avg = sum / (double)n;
+		for (long i = 0; i < n; i++)
+			sq += ((double)rtts[i] - avg) * ((double)rtts[i] - avg);
+		sd = sqrt(sq / (double)n) / 1e3; /* population, as ipbench */
+		avg /= 1e3;
+		mn = (double)rtts[0] / 1e3;
+		mx = (double)rtts[n - 1] / 1e3;
+		med = (double)rtts[n / 2] / 1e3; /* the upper middle sample, as ipbench */
+	}
+	printf("result requested=%.0f send=%.0f receive=%.0f size=%ld n=%ld min=%.3f avg=%.3f max=%.3f stdev=%.3f "
+	       "median=%.3f window_start=%.9f window_end=%.9f load_end=%.9f first_tx=%.9f last_rx=%.9f lost=%ld\n",
+	       rate, (double)window_sent * bits / length, (double)window_received * bits / length, size, n, mn, avg, mx, sd,
+	       med, sec(window_start_ns), sec(window_end_ns), sec(end_ns - t0_ns), n ? sec(first_tx) : 0.0,
+	       n ? sec(last_rx) : 0.0, window_sent - n);
+	return 0;
+}
