@@ -1,0 +1,109 @@
+"""Which database, opening it, and bringing its schema up to date.
+
+``FARM_DB`` chooses: unset or empty → SQLite at ``~/.local/share/farm/results.db`` (beside the
+baselines); ``none`` (or ``off``) → no store (runs are not ingested, history commands refuse); a
+``postgresql://…`` URL → that server (through psycopg 3); ``sqlite:///PATH`` or a plain file path →
+that SQLite file.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Mapping
+
+import sqlalchemy as sa
+
+from farm.errors import JobError
+
+DB_ENV = "FARM_DB"
+DEFAULT_SQLITE = Path("~/.local/share/farm/results.db")
+DISABLED = frozenset({"none", "off"})
+MIGRATIONS = Path(__file__).with_name("migrations")
+
+
+def database_url(environ: Mapping[str, str] | None = None) -> str | None:
+    """The SQLAlchemy URL ``FARM_DB`` names, or None when the store is turned off."""
+    environ = os.environ if environ is None else environ
+    value = (environ.get(DB_ENV) or "").strip()
+    if value.lower() in DISABLED:
+        return None
+    if not value:
+        return f"sqlite:///{DEFAULT_SQLITE.expanduser()}"
+    for prefix in ("postgresql://", "postgres://"):
+        if value.startswith(prefix):
+            return "postgresql+psycopg://" + value[len(prefix):]
+    if value.startswith(("postgresql+", "sqlite:")):
+        return value
+    if "://" in value:
+        raise JobError(f"{DB_ENV}={value!r}: expected a postgresql:// URL, a sqlite:/// URL, a file path "
+                       "or 'none'")
+    return f"sqlite:///{Path(value).expanduser().absolute()}"
+
+
+def describe(url: str) -> str:
+    """The URL without its password, for messages."""
+    return sa.make_url(url).render_as_string(hide_password=True)
+
+
+def _sqlite_pragmas(dbapi_connection, _record) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA foreign_keys=ON")   # ON DELETE CASCADE replaces a run's rows
+    cursor.execute("PRAGMA journal_mode=WAL")  # readers (farm serve) do not block a run's ingest
+    cursor.execute("PRAGMA busy_timeout=30000")
+    cursor.close()
+
+
+def engine(url: str) -> sa.Engine:
+    """An engine for ``url``; a SQLite file's directory is made."""
+    parsed = sa.make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        if parsed.database and parsed.database != ":memory:":
+            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+        eng = sa.create_engine(parsed)
+        sa.event.listen(eng, "connect", _sqlite_pragmas)
+        return eng
+    return sa.create_engine(parsed, pool_pre_ping=True)
+
+
+def _alembic_config(connection: sa.Connection):
+    from alembic.config import Config
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    cfg.attributes["connection"] = connection
+    return cfg
+
+
+def upgrade(eng: sa.Engine) -> None:
+    """Migrate the database to the newest schema (from empty too); nothing happens when it is there."""
+    from alembic import command
+
+    with eng.begin() as connection:
+        if current_revision(connection) == head_revision():
+            return
+        command.upgrade(_alembic_config(connection), "head")
+
+
+def head_revision() -> str:
+    from alembic.script import ScriptDirectory
+
+    cfg = _alembic_config(None)  # type: ignore[arg-type]
+    return ScriptDirectory.from_config(cfg).get_current_head()
+
+
+def current_revision(connection: sa.Connection) -> str | None:
+    from alembic.migration import MigrationContext
+
+    return MigrationContext.configure(connection).get_current_revision()
+
+
+def open_store(environ: Mapping[str, str] | None = None, *, migrate: bool = True) -> sa.Engine | None:
+    """The store's engine, migrated to the newest schema; None when ``FARM_DB`` turns it off."""
+    url = database_url(environ)
+    if url is None:
+        return None
+    eng = engine(url)
+    if migrate:
+        upgrade(eng)
+    return eng
