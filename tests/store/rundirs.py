@@ -15,7 +15,7 @@ TARGET = "maaxboard-twin"
 def make_run(path: Path, run_id: str, *, started: str, kernel: str = "6.1.0-57-arm64", image_key: str = "a" * 64,
              git_sha: str = "1" * 40, values: Mapping[str, Sequence[float]] | None = None, status: str = "passed",
              console: str = "U-Boot 2023.01\nLinux version 6.1\nFARM-READY\n", failure: str | None = None,
-             setup: str = "default", pipeline: str = "smoke") -> Path:
+             setup: str = "default", pipeline: str = "smoke", who: str = "lab-engineer") -> Path:
     """A live run of ``openssl-speed`` on the twin: ``values`` maps a metric to its repeats."""
     values = values if values is not None else {"throughput": [1.0e8, 1.1e8, 1.2e8]}
     path.mkdir(parents=True)
@@ -28,8 +28,8 @@ def make_run(path: Path, run_id: str, *, started: str, kernel: str = "6.1.0-57-a
                   "failure" if failure else "pass", message=failure or "")]
     write_junit(path / "junit.xml", f"farm.{pipeline}", cases)
     write_text_atomic(path / "run.json", to_json({
-        "run_id": run_id, "started": started, "finished": started[:-10] + "59.000+00:00", "status": status,
-        "who": "lab-engineer", "pipeline_name": pipeline, "git_sha": git_sha, "farm_version": "0.1.0",
+        "run_id": run_id, "started": started, "finished": started[:-13] + ":59.000+00:00", "status": status,
+        "who": who, "pipeline_name": pipeline, "git_sha": git_sha, "farm_version": "0.1.0",
         "setups": {setup: {"bootargs": []}},
         "images": {"maaxboard-bench": {"key": image_key, "kernel_version": kernel, "artifacts": {
             "Image": {"sha256": "b" * 64, "size": 10}, "initrd.cpio.gz": {"sha256": "c" * 64, "size": 5}}}},
