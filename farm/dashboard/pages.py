@@ -20,6 +20,8 @@ from .svg import ChartPoint, ratio_chart, trend_chart
 #: a trend point is flagged when its median moved this far the bad way from the previous point and
 #: their intervals do not overlap (the noise rule farm qualify uses for few repeats)
 REGRESSION_THRESHOLD = 0.05
+#: how many points of a series a trend page draws (the newest)
+TREND_POINTS = 200
 #: console lines that end a run (farm.boot.watch), minus the banners, which are only fatal the second time
 _FATAL = re.compile("|".join(f.pattern for f in (*LINUX_FATAL[:2], *UBOOT_FATAL)))
 
@@ -215,8 +217,9 @@ def trend_page(trend: Trend, series: Sequence[Series], baselines: Mapping[str, S
             f"baseline (farm baseline save).</p>"]
     for s in series:
         flags = flag_points(s, baselines)
+        shown = list(zip(s.points, flags))[-TREND_POINTS:]
         points = []
-        for p, flag in zip(s.points, flags):
+        for p, flag in shown:
             marks = ", ".join(baselines.get(run, [""])[0] for run in p.runs if run in baselines)
             tip = (f"{p.x}: {human(p.median, s.unit)} (n={p.n}, {p.interval} {human(p.lo, s.unit)} – "
                    f"{human(p.hi, s.unit)}){' REGRESSION' if flag == 'regression' else ''}"
@@ -224,13 +227,15 @@ def trend_page(trend: Trend, series: Sequence[Series], baselines: Mapping[str, S
             points.append(ChartPoint(p.x, p.median, p.lo, p.hi, tip, run_href(root, p.runs[-1]), flag))
         title = f"{s.target}/{s.setup}" + (f" [{s.params}]" if s.params else "")
         body.append(f"<h2>{e(title)}</h2>" + trend_chart(points, s.unit, f"{trend.label()} {title}"))
+        if len(s.points) > len(shown):
+            body.append(f"<p>the newest {len(shown)} of {len(s.points)} points (farm history --json has all)</p>")
         body.append(_table(("run", "started", "n", "median", "interval", "flag"), (
             [f'<td><a href="{e(run_href(root, p.runs[-1]))}">{e(p.x)}</a></td>', _td(p.first[:19].replace("T", " ")),
              _td(p.n, "num"), _td(human(p.median, s.unit), "num"),
              _td(f"{human(p.lo, s.unit)} – {human(p.hi, s.unit)} ({p.interval})", "num"),
              _td(flag + (" " + ", ".join(n for run in p.runs for n in baselines.get(run, ())) if flag == "baseline"
                          else ""), f"flag-{flag}" if flag else "")]
-            for p, flag in zip(s.points, flags))))
+            for p, flag in reversed(shown))))
     return layout(f"Trend: {trend.label()}", "".join(body), root)
 
 

@@ -9,15 +9,15 @@ min–max range otherwise; ``interval`` says which.
 
 from __future__ import annotations
 
+import json
 import math
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 
 import attrs
 import sqlalchemy as sa
 
 from farm.errors import JobError
 from farm.results.record import FAILED_METRIC, parse_params
-from farm.results.stats import median
 from farm.store import schema
 
 BY = ("time", "image", "kernel", "commit")
@@ -35,20 +35,17 @@ class Filters:
     unit: str | None = None
 
 
-@attrs.frozen
-class Point:
+class Point(NamedTuple):
+    """One point of a series (a NamedTuple: a trend of 10,000 runs makes 10,000 of them)."""
+
     x: str            # run id, image key, kernel version or commit
     first: str        # the earliest run start at this x (ISO time)
     runs: tuple[str, ...]
-    values: tuple[float, ...]
     median: float
     lo: float
     hi: float
     interval: str     # ci95 | range
-
-    @property
-    def n(self) -> int:
-        return len(self.values)
+    n: int
 
     def as_json(self) -> dict[str, Any]:
         return {"x": self.x, "time": self.first, "runs": list(self.runs), "n": self.n, "median": self.median,
@@ -76,59 +73,98 @@ class Series:
                 "points": [p.as_json() for p in self.points]}
 
 
-def median_interval(values: Sequence[float]) -> tuple[float, float, str]:
-    """The 95 % distribution-free confidence interval of the median, or the range when n < 6."""
-    data = sorted(values)
-    n = len(data)
-    # largest k with P(B <= k-1) <= 0.025 for B ~ binomial(n, 1/2): the interval is x_(k) .. x_(n+1-k)
-    k, cumulative = 0, 0.0
-    while True:
-        cumulative += math.comb(n, k) / 2 ** n
+def _rank(n: int) -> int:
+    """The largest k with P(B <= k-1) <= 0.025 for B ~ binomial(n, 1/2) (0: no such interval).
+    Exact up to n = 1000 (log-space pmf, so 2**-n does not underflow), the normal approximation
+    ``(n - 1.96 sqrt(n)) / 2`` above, where the two agree to a rank."""
+    if n > 1000:
+        return int((n - 1.959964 * math.sqrt(n)) / 2)
+    k, cumulative, log_half_n = 0, 0.0, n * math.log(0.5)
+    while k <= n:
+        cumulative += math.exp(math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1) + log_half_n)
         if cumulative > 0.025:
             break
         k += 1
+    return k
+
+
+def median_interval(values: Sequence[float]) -> tuple[float, float, str]:
+    """The 95 % distribution-free confidence interval of the median, ``x_(k) .. x_(n+1-k)``, or the
+    range when n < 6 (no such interval exists)."""
+    data = sorted(values)
+    k = _rank(len(data))
     if k == 0:
         return data[0], data[-1], "range"
-    return data[k - 1], data[n - k], "ci95"
+    return data[k - 1], data[len(data) - k], "ci95"
+
+
+def summarise(values: Sequence[float]) -> tuple[float, float, float, str]:
+    """``(median, lo, hi, interval)`` of ``values``, sorting them once."""
+    data = sorted(values)
+    n = len(data)
+    middle = data[n // 2] if n % 2 else (data[n // 2 - 1] + data[n // 2]) / 2
+    lo, hi, kind = median_interval(data)
+    return float(middle), lo, hi, kind
 
 
 def make_point(x: str, rows: Iterable[tuple[str, str, float]]) -> Point:
-    """A point from ``(run_id, started, value)`` rows."""
+    """A point from ``(run_id, started, value)`` rows, in the order they were measured."""
     rows = list(rows)
-    values = tuple(v for _, _, v in rows)
-    runs = tuple(dict.fromkeys(run for run, _, _ in sorted(rows, key=lambda r: r[1])))
-    lo, hi, kind = median_interval(values)
-    return Point(x, min(s for _, s, _ in rows), runs, values, median(values), lo, hi, kind)
+    values = [v for _, _, v in rows]
+    med, lo, hi, kind = summarise(values)
+    return Point(x, min(s for _, s, _ in rows), tuple(dict.fromkeys(r for r, _, _ in rows)), med, lo, hi, kind,
+                 len(values))
+
+
+# what the history query reads (all of it in ix_figures_metric): the series key, x, then the point
+_SERIES, _X, _RUN, _STARTED, _N, _MEDIAN, _LO, _HI, _INTERVAL, _ID = slice(0, 6), 6, 7, 8, 9, 10, 11, 12, 13, 14
 
 
 def history(connection: sa.Connection, filters: Filters, by: str = "time") -> list[Series]:
-    """The series of ``filters.metric`` (failed-benchmark markers and NaN excluded), points ordered by
-    the time they were first measured."""
+    """The series of ``filters.metric``, points ordered by the time they were first measured.
+
+    Reads the per-run figures made at ingest (one row per run and measurement) from their index
+    alone; a point of one figure is that figure, a point pooling several (a kernel measured by many
+    runs) is made anew from their values, which only then are read."""
     if by not in BY:
         raise JobError(f"history --by {by!r}: expected one of {', '.join(BY)}")
-    r, runs = schema.records, schema.runs
-    x_col = runs.c.run_id if by == "time" else r.c[_X_COLUMN[by]]
-    query = (sa.select(r.c.target, r.c.setup, r.c.suite, r.c.benchmark, r.c.params, r.c.unit, x_col.label("x"),
-                       runs.c.run_id, r.c.started, r.c.value)
-             .join(runs, runs.c.id == r.c.run)
-             .where(r.c.metric == filters.metric))
-    for name in ("suite", "benchmark", "target", "setup", "unit"):
-        if (value := getattr(filters, name)) is not None:
-            query = query.where(r.c[name] == value)
     if filters.metric == FAILED_METRIC:
         raise JobError("history: 'failed' marks a failed benchmark, it is not a metric with a history")
-    series: dict[tuple[str, ...], dict[str, list[tuple[str, str, float]]]] = {}
-    for row in connection.execute(query.order_by(r.c.started)):
-        if filters.params and not _params_match(row.params, filters.params):
+    f = schema.figures
+    x_col = f.c.run_id if by == "time" else f.c[_X_COLUMN[by]]
+    query = sa.select(f.c.target, f.c.setup, f.c.suite, f.c.benchmark, f.c.params, f.c.unit, x_col, f.c.run_id,
+                      f.c.started, f.c.n, f.c.median, f.c.lo, f.c.hi, f.c.interval, f.c.id
+                      ).where(f.c.metric == filters.metric)
+    for name in ("benchmark", "target", "setup", "suite", "unit"):
+        if (value := getattr(filters, name)) is not None:
+            query = query.where(f.c[name] == value)
+    series: dict[tuple, dict[str, list]] = {}
+    for row in connection.execute(query.order_by(f.c.started)):
+        if filters.params and not _params_match(row[4], filters.params):
             continue
-        if not math.isfinite(row.value):
-            continue
-        key = (row.target, row.setup, row.suite, row.benchmark, row.params, row.unit)
-        series.setdefault(key, {}).setdefault(row.x or "(unknown)", []).append((row.run_id, row.started, row.value))
+        series.setdefault(row[_SERIES], {}).setdefault(row[_X] or "(unknown)", []).append(row)
+    pooled = [row[_ID] for points in series.values() for rows in points.values() if len(rows) > 1 for row in rows]
+    values = _values(connection, pooled)
     out = []
     for (target, setup, suite, benchmark, params, unit), points in sorted(series.items()):
-        made = sorted((make_point(x, rows) for x, rows in points.items()), key=lambda p: (p.first, p.x))
+        made = []
+        for x, rows in points.items():
+            if len(rows) == 1:  # as ingest summarised it
+                r = rows[0]
+                made.append(Point(x, r[_STARTED], (r[_RUN],), r[_MEDIAN], r[_LO], r[_HI], r[_INTERVAL], r[_N]))
+            else:
+                made.append(make_point(x, ((r[_RUN], r[_STARTED], v) for r in rows for v in values[r[_ID]])))
+        made.sort(key=lambda p: (p.first, p.x))
         out.append(Series(target, setup, suite, benchmark, params, filters.metric, unit, tuple(made)))
+    return out
+
+
+def _values(connection: sa.Connection, ids: list[int], chunk: int = 5000) -> dict[int, list[float]]:
+    f = schema.figures
+    out: dict[int, list[float]] = {}
+    for i in range(0, len(ids), chunk):
+        for fid, text in connection.execute(sa.select(f.c.id, f.c["values"]).where(f.c.id.in_(ids[i:i + chunk]))):
+            out[fid] = json.loads(text)
     return out
 
 
@@ -149,9 +185,8 @@ def parse_param_filters(items: Iterable[str]) -> dict[str, str]:
 
 def metrics(connection: sa.Connection) -> list[tuple[str, str, str, str, int]]:
     """Every (suite, benchmark, metric, unit) in the store with how many runs measured it."""
-    r = schema.records
-    query = (sa.select(r.c.suite, r.c.benchmark, r.c.metric, r.c.unit, sa.func.count(sa.distinct(r.c.run)))
-             .where(r.c.metric != FAILED_METRIC)
-             .group_by(r.c.suite, r.c.benchmark, r.c.metric, r.c.unit)
-             .order_by(r.c.suite, r.c.benchmark, r.c.metric, r.c.unit))
+    f = schema.figures
+    query = (sa.select(f.c.suite, f.c.benchmark, f.c.metric, f.c.unit, sa.func.count(sa.distinct(f.c.run)))
+             .group_by(f.c.suite, f.c.benchmark, f.c.metric, f.c.unit)
+             .order_by(f.c.suite, f.c.benchmark, f.c.metric, f.c.unit))
     return [tuple(row) for row in connection.execute(query)]

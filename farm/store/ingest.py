@@ -18,7 +18,8 @@ import attrs
 import sqlalchemy as sa
 
 from farm.errors import JobError
-from farm.results.record import Record, now_iso
+from farm.results.record import FAILED_METRIC, Record, now_iso
+from farm.results.stats import median
 from farm.results.report import RunData, load_run
 from farm.store import schema
 
@@ -41,6 +42,32 @@ class RunRows:
     @property
     def run_id(self) -> str:
         return self.run["run_id"]
+
+    @property
+    def figures(self) -> tuple[dict[str, Any], ...]:
+        return figure_rows(self.run, self.records)
+
+
+#: what a figure is the summary of: the values of one measurement in one run, on one kernel and image
+_FIGURE_KEY = ("target", "setup", "suite", "benchmark", "params", "metric", "unit", "kernel", "image_key", "git_sha")
+
+
+def figure_rows(run: dict[str, Any], records: Iterable[dict[str, Any]]) -> tuple[dict[str, Any], ...]:
+    """Per measurement of the run: n, median and interval (:mod:`farm.store.history`) and the values.
+    Failed-benchmark markers and values that are not finite are no measurement."""
+    from farm.store.history import median_interval
+
+    groups: dict[tuple, list[float]] = {}
+    for r in records:
+        if r["metric"] != FAILED_METRIC and math.isfinite(r["value"]):
+            groups.setdefault(tuple(r[k] for k in _FIGURE_KEY), []).append(r["value"])
+    rows = []
+    for key, values in groups.items():
+        lo, hi, interval = median_interval(values)
+        rows.append({**dict(zip(_FIGURE_KEY, key)), "run_id": run["run_id"], "started": run["started"],
+                     "n": len(values), "median": median(values), "lo": lo, "hi": hi, "interval": interval,
+                     "values": json.dumps(values)})
+    return tuple(rows)
 
 
 def junit_outcome(kinds: Iterable[str]) -> str:
@@ -186,7 +213,8 @@ def rows_of(data: RunData, artifacts: list[dict[str, Any]], consoles: list[dict[
                    tuple(image_rows), tuple(consoles))
 
 
-_CHILDREN = (("stages", schema.stages), ("records", schema.records), ("boots", schema.boots),
+_CHILDREN = (("stages", schema.stages), ("records", schema.records), ("figures", schema.figures),
+             ("boots", schema.boots),
              ("artifacts", schema.artifacts), ("images", schema.images), ("consoles", schema.consoles))
 
 

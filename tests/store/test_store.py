@@ -40,9 +40,9 @@ def test_migrations_from_an_empty_database(store_env):
     with eng.connect() as c:
         assert current_revision(c) == head_revision()
         tables = set(sa.inspect(c).get_table_names())
-        indexes = {i["name"] for i in sa.inspect(c).get_indexes("records")}
+        indexes = {i["name"] for i in sa.inspect(c).get_indexes("figures")}
     assert set(schema.metadata.tables) <= tables
-    assert "ix_records_metric" in indexes  # the history query's index
+    assert "ix_figures_metric" in indexes  # the history query's index
 
 
 def test_farm_db_ingest_stores_a_live_run(store_env, tmp_path):
@@ -61,6 +61,8 @@ def test_farm_db_ingest_stores_a_live_run(store_env, tmp_path):
         assert json.loads(row.info)["pipeline_name"] == "smoke"
         records = c.execute(sa.select(schema.records).order_by(schema.records.c.repeat)).all()
         assert [r.value for r in records] == [1.0e8, 1.1e8, 1.2e8]
+        figure = c.execute(sa.select(schema.figures)).one()  # the summary a history point reads
+        assert (figure.n, figure.median, figure.lo, figure.hi, figure.interval) == (3, 1.1e8, 1.0e8, 1.2e8, "range")
         assert {(r.kernel, r.image_key, r.git_sha) for r in records} == {("6.1.0-57-arm64", "a" * 64, "1" * 40)}
         stages = c.execute(sa.select(schema.stages).order_by(schema.stages.c.position)).all()
         assert [(s.kind, s.message) for s in stages][-1] == ("failure", "openssl speed: exited 1")

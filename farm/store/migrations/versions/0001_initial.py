@@ -1,4 +1,4 @@
-"""initial schema: runs, stages, records, boots, artifacts, images, consoles, qualifications
+"""initial schema: runs, stages, records, figures, boots, artifacts, images, consoles, qualifications
 
 Revision ID: 0001
 Revises: 
@@ -84,6 +84,36 @@ def upgrade() -> None:
     sa.ForeignKeyConstraint(['run'], ['runs.id'], ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('run', 'target')
     )
+    op.create_table('figures',
+    sa.Column('id', sa.Integer(), autoincrement=True, nullable=False),
+    sa.Column('run', sa.Integer(), nullable=False),
+    sa.Column('run_id', sa.String(length=200), nullable=False),
+    sa.Column('started', sa.String(length=40), nullable=False),
+    sa.Column('target', sa.String(length=200), nullable=False),
+    sa.Column('setup', sa.String(length=200), nullable=False),
+    sa.Column('suite', sa.String(length=100), nullable=False),
+    sa.Column('benchmark', sa.String(length=100), nullable=False),
+    sa.Column('params', sa.String(length=1000), nullable=False),
+    sa.Column('metric', sa.String(length=200), nullable=False),
+    sa.Column('unit', sa.String(length=40), nullable=False),
+    sa.Column('kernel', sa.String(length=200), nullable=False),
+    sa.Column('image_key', sa.String(length=64), nullable=False),
+    sa.Column('git_sha', sa.String(length=64), nullable=False),
+    sa.Column('n', sa.Integer(), nullable=False),
+    sa.Column('median', sa.Float(), nullable=False),
+    sa.Column('lo', sa.Float(), nullable=False),
+    sa.Column('hi', sa.Float(), nullable=False),
+    sa.Column('interval', sa.String(length=10), nullable=False),
+    sa.Column('values', sa.Text(), nullable=False),
+    sa.ForeignKeyConstraint(['run'], ['runs.id'], ondelete='CASCADE'),
+    sa.PrimaryKeyConstraint('id')
+    )
+    with op.batch_alter_table('figures', schema=None) as batch_op:
+        batch_op.create_index('ix_figures_metric', ['metric', 'benchmark', 'target', 'setup', 'started', 'suite',
+                                                     'params', 'unit', 'run_id', 'kernel', 'image_key', 'git_sha',
+                                                     'n', 'median', 'lo', 'hi', 'interval', 'id'], unique=False)
+        batch_op.create_index('ix_figures_run', ['run'], unique=False)
+
     op.create_table('images',
     sa.Column('run', sa.Integer(), nullable=False),
     sa.Column('image', sa.String(length=200), nullable=False),
@@ -120,7 +150,7 @@ def upgrade() -> None:
     sa.PrimaryKeyConstraint('id')
     )
     with op.batch_alter_table('records', schema=None) as batch_op:
-        batch_op.create_index('ix_records_metric', ['metric', 'benchmark', 'target', 'setup', 'started'], unique=False)
+        batch_op.create_index('ix_records_metric', ['metric', 'benchmark'], unique=False)
         batch_op.create_index('ix_records_run', ['run'], unique=False)
 
     op.create_table('stages',
@@ -147,6 +177,11 @@ def downgrade() -> None:
         batch_op.drop_index('ix_images_sha256')
 
     op.drop_table('images')
+    with op.batch_alter_table('figures', schema=None) as batch_op:
+        batch_op.drop_index('ix_figures_run')
+        batch_op.drop_index('ix_figures_metric')
+
+    op.drop_table('figures')
     op.drop_table('consoles')
     op.drop_table('boots')
     op.drop_table('artifacts')
