@@ -118,6 +118,22 @@ def run_detail(c: sa.Connection, run_id: str) -> RunDetail | None:
                      rows(schema.boots, schema.boots.c.position), previous, quals)
 
 
+def setups_of(c: sa.Connection, run_id: str | None = None) -> dict[str, list[str]]:
+    """Run id → the setups it measured, in name order (of one run, or of all)."""
+    f = schema.figures
+    query = sa.select(f.c.run_id, f.c.setup).distinct().order_by(f.c.run_id, f.c.setup)
+    if run_id is not None:
+        query = query.where(f.c.run_id == run_id)
+    out: dict[str, list[str]] = {}
+    for rid, setup in c.execute(query):
+        out.setdefault(rid, []).append(setup)
+    return out
+
+
+def only_setup(figures: list[Figure], setup: str | None) -> list[Figure]:
+    return figures if setup is None else [f for f in figures if f.setup == setup]
+
+
 def consecutive_pairs(c: sa.Connection) -> list[tuple[str, str]]:
     """Each run with the one before it of the same pipeline: the comparisons the static site holds."""
     r = schema.runs

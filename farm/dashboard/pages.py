@@ -68,6 +68,10 @@ def compare_href(root: str, a: str, b: str) -> str:
     return f"{root}compare/{quote(slug(a))}--{quote(slug(b))}.html"
 
 
+def setup_compare_path(run_id: str, first: str, then: str) -> str:
+    return f"compare/{slug(run_id)}/{slug(first)}--{slug(then)}.html"
+
+
 def layout(title: str, body: str, root: str = "") -> str:
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
             f'<meta http-equiv="Content-Security-Policy" content="{e(CSP)}">'
@@ -148,6 +152,11 @@ def run_page(d: RunDetail, root: str = "../") -> str:
     if d.previous:
         body.append(f'<p><a href="{e(compare_href(root, d.previous, r.run_id))}">compare with the run before it '
                     f'({e(d.previous)})</a></p>')
+    setups = sorted({f.setup for f in d.figures})
+    if len(setups) > 1:
+        links = (f'<a href="{e(root + quote(setup_compare_path(r.run_id, setups[0], other)))}">'
+                 f'{e(setups[0])} → {e(other)}</a>' for other in setups[1:])
+        body.append("<p>compare its setups: " + ", ".join(links) + "</p>")
     for q in d.qualifications:
         body.append(f'<p class="{"pass" if q.passed else "failure"}">qualify against {e(q.baseline)}: '
                     f'{e(q.headline)}</p>')
@@ -246,8 +255,10 @@ def compare_index_page(pairs: Sequence[tuple[str, str]], run_ids: Sequence[str],
     if live and run_ids:
         options = "".join(f"<option>{e(r)}</option>" for r in reversed(run_ids))
         body.append(f'<form method="get" action="{root}compare.html"><label>first <select name="a">{options}'
-                    f'</select></label> <label>then <select name="b">{options}</select></label> '
-                    f'<button type="submit">compare</button></form>')
+                    f'</select></label> <label>setup <input name="sa" size="12"></label> <label>then <select name="b">'
+                    f'{options}</select></label> <label>setup <input name="sb" size="12"></label> '
+                    f'<button type="submit">compare</button> (setups: empty for all; two setups of one run '
+                    f'compare them, e.g. kvm-guest against bare-linux)</form>')
     body.append("<h2>Each run with the one before it of its pipeline</h2>")
     body.append(_table(("first", "then"), (
         [f'<td><a href="{e(compare_href(root, a, b))}">{e(a)}</a></td>', _td(b)] for a, b in reversed(pairs)))
@@ -256,10 +267,12 @@ def compare_index_page(pairs: Sequence[tuple[str, str]], run_ids: Sequence[str],
 
 
 def compare_page(a: RunDetail, b: RunDetail, pairs: Sequence[Pair], only_a: Sequence[Figure],
-                 only_b: Sequence[Figure], root: str = "../") -> str:
+                 only_b: Sequence[Figure], root: str = "../",
+                 setups: tuple[str | None, str | None] = (None, None)) -> str:
     ra, rb = a.run, b.run
-    body = [f'<p>first: <a href="{e(run_href(root, ra.run_id))}">{e(ra.run_id)}</a> ({e(ra.targets)}/{e(ra.setups)}), '
-            f'then: <a href="{e(run_href(root, rb.run_id))}">{e(rb.run_id)}</a> ({e(rb.targets)}/{e(rb.setups)}). '
+    sa_, sb_ = (setups[0] or ra.setups), (setups[1] or rb.setups)
+    body = [f'<p>first: <a href="{e(run_href(root, ra.run_id))}">{e(ra.run_id)}</a> ({e(ra.targets)}/{e(sa_)}), '
+            f'then: <a href="{e(run_href(root, rb.run_id))}">{e(rb.run_id)}</a> ({e(rb.targets)}/{e(sb_)}). '
             "Ratio = then / first, of the medians.</p>"]
 
     def label(p: Pair) -> str:
@@ -276,6 +289,8 @@ def compare_page(a: RunDetail, b: RunDetail, pairs: Sequence[Pair], only_a: Sequ
         if figs:
             body.append(f"<h2>{e(what)}</h2>" + _table(("target", "setup", "benchmark", "params", "metric", "n",
                                                          "median", "range"), _figure_rows(figs)))
+    if ra.run_id == rb.run_id and setups[0] and setups[1]:
+        return layout(f"Compare {setups[0]} → {setups[1]} in {ra.run_id}", "".join(body), root)
     return layout(f"Compare {ra.run_id} → {rb.run_id}", "".join(body), root)
 
 

@@ -36,11 +36,19 @@ def _baselines() -> dict[str, list[str]]:
     return marks
 
 
-def _compare(c: sa.Connection, a_id: str, b_id: str, root: str) -> tuple[int, str]:
+def _compare(c: sa.Connection, a_id: str, b_id: str, root: str, setups: tuple[str | None, str | None] = (None, None)
+             ) -> tuple[int, str]:
     a, b = data.run_detail(c, a_id), data.run_detail(c, b_id)
     if a is None or b is None:
         return 404, pages.not_found_page(f"no run {a_id if a is None else b_id} in the store", root)
-    return 200, pages.compare_page(a, b, *data.compare_figures(a.figures, b.figures), root=root)
+    fa, fb = data.only_setup(a.figures, setups[0]), data.only_setup(b.figures, setups[1])
+    if (setups[0] and not fa) or (setups[1] and not fb):
+        return 404, pages.not_found_page(f"no setup {setups[0] if not fa else setups[1]} in that run", root)
+    return 200, pages.compare_page(a, b, *data.compare_figures(fa, fb), root=root, setups=setups)
+
+
+def _setup_for_slug(c: sa.Connection, run_id: str, name: str) -> str | None:
+    return next((s for s in data.setups_of(c, run_id).get(run_id, []) if data.slug(s) == name), None)
 
 
 def render(c: sa.Connection, path: str, query: Mapping[str, Sequence[str]] | None = None, *,
@@ -65,7 +73,8 @@ def render(c: sa.Connection, path: str, query: Mapping[str, Sequence[str]] | Non
             return 200, pages.trends_page(data.trends(c))
         if name == "compare.html":
             if live and query.get("a") and query.get("b"):
-                return _compare(c, query["a"][0], query["b"][0], "")
+                setups = tuple((query.get(k) or [""])[0] or None for k in ("sa", "sb"))
+                return _compare(c, query["a"][0], query["b"][0], "", setups)  # type: ignore[arg-type]
             return 200, pages.compare_index_page(data.consecutive_pairs(c), data.all_run_ids(c), live)
     elif len(parts) == 2 and parts[1].endswith(".html"):
         folder, name = parts[0], parts[1][:-5]
@@ -83,6 +92,15 @@ def render(c: sa.Connection, path: str, query: Mapping[str, Sequence[str]] | Non
             if a_id and b_id:
                 return _compare(c, a_id, b_id, "../")
         return 404, pages.not_found_page(f"nothing at {path}", "../")
+    elif len(parts) == 3 and parts[0] == "compare" and parts[2].endswith(".html") and "--" in parts[2]:
+        # two setups of one run: compare/<run>/<setup>--<setup>.html
+        run_id = data.run_for_slug(c, parts[1])
+        sa_name, sb_name = parts[2][:-5].split("--", 1)
+        if run_id:
+            first, then = _setup_for_slug(c, run_id, sa_name), _setup_for_slug(c, run_id, sb_name)
+            if first and then:
+                return _compare(c, run_id, run_id, "../../", (first, then))
+        return 404, pages.not_found_page(f"nothing at {path}", "../../")
     return 404, pages.not_found_page(f"nothing at {path}")
 
 
@@ -93,21 +111,31 @@ def site_paths(c: sa.Connection) -> list[str]:
     paths += [f"run/{data.slug(r)}.html" for r in data.all_run_ids(c)]
     paths += [f"trend/{t.slug}.html" for t in data.trends(c)]
     paths += [f"compare/{data.slug(a)}--{data.slug(b)}.html" for a, b in data.consecutive_pairs(c)]
+    for run_id, setups in data.setups_of(c).items():
+        paths += [pages.setup_compare_path(run_id, setups[0], other) for other in setups[1:]]
     return paths
+
+
+def _make_dirs(out: Path, folder: Path) -> None:
+    """Make ``folder`` (``out`` or inside it), refusing a symbolic link on the way."""
+    steps = [out]
+    for part in folder.relative_to(out).parts:
+        steps.append(steps[-1] / part)
+    for p in steps:
+        if p.is_symlink():
+            raise JobError(f"{p}: is a symbolic link; farm dashboard writes only into directories of its own")
+        p.mkdir(parents=p == out, exist_ok=True)
 
 
 def write_site(eng: sa.Engine, out: str | os.PathLike[str]) -> list[Path]:
     """Write every page into ``out`` (made if needed; pages of an earlier site are replaced)."""
     out = Path(out)
-    for p in (out, out / "run", out / "trend", out / "compare"):
-        if p.is_symlink():
-            raise JobError(f"{p}: is a symbolic link; farm dashboard writes only into directories of its own")
-        p.mkdir(parents=True, exist_ok=True)
     written = []
     with eng.connect() as c:
         for path in site_paths(c):
             status, html = render(c, path)
             target = out / path
+            _make_dirs(out, target.parent)
             write_text_atomic(target, html)
             written.append(target)
     return written
