@@ -10,9 +10,11 @@ from ..errors import EXIT_OK
 
 def cmd_dashboard(args: argparse.Namespace) -> int:
     from ..dashboard.site import write_site
-    from .db import require_store
+    from .db import require_store, store_errors
 
-    written = write_site(require_store(), args.out)
+    eng = require_store()
+    with store_errors():
+        written = write_site(eng, args.out)
     print(f"farm: dashboard: {len(written)} pages in {args.out}", file=sys.stderr)
     print(args.out)
     return EXIT_OK
@@ -20,9 +22,16 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from ..dashboard.server import serve
-    from .db import require_store
+    from .db import require_store, store_errors
 
-    serve(require_store(), host=args.host, port=args.port)
+    from ..errors import JobError
+
+    eng = require_store()
+    try:
+        with store_errors():
+            serve(eng, host=args.host, port=args.port)
+    except OSError as exc:  # binding: the port is in use, or not ours to take
+        raise JobError(f"serve: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
     return EXIT_OK
 
 

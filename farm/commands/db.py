@@ -10,12 +10,20 @@ from ..errors import EXIT_OK, JobError
 
 def require_store():
     """The store's engine, or a JobError when ``FARM_DB`` turns it off."""
-    from ..store.db import DB_ENV, open_store
+    from ..store.db import DB_ENV, database_url, open_store, store_errors
 
-    eng = open_store()
+    with store_errors(database_url()):
+        eng = open_store()
     if eng is None:
         raise JobError(f"the results store is off ({DB_ENV}=none): set {DB_ENV} to a database to use it")
     return eng
+
+
+def store_errors():
+    """Database errors of a command as one line naming the store (exit 3, no traceback)."""
+    from ..store.db import database_url, store_errors as errors
+
+    return errors(database_url())
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
@@ -23,7 +31,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     from ..store.ingest import ingest
 
     eng = require_store()
-    rows = ingest(eng, args.run_dirs)
+    with store_errors():
+        rows = ingest(eng, args.run_dirs)
     for r in rows:
         print(f"farm: ingested {r.run_id} ({r.run['kind']}, {r.run['status']}): {len(r.records)} records, "
               f"{len(r.stages)} stages", file=sys.stderr)
@@ -35,7 +44,7 @@ def cmd_upgrade(args: argparse.Namespace) -> int:
     from ..store.db import current_revision, database_url, describe
 
     eng = require_store()
-    with eng.connect() as connection:
+    with store_errors(), eng.connect() as connection:
         print(f"farm: schema at revision {current_revision(connection)}", file=sys.stderr)
     print(describe(database_url() or ""))
     return EXIT_OK

@@ -11,13 +11,13 @@ from ..errors import EXIT_OK, JobError
 
 def cmd_history(args: argparse.Namespace) -> int:
     from ..store.history import BY, Filters, history, parse_param_filters
-    from .db import require_store
+    from .db import require_store, store_errors
 
     filters = Filters(metric=args.metric, suite=args.suite, benchmark=args.benchmark, target=args.target,
                       setup=args.setup, params=parse_param_filters(args.param), unit=args.unit)
     assert args.by in BY
     eng = require_store()
-    with eng.connect() as connection:
+    with store_errors(), eng.connect() as connection:
         series = history(connection, filters, by=args.by)
     if not series:
         raise JobError(f"history: no records of metric {args.metric!r} match (farm db ingest RUN_DIR to add runs)")

@@ -8,18 +8,34 @@ that SQLite file.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
-from typing import Mapping
+from typing import Iterator, Mapping
 
 import sqlalchemy as sa
 
-from farm.errors import JobError
+from farm.errors import InfrastructureError, JobError
 
 DB_ENV = "FARM_DB"
 DEFAULT_SQLITE = Path("~/.local/share/farm/results.db")
 DISABLED = frozenset({"none", "off"})
 MIGRATIONS = Path(__file__).with_name("migrations")
+
+
+class StoreError(InfrastructureError):
+    """The results store cannot be used: the server is not there, the file is locked or unreadable,
+    the schema is newer than this farm."""
+
+
+@contextlib.contextmanager
+def store_errors(url: str | None) -> Iterator[None]:
+    """Database errors as a :class:`StoreError` of one line naming the store (no traceback)."""
+    try:
+        yield
+    except sa.exc.SQLAlchemyError as exc:
+        reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
+        raise StoreError(f"results store {describe(url) if url else ''}: {reason}") from None
 
 
 def database_url(environ: Mapping[str, str] | None = None) -> str | None:
@@ -76,12 +92,20 @@ def _alembic_config(connection: sa.Connection):
 
 
 def upgrade(eng: sa.Engine) -> None:
-    """Migrate the database to the newest schema (from empty too); nothing happens when it is there."""
+    """Migrate the database to the newest schema (from empty too); nothing happens when it is there.
+    A database a newer farm migrated (a revision this farm does not know) is refused, untouched."""
     from alembic import command
+    from alembic.script import ScriptDirectory
 
     with eng.begin() as connection:
-        if current_revision(connection) == head_revision():
+        current, head = current_revision(connection), head_revision()
+        if current == head:
             return
+        known = {rev.revision for rev in ScriptDirectory.from_config(_alembic_config(connection)).walk_revisions()}
+        if current is not None and current not in known:
+            raise StoreError(f"results store {describe(str(eng.url))}: its schema is at revision {current}, which "
+                             f"this farm does not know (it knows up to {head}): a newer farm migrated it; "
+                             "upgrade farm")
         command.upgrade(_alembic_config(connection), "head")
 
 

@@ -12,6 +12,7 @@ import sqlalchemy as sa
 
 from farm.store import schema
 from farm.store.db import current_revision, database_url, engine, head_revision, open_store
+from farm.store.history import Filters, history
 from tests.conftest import ROOT, run_farm
 from tests.store.rundirs import make_run
 
@@ -167,6 +168,10 @@ def test_history_over_time_and_kernel(store_env, tmp_path):
     assert (tmp_path / "h.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "n=3" in proc.stdout and "3" * 40 in proc.stdout
 
-    for narrowing in (("--target", "other-board"), ("--param", "algorithm=md5"), ("--setup", "one-core")):
-        proc = run_farm("history", "throughput", *narrowing, env=store_env)
-        assert proc.returncode == 2 and "no records of metric 'throughput' match" in proc.stderr
+    proc = run_farm("history", "throughput", "--target", "other-board", env=store_env)
+    assert proc.returncode == 2 and "no records of metric 'throughput' match" in proc.stderr
+    with _store(store_env).connect() as c:
+        assert len(history(c, Filters("throughput", benchmark="openssl-speed", params={"block": "16384"}))) == 1
+        for narrowing in ({"target": "other-board"}, {"params": {"algorithm": "md5"}}, {"setup": "one-core"},
+                          {"suite": "network"}, {"unit": "bit/s"}):
+            assert history(c, Filters("throughput", **narrowing)) == []
