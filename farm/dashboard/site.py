@@ -4,8 +4,9 @@
 |---|---|
 | ``index.html``, ``runs-N.html`` | the run list, newest first, 100 a page |
 | ``run/<run>.html`` | a run: facts, stages, key figures, boots, images, console (failing lines marked), files |
-| ``trends.html``, ``trend/<suite.benchmark.metric.unit>.html`` | the metrics; a metric's trend per target/setup/params |
+| ``trends.html``, ``trend/<suite.benchmark.metric.unit>.html`` | the metrics; a trend per target/setup/params |
 | ``compare.html``, ``compare/<run>--<run>.html`` | comparisons; live, ``compare.html?a=RUN&b=RUN`` any two runs |
+| ``compare/<run>/<setup>--<setup>.html`` | two setups of one run (``&sa=SETUP&sb=SETUP`` live) |
 """
 
 from __future__ import annotations

@@ -107,15 +107,6 @@ def summarise(values: Sequence[float]) -> tuple[float, float, float, str]:
     return float(middle), lo, hi, kind
 
 
-def make_point(x: str, rows: Iterable[tuple[str, str, float]]) -> Point:
-    """A point from ``(run_id, started, value)`` rows, in the order they were measured."""
-    rows = list(rows)
-    values = [v for _, _, v in rows]
-    med, lo, hi, kind = summarise(values)
-    return Point(x, min(s for _, s, _ in rows), tuple(dict.fromkeys(r for r, _, _ in rows)), med, lo, hi, kind,
-                 len(values))
-
-
 # what the history query reads (all of it in ix_figures_metric): the series key, x, then the point
 _SERIES, _X, _RUN, _STARTED, _N, _MEDIAN, _LO, _HI, _INTERVAL, _ID = slice(0, 6), 6, 7, 8, 9, 10, 11, 12, 13, 14
 
@@ -132,19 +123,17 @@ def history(connection: sa.Connection, filters: Filters, by: str = "time") -> li
         raise JobError("history: 'failed' marks a failed benchmark, it is not a metric with a history")
     f = schema.figures
     x_col = f.c.run_id if by == "time" else f.c[_X_COLUMN[by]]
+    where = [f.c.metric == filters.metric] + [f.c[name] == getattr(filters, name) for name in (
+        "benchmark", "target", "setup", "suite", "unit") if getattr(filters, name) is not None]
     query = sa.select(f.c.target, f.c.setup, f.c.suite, f.c.benchmark, f.c.params, f.c.unit, x_col, f.c.run_id,
-                      f.c.started, f.c.n, f.c.median, f.c.lo, f.c.hi, f.c.interval, f.c.id
-                      ).where(f.c.metric == filters.metric)
-    for name in ("benchmark", "target", "setup", "suite", "unit"):
-        if (value := getattr(filters, name)) is not None:
-            query = query.where(f.c[name] == value)
+                      f.c.started, f.c.n, f.c.median, f.c.lo, f.c.hi, f.c.interval, f.c.id).where(*where)
     series: dict[tuple, dict[str, list]] = {}
     for row in connection.execute(query.order_by(f.c.started)):
         if filters.params and not _params_match(row[4], filters.params):
             continue
         series.setdefault(row[_SERIES], {}).setdefault(row[_X] or "(unknown)", []).append(row)
     pooled = [row[_ID] for points in series.values() for rows in points.values() if len(rows) > 1 for row in rows]
-    values = _values(connection, pooled)
+    values = _values(connection, pooled, where)
     out = []
     for (target, setup, suite, benchmark, params, unit), points in sorted(series.items()):
         made = []
@@ -153,15 +142,25 @@ def history(connection: sa.Connection, filters: Filters, by: str = "time") -> li
                 r = rows[0]
                 made.append(Point(x, r[_STARTED], (r[_RUN],), r[_MEDIAN], r[_LO], r[_HI], r[_INTERVAL], r[_N]))
             else:
-                made.append(make_point(x, ((r[_RUN], r[_STARTED], v) for r in rows for v in values[r[_ID]])))
+                med, lo, hi, kind = summarise([v for r in rows for v in values[r[_ID]]])
+                made.append(Point(x, rows[0][_STARTED], tuple(dict.fromkeys(r[_RUN] for r in rows)), med, lo, hi,
+                                  kind, sum(r[_N] for r in rows)))
         made.sort(key=lambda p: (p.first, p.x))
         out.append(Series(target, setup, suite, benchmark, params, filters.metric, unit, tuple(made)))
     return out
 
 
-def _values(connection: sa.Connection, ids: list[int], chunk: int = 5000) -> dict[int, list[float]]:
+def _values(connection: sa.Connection, ids: list[int], where: list, chunk: int = 5000) -> dict[int, list[float]]:
+    """The values of the figures ``ids``: by id when they are few, else every figure's the query's
+    conditions select (one range of the index instead of thousands of lookups)."""
     f = schema.figures
     out: dict[int, list[float]] = {}
+    if len(ids) > chunk:
+        wanted = set(ids)
+        for fid, text in connection.execute(sa.select(f.c.id, f.c["values"]).where(*where)):
+            if fid in wanted:
+                out[fid] = json.loads(text)
+        return out
     for i in range(0, len(ids), chunk):
         for fid, text in connection.execute(sa.select(f.c.id, f.c["values"]).where(f.c.id.in_(ids[i:i + chunk]))):
             out[fid] = json.loads(text)

@@ -90,7 +90,8 @@ def _seconds(started: str, finished: str | None) -> float | None:
     from datetime import datetime
 
     try:
-        return (datetime.fromisoformat(finished) - datetime.fromisoformat(started)).total_seconds()  # type: ignore[arg-type]
+        end = datetime.fromisoformat(finished)  # type: ignore[arg-type]
+        return (end - datetime.fromisoformat(started)).total_seconds()
     except (TypeError, ValueError):
         return None
 
