@@ -99,6 +99,18 @@ def _load(browser, url: str, shot: str, tmp_path: Path):
     return browser
 
 
+def _follow(browser, element) -> None:
+    """Click a link or button and wait until the next page has loaded (a click does not wait)."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    old = browser.find_element(By.TAG_NAME, "html")
+    element.click()
+    WebDriverWait(browser, 30).until(ec.staleness_of(old))
+    WebDriverWait(browser, 30).until(lambda b: b.execute_script("return document.readyState") == "complete")
+
+
 def _check_pages(browser, base: str, tmp_path: Path, prefix: str) -> None:
     from selenium.webdriver.common.by import By
 
@@ -109,7 +121,7 @@ def _check_pages(browser, base: str, tmp_path: Path, prefix: str) -> None:
     assert page.find_elements(By.TAG_NAME, "img") == []
 
     page = _load(browser, base + "trends.html", f"{prefix}trends", tmp_path)
-    page.find_element(By.PARTIAL_LINK_TEXT, "crypto.openssl-speed throughput").click()
+    _follow(browser, page.find_element(By.PARTIAL_LINK_TEXT, "crypto.openssl-speed throughput"))
     assert not browser.get_log("browser")
     points = page.find_elements(By.CSS_SELECTOR, "svg.chart circle.point")
     assert len(points) == 4
@@ -128,7 +140,7 @@ def _check_pages(browser, base: str, tmp_path: Path, prefix: str) -> None:
     page.find_element(By.PARTIAL_LINK_TEXT, "failing lines").click()  # jumps to the excerpt
     browser.save_screenshot(str(Path(os.environ.get("FARM_DASHBOARD_SCREENSHOTS") or tmp_path)
                                 / f"{prefix}run-console.png"))
-    page.find_element(By.PARTIAL_LINK_TEXT, "compare with the run before it").click()
+    _follow(browser, page.find_element(By.PARTIAL_LINK_TEXT, "compare with the run before it"))
     assert not browser.get_log("browser")
     ratios = [td.text for td in page.find_elements(By.CSS_SELECTOR, "tbody tr td:last-child")]
     assert ratios == ["1.235"]  # 1.0e8 / 0.81e8
@@ -151,7 +163,7 @@ def test_farm_serve_in_a_browser(store, browser, live, tmp_path):
     page = _load(browser, live + "compare.html", "live-compare-form", tmp_path)
     Select(page.find_element(By.NAME, "a")).select_by_visible_text(RUNS[0])
     Select(page.find_element(By.NAME, "b")).select_by_visible_text(RUNS[2])
-    page.find_element(By.TAG_NAME, "button").click()
+    _follow(browser, page.find_element(By.TAG_NAME, "button"))
     assert not browser.get_log("browser")
     ratios = [td.text for td in page.find_elements(By.CSS_SELECTOR, "tbody tr td:last-child")]
     assert ratios == [f"{0.81 / 1.01:.3f}"]
