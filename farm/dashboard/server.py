@@ -13,6 +13,8 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 import sqlalchemy as sa
 
+from farm.secrets import mask
+
 from . import pages, site
 
 
@@ -28,7 +30,7 @@ def make_handler(eng: sa.Engine) -> type[BaseHTTPRequestHandler]:
                     status, html = site.render(c, path, parse_qs(url.query), live=True)
             except Exception as exc:  # noqa: BLE001 - a broken page is a 500, not a dead server
                 status, html = 500, pages.layout("Error", f"<p>{pages.e(type(exc).__name__)}: {pages.e(exc)}</p>")
-            body = html.encode("utf-8")
+            body = mask(html).encode("utf-8")  # FARM_SECRET_* values, as every output of farm
             self.send_response(status)
             self.send_header("Content-Type", "text/html; charset=utf-8")
             self.send_header("Content-Length", str(len(body)))

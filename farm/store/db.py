@@ -91,14 +91,43 @@ def _alembic_config(connection: sa.Connection):
     return cfg
 
 
+#: the PostgreSQL advisory lock that serialises migrations ("farm" in ASCII)
+_MIGRATION_LOCK = 0x6661726D
+
+
+@contextlib.contextmanager
+def _file_lock(eng: sa.Engine) -> Iterator[None]:
+    """For a SQLite file, an exclusive lock on ``<file>.migrate.lock`` while migrating: SQLite takes
+    its own write lock only at the first write, after two processes have both read "no schema"."""
+    database = eng.url.database if eng.url.get_backend_name() == "sqlite" else None
+    if not database or database == ":memory:":
+        yield
+        return
+    import fcntl
+
+    with open(f"{database}.migrate.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 def upgrade(eng: sa.Engine) -> None:
     """Migrate the database to the newest schema (from empty too); nothing happens when it is there.
-    A database a newer farm migrated (a revision this farm does not know) is refused, untouched."""
+    Commands that open a new store at once take turns: one migrates, the others find it done. A
+    database a newer farm migrated (a revision this farm does not know) is refused, untouched."""
     from alembic import command
     from alembic.script import ScriptDirectory
 
-    with eng.begin() as connection:
-        current, head = current_revision(connection), head_revision()
+    head = head_revision()
+    with eng.connect() as connection:
+        if current_revision(connection) == head:
+            return
+    with _file_lock(eng), eng.begin() as connection:
+        if connection.dialect.name == "postgresql":  # held until this transaction (the migration) ends
+            connection.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": _MIGRATION_LOCK})
+        current = current_revision(connection)
         if current == head:
             return
         known = {rev.revision for rev in ScriptDirectory.from_config(_alembic_config(connection)).walk_revisions()}

@@ -66,3 +66,29 @@ def test_the_static_site_refuses_a_symlinked_folder(eng, tmp_path):
     with pytest.raises(JobError, match="symbolic link"):
         site.write_site(eng, tmp_path / "site")
     assert not list((tmp_path / "elsewhere").iterdir())
+
+
+def test_farm_serve_masks_secrets_it_knows(tmp_path):
+    """A run made before a secret was declared holds it in clear; the server knows it now."""
+    import os
+    import subprocess
+    import sys
+    import urllib.request
+
+    from tests.conftest import ROOT, run_farm
+
+    secret = "hunter2-lab-password"
+    run = make_run(tmp_path / RUN, RUN, started="2026-12-01T10:00:00.000+00:00",
+                   console=f"login: root\npassword: {secret}\n")
+    env = {"FARM_DB": str(tmp_path / "results.db")}
+    assert run_farm("db", "ingest", str(run), env=env).returncode == 0
+    proc = subprocess.Popen([sys.executable, "-m", "farm.cli", "serve", "--port", "0"], cwd=ROOT,
+                            env={**os.environ, **env, "FARM_SECRET_LAB": secret}, stderr=subprocess.PIPE, text=True)
+    try:
+        port = re.search(r":(\d+)/", proc.stderr.readline()).group(1)
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/run/{RUN}.html") as resp:
+            html = resp.read().decode()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    assert "password: " in html and secret not in html
