@@ -12,7 +12,8 @@ from .errors import EXIT_INTERRUPTED, EXIT_TERMINATED, FarmError, Terminated
 from .secrets import MaskingStream, mask, register_environment
 
 #: command modules under farm.commands, in the order --help lists them
-COMMAND_MODULES = ("images", "boot", "run", "analysis", "results", "places", "health", "lab")
+COMMAND_MODULES = ("images", "boot", "run", "analysis", "results", "places", "health", "lab", "db", "history",
+                   "dashboard")
 
 EPILOG = """\
 exit codes: 0 passed, 1 a benchmark failed (test), 2 bad input (job: recipe, env or pipeline file),

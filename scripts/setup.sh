@@ -15,6 +15,8 @@ APT_PACKAGES=(
   ser2net pdudaemon openssh-server openssh-client rsync iproute2    # farm lab: PDU, lab-host SSH, labgrid staging, ss
   git make python3 python3-venv python3-pip ca-certificates
   mmdebstrap                                                        # scripts/clean-root-check.sh (CI)
+  postgresql                                                        # tests/store: a throwaway PostgreSQL cluster
+  chromium chromium-driver                                          # tests/store: the dashboard in a headless browser
 )
 # C compilers for the target benchmark programs (farm/images/programs.py): the native gcc for the host's own
 # architecture, a cross gcc for the other, each with the C library headers of its target.

@@ -17,6 +17,14 @@ def project_root() -> Path:
     return ROOT
 
 
+@pytest.fixture(scope="session", autouse=True)
+def results_store(tmp_path_factory) -> str:
+    """Every farm command of the session ingests into a throwaway SQLite store, never the user's
+    ~/.local/share/farm/results.db (a test that wants another sets FARM_DB itself)."""
+    os.environ["FARM_DB"] = str(tmp_path_factory.mktemp("store") / "results.db")
+    return os.environ["FARM_DB"]
+
+
 @pytest.fixture(scope="session")
 def tftp_root(tmp_path_factory) -> Path:
     """A TFTP root of this test session's own (QEMU's user-mode TFTP serves it to the twin)."""

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from ..results.outdir import OutDir, prepare_out_dir
+from ..store.hook import ingest_after
 from ..values import name_arg, out_dir_arg
 
 IMPORTERS = ("ipbench", "iperf3", "openssl", "isal", "vmexit")
@@ -48,6 +49,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     _say_moved(prepare_out_dir(args.out, force=args.force))  # after reading: bad input moves nothing
     out = importers.write_import(records, args.out, args.file)
     print(f"farm: imported {len(records)} records from {args.file}", file=sys.stderr)
+    ingest_after(out)
     print(out)
     return 0
 

@@ -1,0 +1,200 @@
+"""What the dashboard's pages show, read from the store (SQLAlchemy Core, SQLite or PostgreSQL)."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from typing import Any
+
+import attrs
+import sqlalchemy as sa
+
+from farm.results.record import FAILED_METRIC
+from farm.results.stats import median
+from farm.store import schema
+from farm.store.history import Filters, Series, history
+
+RUNS_PER_PAGE = 100
+_SAFE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._]*(-[A-Za-z0-9._]+)*")
+
+
+def slug(text: str) -> str:
+    """A file name for ``text``: itself when it is plain (letters, digits, ``._-``, no ``--``),
+    else its plain characters and a hash, so two texts never share a page."""
+    if len(text) <= 120 and _SAFE.fullmatch(text):
+        return text
+    plain = re.sub(r"-+", "-", re.sub(r"[^A-Za-z0-9._-]+", "_", text)).strip("-_.")[:60] or "x"
+    return f"{plain}-{hashlib.sha256(text.encode()).hexdigest()[:10]}"
+
+
+@attrs.frozen
+class Figure:
+    """The summary of one metric of one run (all repeats): what the run page and comparisons show."""
+
+    target: str
+    setup: str
+    suite: str
+    benchmark: str
+    params: str
+    metric: str
+    unit: str
+    values: tuple[float, ...]
+
+    @property
+    def median(self) -> float:
+        return median(self.values)
+
+    @property
+    def key(self) -> tuple[str, ...]:
+        return (self.target, self.setup, self.suite, self.benchmark, self.params, self.metric, self.unit)
+
+
+@attrs.frozen
+class RunDetail:
+    run: Any                      # the runs row
+    stages: list[Any]
+    figures: list[Figure]
+    failed: list[Any]             # records of failed benchmarks
+    images: list[Any]
+    artifacts: list[Any]
+    consoles: list[Any]
+    boots: list[Any]
+    previous: str | None          # the run before it of the same pipeline, for a comparison
+    qualifications: list[Any]
+
+
+def count_runs(c: sa.Connection) -> int:
+    return c.execute(sa.select(sa.func.count()).select_from(schema.runs)).scalar_one()
+
+
+def runs_page(c: sa.Connection, page: int = 1, per_page: int = RUNS_PER_PAGE) -> list[Any]:
+    """The runs of page ``page`` (1 = newest), newest first."""
+    r = schema.runs
+    cols = [r.c.run_id, r.c.kind, r.c.status, r.c.who, r.c.started, r.c.duration_s, r.c.pipeline, r.c.targets,
+            r.c.setups, r.c.images, r.c.kernels, r.c.junit]
+    return c.execute(sa.select(*cols).order_by(r.c.started.desc(), r.c.id.desc())
+                     .limit(per_page).offset((page - 1) * per_page)).all()
+
+
+def all_run_ids(c: sa.Connection) -> list[str]:
+    return list(c.execute(sa.select(schema.runs.c.run_id).order_by(schema.runs.c.started)).scalars())
+
+
+def run_for_slug(c: sa.Connection, text: str) -> str | None:
+    r = schema.runs
+    if c.execute(sa.select(r.c.id).where(r.c.run_id == text)).first():
+        return text
+    return next((rid for rid in c.execute(sa.select(r.c.run_id)).scalars() if slug(rid) == text), None)
+
+
+def figures_of(rows) -> list[Figure]:
+    groups: dict[tuple[str, ...], list[float]] = {}
+    for row in rows:
+        if row.metric == FAILED_METRIC or not math.isfinite(row.value):
+            continue
+        key = (row.target, row.setup, row.suite, row.benchmark, row.params, row.metric, row.unit)
+        groups.setdefault(key, []).append(row.value)
+    return [Figure(*key, values=tuple(values)) for key, values in groups.items()]
+
+
+def run_detail(c: sa.Connection, run_id: str) -> RunDetail | None:
+    r = schema.runs
+    run = c.execute(sa.select(r).where(r.c.run_id == run_id)).first()
+    if run is None:
+        return None
+
+    def rows(table: sa.Table, *order) -> list[Any]:
+        return c.execute(sa.select(table).where(table.c.run == run.id).order_by(*order)).all()
+
+    records = rows(schema.records, schema.records.c.id)
+    previous = c.execute(sa.select(r.c.run_id).where(r.c.pipeline == run.pipeline, r.c.started < run.started)
+                         .order_by(r.c.started.desc()).limit(1)).scalar()
+    q = schema.qualifications
+    quals = c.execute(sa.select(q).where(q.c.candidate_run_id == run_id).order_by(q.c.created)).all()
+    return RunDetail(run, rows(schema.stages, schema.stages.c.position), figures_of(records),
+                     [x for x in records if x.metric == FAILED_METRIC], rows(schema.images, schema.images.c.image),
+                     rows(schema.artifacts, schema.artifacts.c.path), rows(schema.consoles, schema.consoles.c.target),
+                     rows(schema.boots, schema.boots.c.position), previous, quals)
+
+
+def setups_of(c: sa.Connection, run_id: str | None = None) -> dict[str, list[str]]:
+    """Run id → the setups it measured, in name order (of one run, or of all)."""
+    f = schema.figures
+    query = sa.select(f.c.run_id, f.c.setup).distinct().order_by(f.c.run_id, f.c.setup)
+    if run_id is not None:
+        query = query.where(f.c.run_id == run_id)
+    out: dict[str, list[str]] = {}
+    for rid, setup in c.execute(query):
+        out.setdefault(rid, []).append(setup)
+    return out
+
+
+def only_setup(figures: list[Figure], setup: str | None) -> list[Figure]:
+    return figures if setup is None else [f for f in figures if f.setup == setup]
+
+
+def consecutive_pairs(c: sa.Connection) -> list[tuple[str, str]]:
+    """Each run with the one before it of the same pipeline: the comparisons the static site holds."""
+    r = schema.runs
+    last: dict[str, str] = {}
+    pairs = []
+    for pipeline, run_id in c.execute(sa.select(r.c.pipeline, r.c.run_id).order_by(r.c.started, r.c.id)):
+        if pipeline in last:
+            pairs.append((last[pipeline], run_id))
+        last[pipeline] = run_id
+    return pairs
+
+
+@attrs.frozen
+class Trend:
+    suite: str
+    benchmark: str
+    metric: str
+    unit: str
+    runs: int
+
+    @property
+    def slug(self) -> str:
+        return slug(f"{self.suite}.{self.benchmark}.{self.metric}.{self.unit}")
+
+    def label(self) -> str:
+        return f"{self.suite}.{self.benchmark} {self.metric} ({self.unit})"
+
+
+def trends(c: sa.Connection) -> list[Trend]:
+    from farm.store.history import metrics
+
+    return [Trend(*row) for row in metrics(c)]
+
+
+def trend_series(c: sa.Connection, trend: Trend) -> list[Series]:
+    return history(c, Filters(metric=trend.metric, suite=trend.suite, benchmark=trend.benchmark, unit=trend.unit))
+
+
+@attrs.frozen
+class Pair:
+    """One metric measured by both sides of a comparison."""
+
+    a: Figure
+    b: Figure
+
+    @property
+    def ratio(self) -> float:
+        return self.b.median / self.a.median if self.a.median else math.nan
+
+
+def compare_figures(a: list[Figure], b: list[Figure]) -> tuple[list[Pair], list[Figure], list[Figure]]:
+    """Pairs joined on target, setup, suite, benchmark, params, metric and unit; when that joins
+    nothing and each side measured one target/setup (a VM run against a bare one), on the rest."""
+
+    def join(key):
+        left = {key(f): f for f in a}
+        right = {key(f): f for f in b}
+        pairs = [Pair(left[k], right[k]) for k in left if k in right]
+        return pairs, [f for k, f in left.items() if k not in right], [f for k, f in right.items() if k not in left]
+
+    pairs, only_a, only_b = join(lambda f: f.key)
+    if not pairs and len({f.key[:2] for f in a}) == 1 and len({f.key[:2] for f in b}) == 1:
+        pairs, only_a, only_b = join(lambda f: f.key[2:])
+    return pairs, only_a, only_b

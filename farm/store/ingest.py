@@ -1,0 +1,254 @@
+"""Ingesting a run directory: read it into a :class:`RunRows` (no database), then write that in
+one transaction, replacing any earlier copy of the same run (the same run twice is one run).
+
+A live run is named by run.json's ``run_id``; an import (``farm import``: run.json holds
+``imported_from``) by its records' ``run_id`` (``import-<sha256 of the source>``), so importing one
+file twice is one run too.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any, Iterable
+
+import attrs
+import sqlalchemy as sa
+
+from farm.errors import JobError
+from farm.results.record import FAILED_METRIC, Record, now_iso
+from farm.results.stats import median
+from farm.results.report import RunData, load_run
+from farm.store import schema
+
+#: junit outcome of a run, worst first
+_OUTCOMES = ("error", "failure", "pass")
+
+
+@attrs.frozen
+class RunRows:
+    """The rows one run directory gives each table (``run`` is the runs row without its id)."""
+
+    run: dict[str, Any]
+    stages: tuple[dict[str, Any], ...]
+    records: tuple[dict[str, Any], ...]
+    boots: tuple[dict[str, Any], ...]
+    artifacts: tuple[dict[str, Any], ...]
+    images: tuple[dict[str, Any], ...]
+    consoles: tuple[dict[str, Any], ...]
+
+    @property
+    def run_id(self) -> str:
+        return self.run["run_id"]
+
+    @property
+    def figures(self) -> tuple[dict[str, Any], ...]:
+        return figure_rows(self.run, self.records)
+
+
+#: what a figure is the summary of: the values of one measurement in one run, on one kernel and image
+_FIGURE_KEY = ("target", "setup", "suite", "benchmark", "params", "metric", "unit", "kernel", "image_key", "git_sha")
+
+
+def figure_rows(run: dict[str, Any], records: Iterable[dict[str, Any]]) -> tuple[dict[str, Any], ...]:
+    """Per measurement of the run: n, median and interval (:mod:`farm.store.history`) and the values.
+    Failed-benchmark markers and values that are not finite are no measurement."""
+    from farm.store.history import median_interval
+
+    groups: dict[tuple, list[float]] = {}
+    for r in records:
+        if r["metric"] != FAILED_METRIC and math.isfinite(r["value"]):
+            groups.setdefault(tuple(r[k] for k in _FIGURE_KEY), []).append(r["value"])
+    rows = []
+    for key, values in groups.items():
+        lo, hi, interval = median_interval(values)
+        rows.append({**dict(zip(_FIGURE_KEY, key)), "run_id": run["run_id"], "started": run["started"],
+                     "n": len(values), "median": median(values), "lo": lo, "hi": hi, "interval": interval,
+                     "values": json.dumps(values)})
+    return tuple(rows)
+
+
+def junit_outcome(kinds: Iterable[str]) -> str:
+    """``error`` if a stage had one, else ``failure``, else ``pass``; ``none`` without junit.xml."""
+    kinds = set(kinds)
+    if not kinds:
+        return "none"
+    return next((k for k in _OUTCOMES if k in kinds), "pass")
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+def _seconds(started: str, finished: str | None) -> float | None:
+    from datetime import datetime
+
+    try:
+        end = datetime.fromisoformat(finished)  # type: ignore[arg-type]
+        return (end - datetime.fromisoformat(started)).total_seconds()
+    except (TypeError, ValueError):
+        return None
+
+
+def _boots(info: dict[str, Any]) -> list[dict[str, Any]]:
+    rows = []
+    targets = info.get("targets") if isinstance(info.get("targets"), dict) else {}
+    for target, facts in targets.items():
+        for boot in (facts or {}).get("boots") or []:
+            if not isinstance(boot, dict):
+                continue
+            rows.append({
+                "position": len(rows), "target": str(target), "setup": _text(boot.get("setup")),
+                "repeat": int(boot.get("repeat") or 0), "kernel": _text(boot.get("kernel")),
+                "image": _text(boot.get("image")), "image_key": _text(boot.get("image_key")),
+                "cpus": boot.get("cpus") if isinstance(boot.get("cpus"), int) else None,
+                "frequency_hz": _number(boot.get("frequency_hz")),
+                "boot_seconds": _number(boot.get("boot_seconds"))})
+    return rows
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    return None
+
+
+def _images(info: dict[str, Any]) -> list[dict[str, Any]]:
+    rows = []
+    manifests = info.get("images") if isinstance(info.get("images"), dict) else {}
+    for name, manifest in manifests.items():
+        if not isinstance(manifest, dict):
+            continue
+        for artifact, facts in sorted((manifest.get("artifacts") or {}).items()):
+            if isinstance(facts, dict) and facts.get("sha256"):
+                rows.append({"image": str(name), "artifact": str(artifact), "sha256": str(facts["sha256"]),
+                             "image_key": _text(manifest.get("key")),
+                             "kernel": _text(manifest.get("kernel_version"))})
+    return rows
+
+
+def _artifacts(path: Path) -> list[dict[str, Any]]:
+    """Every regular file of the run directory (symlinks are not followed), relative path and size."""
+    rows = []
+    for root, dirs, files in os.walk(path):
+        dirs[:] = sorted(d for d in dirs if not os.path.islink(os.path.join(root, d)))
+        for name in sorted(files):
+            full = Path(root, name)
+            if full.is_symlink() or not full.is_file():
+                continue
+            rows.append({"path": full.relative_to(path).as_posix(), "size": full.stat().st_size})
+    return rows
+
+
+def _consoles(path: Path) -> list[dict[str, Any]]:
+    rows = []
+    folder = path / "console"
+    if not folder.is_dir() or folder.is_symlink():
+        return rows
+    for log in sorted(folder.glob("*.log")):
+        if log.is_symlink() or not log.is_file():
+            continue
+        text = log.read_bytes().decode("utf-8", errors="replace").replace("\x00", "\\x00")
+        keep = schema.CONSOLE_KEEP_CHARS
+        rows.append({"target": log.stem, "text": text[-keep:], "truncated": len(text) > keep})
+    return rows
+
+
+def read_run(run_dir: str | os.PathLike[str]) -> RunRows:
+    """What ``run_dir`` holds, as rows; JobError when it is not a run directory."""
+    data: RunData = load_run(run_dir)
+    return rows_of(data, _artifacts(data.path), _consoles(data.path))
+
+
+def rows_of(data: RunData, artifacts: list[dict[str, Any]], consoles: list[dict[str, Any]]) -> RunRows:
+    info, records = data.info, data.records
+    imported = "imported_from" in info
+    run_id = _text(info.get("run_id")) or (records[0].run_id if records else "") or data.path.name
+    if not run_id:
+        raise JobError(f"{data.path}: no run id (run.json has none and there are no records)")
+    stamps = sorted(r.timestamp for r in records)
+    started = _text(info.get("started")) or (stamps[0] if stamps else now_iso())
+    finished = _text(info.get("finished")) or (stamps[-1] if stamps and imported else "") or None
+    boots = _boots(info)
+    kernel_of = {(b["target"], b["setup"], b["repeat"]): b for b in boots}
+    kernel_of_setup = {(b["target"], b["setup"]): b for b in reversed(boots)}
+    image_rows = _images(info)
+    git_sha = _text(info.get("git_sha"))
+
+    def record_row(r: Record) -> dict[str, Any]:
+        boot = kernel_of.get((r.target, r.setup, r.repeat)) or kernel_of_setup.get((r.target, r.setup)) or {}
+        return {"timestamp": r.timestamp, "target": r.target, "arch": r.arch, "setup": r.setup, "image": r.image,
+                "suite": r.suite, "benchmark": r.benchmark, "params": r.params, "repeat": r.repeat,
+                "metric": r.metric, "value": r.value, "unit": r.unit, "kernel": boot.get("kernel", ""),
+                "image_key": boot.get("image_key", ""), "git_sha": git_sha, "started": started}
+
+    targets = sorted({r.target for r in records} | set((info.get("targets") or {}) if isinstance(
+        info.get("targets"), dict) else ()))
+    setups = sorted({r.setup for r in records} | set(info.get("setups") or () if isinstance(
+        info.get("setups"), dict) else ()))
+    run = {
+        "run_id": run_id, "kind": "import" if imported else "live",
+        "status": _text(info.get("status")) or ("imported" if imported else "unknown"),
+        "who": _text(info.get("who")), "started": started, "finished": finished,
+        "duration_s": _seconds(started, finished),
+        "pipeline": _text(info.get("pipeline_name") or info.get("pipeline") or
+                          (f"import {Path(str(info['imported_from'])).name}" if imported else "")),
+        "targets": ",".join(targets), "setups": ",".join(setups),
+        "images": ",".join(sorted({r.image for r in records if r.image} | {i["image"] for i in image_rows})),
+        "kernels": ",".join(sorted({b["kernel"] for b in boots if b["kernel"]})),
+        "git_sha": git_sha, "farm_version": _text(info.get("farm_version")), "ci_job": _text(info.get("ci_job")),
+        "stopped_at": _text(info.get("stopped_at")),
+        "junit": junit_outcome(s.kind for s in data.stages), "path": str(data.path.resolve()),
+        "info": json.dumps(info, sort_keys=True, default=str), "ingested": now_iso(),
+    }
+    stages = tuple({"position": i, "name": s.name, "classname": s.classname,
+                    "seconds": s.seconds if math.isfinite(s.seconds) else None, "kind": s.kind,
+                    "message": s.message} for i, s in enumerate(data.stages))
+    return RunRows(run, stages, tuple(record_row(r) for r in records), tuple(boots), tuple(artifacts),
+                   tuple(image_rows), tuple(consoles))
+
+
+_CHILDREN = (("stages", schema.stages), ("records", schema.records), ("figures", schema.figures),
+             ("boots", schema.boots),
+             ("artifacts", schema.artifacts), ("images", schema.images), ("consoles", schema.consoles))
+
+
+def write_run(connection: sa.Connection, rows: RunRows) -> int:
+    """Insert ``rows`` (replacing the run of the same run id) on an open transaction; the run's id."""
+    connection.execute(sa.delete(schema.runs).where(schema.runs.c.run_id == rows.run_id))
+    run_pk = connection.execute(sa.insert(schema.runs).values(**rows.run)).inserted_primary_key[0]
+    for field, table in _CHILDREN:
+        children = getattr(rows, field)
+        if children:
+            connection.execute(sa.insert(table), [{**child, "run": run_pk} for child in children])
+    return run_pk
+
+
+def ingest(eng: sa.Engine, run_dirs: Iterable[str | os.PathLike[str]], *, replace: bool = True) -> list[RunRows]:
+    """Read every directory first (bad input writes nothing), then write them all in one transaction.
+    ``replace=False`` keeps a run already stored (qualify's candidate may be a baseline's copy of it,
+    which has no console or junit.xml)."""
+    all_rows = [read_run(d) for d in run_dirs]
+    with eng.begin() as connection:
+        for rows in all_rows:
+            if not replace and connection.execute(
+                    sa.select(schema.runs.c.id).where(schema.runs.c.run_id == rows.run_id)).first():
+                continue
+            write_run(connection, rows)
+    return all_rows
+
+
+def record_qualification(eng: sa.Engine, *, path: Path, baseline: str, candidate_run_id: str, passed: bool,
+                         headline: str) -> None:
+    """Remember a ``farm qualify`` verdict (its --out directory is its key: made anew, replaced here)."""
+    row = {"path": str(path.resolve()), "baseline": baseline, "candidate_run_id": candidate_run_id,
+           "passed": passed, "headline": headline, "created": now_iso()}
+    with eng.begin() as connection:
+        connection.execute(sa.delete(schema.qualifications).where(schema.qualifications.c.path == row["path"]))
+        connection.execute(sa.insert(schema.qualifications).values(**row))

@@ -1,0 +1,42 @@
+"""Run directories as farm writes them (its own writers), for the store and dashboard tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Mapping, Sequence
+
+from farm.results.csvout import write_records
+from farm.results.junit import Case, write_junit
+from farm.results.record import Record, to_json, write_text_atomic
+
+TARGET = "maaxboard-twin"
+
+
+def make_run(path: Path, run_id: str, *, started: str, kernel: str = "6.1.0-57-arm64", image_key: str = "a" * 64,
+             git_sha: str = "1" * 40, values: Mapping[str, Sequence[float]] | None = None, status: str = "passed",
+             console: str = "U-Boot 2023.01\nLinux version 6.1\nFARM-READY\n", failure: str | None = None,
+             setup: str = "default", pipeline: str = "smoke", who: str = "lab-engineer") -> Path:
+    """A live run of ``openssl-speed`` on the twin: ``values`` maps a metric to its repeats."""
+    values = values if values is not None else {"throughput": [1.0e8, 1.1e8, 1.2e8]}
+    path.mkdir(parents=True)
+    records = [Record(run_id, started, TARGET, "arm64", setup, "maaxboard-bench", "crypto", "openssl-speed",
+                      "algorithm=sha256;block=16384", repeat, metric, value, "bytes/s")
+               for metric, vs in values.items() for repeat, value in enumerate(vs)]
+    write_records(path / "results.csv", records)
+    cases = [Case("build", "farm.build", 0.1, "pass"), Case(f"boot {TARGET}/{setup}", "farm.boot", 4.5, "pass"),
+             Case(f"crypto.openssl-speed {TARGET}/{setup}", "farm.bench.crypto", 2.0,
+                  "failure" if failure else "pass", message=failure or "")]
+    write_junit(path / "junit.xml", f"farm.{pipeline}", cases)
+    write_text_atomic(path / "run.json", to_json({
+        "run_id": run_id, "started": started, "finished": started[:-13] + ":59.000+00:00", "status": status,
+        "who": who, "pipeline_name": pipeline, "git_sha": git_sha, "farm_version": "0.1.0",
+        "setups": {setup: {"bootargs": []}},
+        "images": {"maaxboard-bench": {"key": image_key, "kernel_version": kernel, "artifacts": {
+            "Image": {"sha256": "b" * 64, "size": 10}, "initrd.cpio.gz": {"sha256": "c" * 64, "size": 5}}}},
+        "targets": {TARGET: {"arch": "arm64", "boots": [
+            {"setup": setup, "repeat": 0, "kernel": kernel, "image": "maaxboard-bench", "image_key": image_key,
+             "cpus": 4, "frequency_hz": 1.5e9, "boot_seconds": 4.4}]}},
+    }) + "\n")
+    (path / "console").mkdir()
+    (path / "console" / f"{TARGET}.log").write_text(console, encoding="utf-8")
+    return path

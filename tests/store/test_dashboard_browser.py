@@ -1,0 +1,186 @@
+"""The dashboard in a real browser (Debian's headless chromium through chromedriver and selenium),
+static (farm dashboard --out) and live (farm serve): every page loads without console errors, the
+run list shows the runs, a trend has its points, and hostile console text and names render as text.
+
+FARM_DASHBOARD_SCREENSHOTS=DIR saves a screenshot of each page there (docs/dashboard/ holds them)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, run_farm
+from tests.store.rundirs import make_run
+
+CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
+HOSTILE_CONSOLE = ("U-Boot 2023.01\nStarting kernel ...\n<script>alert('console')</script>\n"
+                   "Kernel panic - not syncing: Attempted to kill init! exitcode=0x00000100\n")
+HOSTILE_WHO = "<img src=x onerror=alert(1)>"
+RUNS = ("20261201-100000-aaaa", "20261202-100000-bbbb", "20261203-100000-cccc", "20261204-100000-dddd")
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory) -> dict[str, str]:
+    base = tmp_path_factory.mktemp("dash")
+    env = {"FARM_DB": str(base / "results.db"), "FARM_BASELINES": str(base / "baselines")}
+    values = ([1.00e8, 1.02e8, 1.01e8], [1.05e8, 1.04e8, 1.06e8], [0.80e8, 0.82e8, 0.81e8], [1.0e8, 1.0e8, 1.0e8])
+    kernels = ("6.1.0-57-arm64", "6.1.0-57-arm64", "6.12.0-1-arm64", "6.12.0-1-arm64")
+    dirs = []
+    for i, (run_id, vs, kernel) in enumerate(zip(RUNS, values, kernels)):
+        last = i == len(RUNS) - 1
+        dirs.append(make_run(base / run_id, run_id, started=f"2026-12-0{i + 1}T10:00:00.000+00:00", kernel=kernel,
+                             values={"throughput": vs}, git_sha=str(i + 1) * 40,
+                             status="failed" if last else "passed",
+                             failure="Kernel panic - not syncing: Attempted to kill init! exitcode=0x00000100"
+                             if last else None, console=HOSTILE_CONSOLE if last else "U-Boot 2023.01\nFARM-READY\n",
+                             who=HOSTILE_WHO if last else "lab-engineer"))
+    proc = run_farm("db", "ingest", *map(str, dirs), env=env)
+    assert proc.returncode == 0, proc.stderr
+    proc = run_farm("baseline", "save", str(dirs[0]), "--name", "v1.0", env=env)
+    assert proc.returncode == 0, proc.stderr
+    return env
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    if not (CHROMIUM.is_file() and CHROMEDRIVER.is_file()):
+        pytest.fail(f"{CHROMIUM} or {CHROMEDRIVER} is missing: install Debian's chromium and chromium-driver "
+                    "packages (scripts/setup.sh does it)")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for arg in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                "--disable-dev-shm-usage", "--window-size=1100,1400",
+                f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}"):
+        options.add_argument(arg)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
+    driver.set_page_load_timeout(30)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+@pytest.fixture(scope="module")
+def live(store):
+    """farm serve on a free port of 127.0.0.1; its base URL."""
+    proc = subprocess.Popen([sys.executable, "-m", "farm.cli", "serve", "--port", "0"], cwd=ROOT,
+                            env={**os.environ, **store}, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stderr.readline()
+        match = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
+        assert match, line + (proc.stderr.read() if proc.poll() is not None else "")
+        yield f"http://127.0.0.1:{match.group(1)}/"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def _load(browser, url: str, shot: str, tmp_path: Path):
+    from selenium.webdriver.common.by import By
+
+    browser.get(url)
+    errors = [entry for entry in browser.get_log("browser") if entry["level"] in ("SEVERE", "WARNING")]
+    assert not errors, f"{url}: {errors}"
+    assert browser.find_elements(By.TAG_NAME, "script") == [], "a page of farm's carries no script at all"
+    folder = Path(os.environ.get("FARM_DASHBOARD_SCREENSHOTS") or tmp_path)
+    folder.mkdir(parents=True, exist_ok=True)
+    browser.save_screenshot(str(folder / f"{shot}.png"))
+    return browser
+
+
+def _follow(browser, element) -> None:
+    """Click a link or button and wait until the next page has loaded (a click does not wait)."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    old = browser.find_element(By.TAG_NAME, "html")
+    element.click()
+    WebDriverWait(browser, 30).until(ec.staleness_of(old))
+    WebDriverWait(browser, 30).until(lambda b: b.execute_script("return document.readyState") == "complete")
+
+
+def _check_pages(browser, base: str, tmp_path: Path, prefix: str) -> None:
+    from selenium.webdriver.common.by import By
+
+    page = _load(browser, base + "index.html", f"{prefix}runs", tmp_path)
+    rows = page.find_elements(By.CSS_SELECTOR, "table.runs tbody tr")
+    assert [r.find_element(By.TAG_NAME, "a").text for r in rows] == list(reversed(RUNS))
+    assert HOSTILE_WHO in page.find_element(By.CSS_SELECTOR, "table.runs").text  # shown, as text
+    assert page.find_elements(By.TAG_NAME, "img") == []
+
+    page = _load(browser, base + "trends.html", f"{prefix}trends", tmp_path)
+    _follow(browser, page.find_element(By.PARTIAL_LINK_TEXT, "crypto.openssl-speed throughput"))
+    assert not browser.get_log("browser")
+    points = page.find_elements(By.CSS_SELECTOR, "svg.chart circle.point")
+    assert len(points) == 4
+    assert len(page.find_elements(By.CSS_SELECTOR, "svg.chart circle.regression")) == 1  # run 3 dropped 20 %
+    assert len(page.find_elements(By.CSS_SELECTOR, "svg.chart circle.baseline")) == 1  # v1.0 = run 1
+    assert "v1.0" in page.find_element(By.TAG_NAME, "table").text
+    folder = Path(os.environ.get("FARM_DASHBOARD_SCREENSHOTS") or tmp_path)
+    browser.save_screenshot(str(folder / f"{prefix}trend.png"))
+
+    page = _load(browser, base + f"run/{RUNS[-1]}.html", f"{prefix}run", tmp_path)
+    console = page.find_element(By.CSS_SELECTOR, "pre.console")
+    assert "<script>alert('console')</script>" in console.text
+    marked = [m.text for m in console.find_elements(By.TAG_NAME, "mark")]
+    assert marked == ["Kernel panic - not syncing: Attempted to kill init! exitcode=0x00000100"]
+    assert "failure" in page.find_element(By.TAG_NAME, "table").text  # the junit outcome
+    page.find_element(By.PARTIAL_LINK_TEXT, "failing lines").click()  # jumps to the excerpt
+    browser.save_screenshot(str(Path(os.environ.get("FARM_DASHBOARD_SCREENSHOTS") or tmp_path)
+                                / f"{prefix}run-console.png"))
+    _follow(browser, page.find_element(By.PARTIAL_LINK_TEXT, "compare with the run before it"))
+    assert not browser.get_log("browser")
+    ratios = [td.text for td in page.find_elements(By.CSS_SELECTOR, "tbody tr td:last-child")]
+    assert ratios == ["1.235"]  # 1.0e8 / 0.81e8
+    browser.save_screenshot(str(folder / f"{prefix}compare.png"))
+    _load(browser, base + "compare.html", f"{prefix}compare-index", tmp_path)
+
+
+def test_the_static_site_in_a_browser(store, browser, tmp_path):
+    out = tmp_path / "site"
+    proc = run_farm("dashboard", "--out", str(out), env=store)
+    assert proc.returncode == 0, proc.stderr
+    _check_pages(browser, out.as_uri() + "/", tmp_path, "")
+
+
+def test_farm_serve_in_a_browser(store, browser, live, tmp_path):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    _check_pages(browser, live, tmp_path, "live-")
+    page = _load(browser, live + "compare.html", "live-compare-form", tmp_path)
+    Select(page.find_element(By.NAME, "a")).select_by_visible_text(RUNS[0])
+    Select(page.find_element(By.NAME, "b")).select_by_visible_text(RUNS[2])
+    _follow(browser, page.find_element(By.TAG_NAME, "button"))
+    assert not browser.get_log("browser")
+    ratios = [td.text for td in page.find_elements(By.CSS_SELECTOR, "tbody tr td:last-child")]
+    assert ratios == [f"{0.81 / 1.01:.3f}"]
+
+
+def test_farm_serve_is_read_only_and_local(live):
+    import urllib.error
+    import urllib.request
+
+    assert live.startswith("http://127.0.0.1:")
+    for method in ("POST", "PUT", "DELETE"):
+        with pytest.raises(urllib.error.HTTPError) as err:
+            urllib.request.urlopen(urllib.request.Request(live + "index.html", data=b"x", method=method))
+        assert err.value.code == 405
+    with urllib.request.urlopen(live + "index.html") as resp:
+        assert "script-src" not in resp.headers["Content-Security-Policy"]
+        assert resp.headers["Content-Security-Policy"].startswith("default-src 'none'")
+    with pytest.raises(urllib.error.HTTPError) as err:
+        urllib.request.urlopen(live + "run/no-such-run.html")
+    assert err.value.code == 404

@@ -1,0 +1,64 @@
+"""The dashboard's pure parts: escaping, the failing excerpt, regression flags, the trend's cap."""
+
+from __future__ import annotations
+
+from farm.dashboard import pages
+from farm.dashboard.data import Trend, slug
+from farm.store.history import Point, Series
+
+
+def _series(medians, unit="bytes/s", spread=0.01, runs=None):
+    points = tuple(Point(f"run-{i}", f"2026-12-01T{i % 24:02d}:00:00.000+00:00", (runs[i] if runs else f"run-{i}",),
+                         m, m * (1 - spread), m * (1 + spread), "range", 3) for i, m in enumerate(medians))
+    return Series("t", "s", "crypto", "openssl-speed", "", "throughput" if unit == "bytes/s" else "rtt_median",
+                  unit, points)
+
+
+def test_console_text_is_escaped_and_the_failing_lines_marked():
+    text = "U-Boot 2023.01\n<script>alert(1)</script>\nTFTP error: 'File not found' (1)\nnothing & more\n"
+    html, marked = pages.highlight_console(text, ["tftpboot: TFTP error: 'File not found' (1)"])
+    assert "<script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert marked == 1 and '<mark id="fail-0">TFTP error: &#x27;File not found&#x27; (1)</mark>' in html
+    assert "nothing &amp; more" in html
+    # the first U-Boot banner is how every boot starts: not marked
+    assert "<mark" not in html.splitlines()[0]
+
+
+def test_a_kernel_panic_is_marked_even_when_no_stage_names_it():
+    html, marked = pages.highlight_console("ok\nKernel panic - not syncing: VFS\n", [])
+    assert marked == 1 and "<mark" in html.splitlines()[1]
+
+
+def test_regressions_follow_the_direction_of_the_unit():
+    # throughput: higher is better; a 20 % drop with intervals apart is flagged, a rise is not
+    assert pages.flag_points(_series([100.0, 80.0, 100.0]), {}) == ["", "regression", ""]
+    # an RTT: lower is better; a 20 % rise is flagged
+    assert pages.flag_points(_series([100.0, 120.0, 100.0], unit="us"), {}) == ["", "regression", ""]
+    # within the noise (intervals overlap) or under the threshold: not flagged
+    assert pages.flag_points(_series([100.0, 80.0], spread=0.2), {}) == ["", ""]
+    assert pages.flag_points(_series([100.0, 97.0]), {}) == ["", ""]
+    assert pages.flag_points(_series([100.0, 101.0]), {"run-1": ["v1.2"]}) == ["", "baseline"]
+
+
+def test_a_trend_page_draws_the_newest_points_only():
+    series = _series([100.0 + i for i in range(pages.TREND_POINTS + 50)])
+    html = pages.trend_page(Trend("crypto", "openssl-speed", "throughput", "bytes/s", 250), [series], {})
+    assert html.count('<circle') == pages.TREND_POINTS
+    assert f"the newest {pages.TREND_POINTS} of {pages.TREND_POINTS + 50} points" in html
+    assert "run-249" in html and ">run-0<" not in html
+
+
+def test_names_are_escaped_everywhere():
+    hostile = '<b onmouseover="x">"quoted"</b>'
+    series = _series([1.0, 2.0], runs=[hostile, "plain"])
+    html = pages.trend_page(Trend("crypto", hostile, "throughput", "bytes/s", 2), [series], {hostile: ["<i>v1</i>"]})
+    assert "<b " not in html and "<i>" not in html
+    assert "&lt;b onmouseover=&quot;x&quot;&gt;" in html
+
+
+def test_slugs_are_file_names_and_never_collide():
+    assert slug("20261201-084157-97fc") == "20261201-084157-97fc"
+    for text in ("a/b", "../x", "a--b", "a b", "<x>", "crypto.openssl-speed.throughput.bytes/s"):
+        s = slug(text)
+        assert "/" not in s and "--" not in s and not s.startswith(".") and s != text
+    assert slug("a/b") != slug("a_b") and slug("a b") != slug("a/b")

@@ -1,0 +1,177 @@
+"""The results store, the same tests on SQLite and on PostgreSQL: migrations from an empty database,
+ingest of live and imported runs (by ``farm db ingest`` and by the commands' own hook), idempotence,
+history queries."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from farm.store import schema
+from farm.store.db import current_revision, database_url, engine, head_revision, open_store
+from farm.store.history import Filters, history
+from tests.conftest import ROOT, run_farm
+from tests.store.rundirs import make_run
+
+DATA = ROOT / "tests" / "data"
+
+
+def _count(eng: sa.Engine, table: sa.Table, **where) -> int:
+    query = sa.select(sa.func.count()).select_from(table)
+    for column, value in where.items():
+        query = query.where(table.c[column] == value)
+    with eng.connect() as c:
+        return c.execute(query).scalar_one()
+
+
+def _store(env: dict[str, str]) -> sa.Engine:
+    return open_store(env)
+
+
+def test_migrations_from_an_empty_database(store_env):
+    eng = engine(database_url(store_env))
+    with eng.connect() as c:
+        assert current_revision(c) is None
+        assert not sa.inspect(c).get_table_names()
+    open_store(store_env)
+    open_store(store_env)  # at head already: nothing to do, no error
+    with eng.connect() as c:
+        assert current_revision(c) == head_revision()
+        tables = set(sa.inspect(c).get_table_names())
+        indexes = {i["name"] for i in sa.inspect(c).get_indexes("figures")}
+    assert set(schema.metadata.tables) <= tables
+    assert "ix_figures_metric" in indexes  # the history query's index
+
+
+def test_farm_db_ingest_stores_a_live_run(store_env, tmp_path):
+    run = make_run(tmp_path / "r1", "20261201-100000-aaaa", started="2026-12-01T10:00:00.000+00:00",
+                   failure="openssl speed: exited 1", status="failed",
+                   console="U-Boot 2023.01\n<script>alert(1)</script>\nKernel panic - not syncing\n")
+    proc = run_farm("db", "ingest", str(run), env=store_env)
+    assert proc.returncode == 0, proc.stderr
+    assert "ingested 20261201-100000-aaaa (live, failed): 3 records, 3 stages" in proc.stderr
+    eng = _store(store_env)
+    with eng.connect() as c:
+        row = c.execute(sa.select(schema.runs)).one()
+        assert (row.run_id, row.kind, row.status, row.who, row.junit) == (
+            "20261201-100000-aaaa", "live", "failed", "lab-engineer", "failure")
+        assert row.kernels == "6.1.0-57-arm64" and row.path == str(run.resolve())
+        assert json.loads(row.info)["pipeline_name"] == "smoke"
+        records = c.execute(sa.select(schema.records).order_by(schema.records.c.repeat)).all()
+        assert [r.value for r in records] == [1.0e8, 1.1e8, 1.2e8]
+        figure = c.execute(sa.select(schema.figures)).one()  # the summary a history point reads
+        assert (figure.n, figure.median, figure.lo, figure.hi, figure.interval) == (3, 1.1e8, 1.0e8, 1.2e8, "range")
+        assert {(r.kernel, r.image_key, r.git_sha) for r in records} == {("6.1.0-57-arm64", "a" * 64, "1" * 40)}
+        stages = c.execute(sa.select(schema.stages).order_by(schema.stages.c.position)).all()
+        assert [(s.kind, s.message) for s in stages][-1] == ("failure", "openssl speed: exited 1")
+        shas = dict(c.execute(sa.select(schema.images.c.artifact, schema.images.c.sha256)).all())
+        assert shas == {"Image": "b" * 64, "initrd.cpio.gz": "c" * 64}
+        paths = set(c.execute(sa.select(schema.artifacts.c.path)).scalars())
+        assert {"results.csv", "junit.xml", "run.json", "console/maaxboard-twin.log"} <= paths
+        console = c.execute(sa.select(schema.consoles)).one()
+        assert console.target == "maaxboard-twin" and "<script>alert(1)</script>" in console.text
+
+
+def test_the_same_run_twice_is_one_run(store_env, tmp_path):
+    run = make_run(tmp_path / "r1", "20261201-100000-aaaa", started="2026-12-01T10:00:00.000+00:00")
+    other = make_run(tmp_path / "r2", "20261201-110000-bbbb", started="2026-12-01T11:00:00.000+00:00")
+    for _ in range(2):
+        proc = run_farm("db", "ingest", str(run), str(other), env=store_env)
+        assert proc.returncode == 0, proc.stderr
+    eng = _store(store_env)
+    assert _count(eng, schema.runs) == 2
+    assert _count(eng, schema.records) == 6
+    assert _count(eng, schema.stages) == 6
+    # a resumed run (same run id, more records) replaces the stored copy
+    (tmp_path / "r1").rename(tmp_path / "old")
+    make_run(tmp_path / "r1", "20261201-100000-aaaa", started="2026-12-01T10:00:00.000+00:00",
+             values={"throughput": [1.0e8, 1.1e8, 1.2e8, 1.3e8]})
+    assert run_farm("db", "ingest", str(run), env=store_env).returncode == 0
+    assert _count(eng, schema.runs) == 2
+    assert _count(eng, schema.records) == 7
+
+
+def test_a_bad_directory_stores_nothing(store_env, tmp_path):
+    good = make_run(tmp_path / "good", "20261201-100000-aaaa", started="2026-12-01T10:00:00.000+00:00")
+    (tmp_path / "empty").mkdir()
+    proc = run_farm("db", "ingest", str(good), str(tmp_path / "empty"), env=store_env)
+    assert proc.returncode == 2
+    assert "not a run directory" in proc.stderr and "Traceback" not in proc.stderr
+    assert _count(_store(store_env), schema.runs) == 0
+
+
+def test_farm_import_ingests_its_run_once(store_env, tmp_path):
+    out = tmp_path / "lab-2024"
+    for extra in ((), ("--force",)):
+        proc = run_farm("import", "ipbench", str(DATA / "ipbench-sample.csv"), "--setup", "lab-2024",
+                        "--target", "maaxboard", "--out", str(out), *extra, env=store_env)
+        assert proc.returncode == 0, proc.stderr
+        assert "warning" not in proc.stderr
+    eng = _store(store_env)
+    with eng.connect() as c:
+        row = c.execute(sa.select(schema.runs)).one()
+        assert row.kind == "import" and row.status == "imported" and row.run_id.startswith("import-")
+        assert row.targets == "maaxboard" and row.setups == "lab-2024"
+        n = c.execute(sa.select(sa.func.count()).select_from(schema.records)).scalar_one()
+    assert n == len((out / "results.csv").read_text().splitlines()) - 1
+
+
+def test_farm_qualify_ingests_the_candidate_and_its_verdict(store_env, tmp_path):
+    base = make_run(tmp_path / "base", "20261201-100000-aaaa", started="2026-12-01T10:00:00.000+00:00")
+    cand = make_run(tmp_path / "cand", "20261201-110000-bbbb", started="2026-12-01T11:00:00.000+00:00",
+                    values={"throughput": [0.5e8, 0.55e8, 0.6e8]})
+    proc = run_farm("qualify", "--baseline", str(base), "--candidate", str(cand), "--out", str(tmp_path / "q"),
+                    env=store_env)
+    assert proc.returncode == 1, proc.stderr  # a regression
+    eng = _store(store_env)
+    with eng.connect() as c:
+        assert c.execute(sa.select(schema.runs.c.run_id)).scalars().all() == ["20261201-110000-bbbb"]
+        verdict = c.execute(sa.select(schema.qualifications)).one()
+    assert verdict.candidate_run_id == "20261201-110000-bbbb" and verdict.passed is False
+    assert verdict.path == str((tmp_path / "q").resolve())
+
+
+def _three_runs(tmp_path: Path) -> None:
+    make_run(tmp_path / "r1", "20261201-100000-aaaa", started="2026-12-01T10:00:00.000+00:00",
+             kernel="6.1.0-57-arm64", git_sha="1" * 40, values={"throughput": [1.0e8, 1.2e8, 1.1e8]})
+    make_run(tmp_path / "r2", "20261202-100000-bbbb", started="2026-12-02T10:00:00.000+00:00",
+             kernel="6.1.0-57-arm64", git_sha="2" * 40, values={"throughput": [1.3e8, 1.4e8, 1.5e8]})
+    make_run(tmp_path / "r3", "20261203-100000-cccc", started="2026-12-03T10:00:00.000+00:00",
+             kernel="6.12.0-1-arm64", git_sha="3" * 40, values={"throughput": [0.9e8, 0.8e8, 0.7e8]})
+
+
+def test_history_over_time_and_kernel(store_env, tmp_path):
+    _three_runs(tmp_path)
+    assert run_farm("db", "ingest", *(str(tmp_path / r) for r in ("r3", "r1", "r2")), env=store_env).returncode == 0
+    proc = run_farm("history", "throughput", "--benchmark", "openssl-speed", "--param", "algorithm=sha256",
+                    "--json", env=store_env)
+    assert proc.returncode == 0, proc.stderr
+    (series,) = json.loads(proc.stdout)["series"]
+    assert (series["target"], series["setup"], series["unit"]) == ("maaxboard-twin", "default", "bytes/s")
+    points = series["points"]
+    assert [p["x"] for p in points] == ["20261201-100000-aaaa", "20261202-100000-bbbb", "20261203-100000-cccc"]
+    assert [(p["n"], p["median"], p["lo"], p["hi"], p["interval"]) for p in points] == [
+        (3, 1.1e8, 1.0e8, 1.2e8, "range"), (3, 1.4e8, 1.3e8, 1.5e8, "range"), (3, 0.8e8, 0.7e8, 0.9e8, "range")]
+
+    proc = run_farm("history", "throughput", "--by", "kernel", "--json", env=store_env)
+    points = json.loads(proc.stdout)["series"][0]["points"]
+    assert [(p["x"], p["n"], p["median"], p["runs"]) for p in points] == [
+        ("6.1.0-57-arm64", 6, 1.25e8, ["20261201-100000-aaaa", "20261202-100000-bbbb"]),
+        ("6.12.0-1-arm64", 3, 0.8e8, ["20261203-100000-cccc"])]
+    assert points[0]["interval"] == "ci95"  # n = 6: the order-statistics interval exists
+
+    proc = run_farm("history", "throughput", "--by", "commit", "--plot", str(tmp_path / "h.png"), env=store_env)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "h.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "n=3" in proc.stdout and "3" * 40 in proc.stdout
+
+    proc = run_farm("history", "throughput", "--target", "other-board", env=store_env)
+    assert proc.returncode == 2 and "no records of metric 'throughput' match" in proc.stderr
+    with _store(store_env).connect() as c:
+        assert len(history(c, Filters("throughput", benchmark="openssl-speed", params={"block": "16384"}))) == 1
+        for narrowing in ({"target": "other-board"}, {"params": {"algorithm": "md5"}}, {"setup": "one-core"},
+                          {"suite": "network"}, {"unit": "bit/s"}):
+            assert history(c, Filters("throughput", **narrowing)) == []
