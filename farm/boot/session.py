@@ -24,23 +24,10 @@ from labgrid.strategy.common import StrategyError
 
 from ..config import load_yaml
 from ..errors import FarmError, InfrastructureError, JobError
-from ..images.build import Image, default_cache
+from ..images.build import Image
 from .console_log import ConsoleLog
+from .lgenv import apply_lg_defaults  # noqa: F401  (farm.boot.session.apply_lg_defaults, as before)
 from .staging import current_user, job_folder
-
-#: labgrid env files may use these; farm gives them defaults so the twin's files work out of the box
-LG_DEFAULTS = {
-    "LG_TFTP_ROOT": lambda: str(default_cache() / "tftp"),
-    "LG_QEMU_ACCEL": lambda: "tcg",
-}
-
-
-def apply_lg_defaults() -> None:
-    for key, default in LG_DEFAULTS.items():
-        if not os.environ.get(key):
-            os.environ[key] = default()
-    Path(os.environ["LG_TFTP_ROOT"]).mkdir(parents=True, exist_ok=True)
-
 
 @attrs.define
 class EnvFile:
