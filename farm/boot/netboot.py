@@ -16,6 +16,13 @@ from ..errors import JobError
 from .staging import current_user, job_folder
 
 
+def image_at(path: str):
+    """The image of ``path``: a recipe (``.yaml``) built on demand (farm's cache), else an image directory."""
+    from ..images.build import build, load_image  # the image code only when it is needed
+
+    return build(path) if str(path).endswith((".yaml", ".yml")) else load_image(path)
+
+
 @attr.s(eq=False)
 class NetbootStrategy(Strategy):
     console_device = attr.ib(default="ttyS0", validator=attr.validators.instance_of(str))
@@ -54,14 +61,12 @@ class NetbootStrategy(Strategy):
 
     def stage_env_image(self) -> None:
         """Stage and set the env file's ``images:`` entry ``image`` (nothing staged by a job)."""
-        from ..images.build import build, load_image  # the image code only when a plain labgrid user needs it
-
         try:
             path = self.target.env.config.get_image_path(self.image)
         except (KeyError, AttributeError):
             raise JobError(f"no image staged: call set_image(), or name an image directory or recipe in the "
                            f"env file's images: section as '{self.image}'") from None
-        image = build(path) if path.endswith((".yaml", ".yml")) else load_image(path)
+        image = image_at(path)
         folder = job_folder(current_user(), f"image-{image.manifest.get('key', 'unknown')[:16]}")
         self.target.activate(self.tftp)
         kernel = self.tftp.stage_as(str(image.kernel), folder, image.manifest["kernel"])

@@ -158,6 +158,16 @@ def boot_target(env: EnvFile, image: Image, job: str, console: ConsoleLog,
     if attempts < 1:
         raise JobError(f"boot attempts must be at least 1, not {attempts}")
     environment, target = open_target(env)
+    with boot_opened_target(target, env.arch, image, job, console, extra_bootargs, attempts) as booted:
+        yield booted
+
+
+@contextlib.contextmanager
+def boot_opened_target(target: Target, arch: str, image: Image, job: str, console: ConsoleLog,
+                       extra_bootargs: list[str] | None = None, attempts: int = 1) -> Iterator[BootedTarget]:
+    """:func:`boot_target` on a target labgrid made already (farm's pytest plugin: labgrid's ``target``)."""
+    if attempts < 1:
+        raise JobError(f"boot attempts must be at least 1, not {attempts}")
     folder = job_folder(current_user(), job)
     tftp = strategy = None
     try:
@@ -189,7 +199,7 @@ def boot_target(env: EnvFile, image: Image, job: str, console: ConsoleLog,
                     exc.failed_attempts = failed
                     raise exc from None
                 _power_off(target, strategy)
-        booted = BootedTarget(target.name, env.arch, target, shell, time.monotonic() - t_attempt, console)
+        booted = BootedTarget(target.name, arch, target, shell, time.monotonic() - t_attempt, console)
         booted.failed_attempts = failed
         booted.retyped = list(getattr(strategy, "retyped", []))
         booted.total_seconds = time.monotonic() - t0
