@@ -453,6 +453,10 @@ def _publish(run: RunDir, progress: Progress) -> None:
     run.case(Case("publish", "farm.publish", time.monotonic() - t0, "pass"))
     progress.say(f"publish ok: {report.summary.name}, {report.metrics.name}"
                  + (f", {len(report.plots)} plot(s)" if report.plots else ""))
+    with contextlib.suppress(Exception):  # summary.md again, now counting publish; the job summary once
+        from .results.report import write_summary
+
+        write_summary(run.path, step_summary=os.environ.get("GITHUB_STEP_SUMMARY") or None)
 
 
 def given_images(dirs: list[Path], arches: set[str]) -> dict[str, Image]:
