@@ -95,6 +95,13 @@ def cmd_baseline_list(args: argparse.Namespace) -> int:
     from ..results.baselines import list_baselines, store_dir
 
     found = list_baselines()
+    if args.json:  # every listed field; an empty store is []
+        import json
+
+        print(json.dumps([{"name": b.name, "path": str(b.path), "run_id": b.run_id, "saved": b.saved,
+                           "saved_by": b.saved_by, "source": b.source, "records": b.records, "status": b.status}
+                          for b in found], indent=2))
+        return EXIT_OK
     if not found:
         print(f"farm: no baselines in {store_dir()}", file=sys.stderr)
         return EXIT_OK
@@ -161,4 +168,5 @@ def register(sub) -> None:
     s.add_argument("--force", action="store_true", help="replace an existing baseline of that name")
     s.set_defaults(func=cmd_baseline_save)
     s = verbs.add_parser("list", help="list the saved baselines", description="List the baselines in the store.")
+    s.add_argument("--json", action="store_true", help="machine-readable output (a JSON list)")
     s.set_defaults(func=cmd_baseline_list)
