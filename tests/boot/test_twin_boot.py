@@ -121,3 +121,14 @@ def test_farm_run_with_image_boots_it_without_building(project_root, maaxboard_i
     assert info["images"]["maaxboard-bench"]["dir"] == str(maaxboard_image.path)
     cases = {c.get("name"): c for c in ET.parse(out / "junit.xml").getroot().iter("testcase")}
     assert "build" in cases and cases["build"].find("error") is None
+
+
+def test_farm_boot_verbose_shows_labgrid_steps_and_console(project_root, maaxboard_image, tftp_root, tmp_path):
+    proc = run_farm("-vv", "boot", "--env", "env/qemu-maaxboard.yaml", "--image", str(maaxboard_image.path),
+                    "--log-dir", str(tmp_path / "console"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    err = proc.stderr
+    assert "UBootNetbootStrategy.transition(status='shell')" in err  # labgrid's step log of the strategy
+    assert "stage_as" in err
+    assert "CONSOLE" in err and "FARM-READY" in err  # -vv: the serial console's lines too
+    assert "booted in" in err
