@@ -102,7 +102,9 @@ def test_gitlab_structure():
         assert job["stage"] in doc["stages"], name
         assert "farm" in (job.get("tags") or doc["default"]["tags"]), f"{name} must run on a lab host"
     bench = jobs["boot-bench"]
-    assert bench["resource_group"]
+    assert "resource_group" not in bench  # one job per board type at a time: the coordinator queues for the pool
+    (run,) = [argv for line in bench["script"] for argv in farm_invocations(line) if argv[0] == "run"]
+    assert "--farm" in run
     assert any("farm janitor" in line for line in bench["after_script"])
     assert bench["artifacts"]["when"] == "always" and bench["artifacts"]["paths"] == ["results/"]
     assert bench["artifacts"]["reports"]["junit"].startswith("results/")
