@@ -24,6 +24,11 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     for run_dir in args.run_dirs:
         report = regenerate(run_dir, step_summary=_step_summary(args))
+        if args.github_annotations:
+            from ..results.report import github_annotations, load_run
+
+            for line in github_annotations(load_run(run_dir)):
+                print(line)
         print(f"farm: {run_dir}: {report.summary.name}, {report.metrics.name} ({report.figures} key figures"
               + (f", {len(report.plots)} plots" if report.plots else "") + ")", file=sys.stderr)
         for note in report.notes:
@@ -122,6 +127,8 @@ def register(sub) -> None:
                        "Prints each summary.md path.")
     p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run directory, e.g. results/<run-id>")
     p.add_argument("--no-step-summary", action="store_true", help=f"do not append to ${STEP_SUMMARY_ENV}")
+    p.add_argument("--github-annotations", action="store_true",
+                   help="print an ::error workflow command per failed stage (GitHub Actions shows them)")
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("qualify", help="compare a candidate run with a baseline; exit 1 on a regression",

@@ -374,6 +374,25 @@ def write_summary(run_dir: PathLike, *, step_summary: PathLike | None = None) ->
     return run.path / SUMMARY_MD
 
 
+def _annotation_escape(text: str, *, prop: bool = False) -> str:
+    """GitHub's workflow-command escaping: ``%``, CR, LF always; ``:`` and ``,`` in a property too."""
+    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return text.replace(":", "%3A").replace(",", "%2C") if prop else text
+
+
+def github_annotations(run: RunData) -> list[str]:
+    """An ``::error`` workflow command per failed or errored stage (junit.xml testcase): GitHub shows them
+    on the run's page and its checks, the JUnit results without a third-party action (pure)."""
+    out = []
+    for s in run.stages:
+        if s.kind not in ("failure", "error"):
+            continue
+        kind = "test failure" if s.kind == "failure" else "error"
+        title = _annotation_escape(f"farm {kind}: {s.name}", prop=True)
+        out.append(f"::error title={title}::{_annotation_escape(mask(s.message) or s.kind)}")
+    return out
+
+
 def append_step_summary(path: PathLike, markdown: str) -> None:
     """Append to a GitHub job summary file (several reports in one job each add theirs)."""
     with open(path, "a", encoding="utf-8") as f:

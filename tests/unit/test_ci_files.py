@@ -128,6 +128,7 @@ def test_github_structure():
     # farm run writes $GITHUB_STEP_SUMMARY once, final; a report step writing it too showed the run twice
     reports = [s["run"] for s in steps if s.get("run", "").startswith("farm report")]
     assert reports and all("--no-step-summary" in r for r in reports)
+    assert any("--github-annotations" in r for r in reports)  # the JUnit results shown on the run's page
     assert "concurrency" in doc
 
 

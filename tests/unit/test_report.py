@@ -243,3 +243,17 @@ def test_write_summary_appends_the_step_summary_once(run, tmp_path):
     write_summary(run, step_summary=step)
     assert step.read_text().count("# farm run 20261129-224818-e762") == 1
     assert (run / "summary.md").read_text().rstrip("\n") == step.read_text().rstrip("\n")
+
+
+def test_github_annotations_one_per_failed_stage(run, capsys):
+    from farm.results.report import github_annotations
+
+    lines = github_annotations(load_run(run))
+    assert lines == [
+        "::error title=farm test failure%3A crypto.openssl-speed maaxboard-twin/one-core::"
+        "openssl: speed: Unknown algorithm | <aes-999>%0Asecond line",
+        "::error title=farm error%3A boot maaxboard-twin/two-core::U-Boot prompt not seen within 60 s",
+    ]
+    assert main(["report", "--no-step-summary", "--github-annotations", str(run)]) == EXIT_OK
+    out = capsys.readouterr().out.splitlines()
+    assert out[:2] == lines and out[-1] == str(run / "summary.md")  # the path stays the last line
