@@ -2,7 +2,7 @@
 
 Loaded by its entry point (``pytest11``) wherever farm is installed, beside labgrid's own plugin::
 
-    pytest --lg-env env/qemu-maaxboard.yaml tests/
+    pytest --lg-env=env/qemu-maaxboard.yaml tests/     (before farm is installed: -p farm.pytestplugin)
 
 labgrid's ``env``, ``target`` and ``strategy`` fixtures work on farm's env files: labgrid's ``target``
 is the env file's ``main`` target, and farm's files name theirs after the board (``maaxboard-twin``),

@@ -132,3 +132,25 @@ def test_farm_out_not_empty_is_an_error_naming_the_option(tmp_path):
     proc = run_pytest(tmp_path, tests="def test_r(farm_record):\n    farm_record('x', 1, 's')\n")
     assert proc.returncode == 1 and "--farm-out" in proc.stdout, proc.stdout
     assert (tmp_path / "out" / "results.csv").read_text() == "old\n"  # nothing lost or overwritten
+
+
+def test_entry_point_loads_the_plugin_and_coexists_with_dash_p(tmp_path):
+    """pyproject's pytest11 entry point, as an installed farm has it (a dist-info made here from
+    pyproject.toml): pytest loads the plugin by it, and `-p farm.pytestplugin` too is one plugin."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    site = tmp_path / "site"
+    dist = site / "farm_entry_point_check-0.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: farm-entry-point-check\nVersion: 0\n")
+    (dist / "entry_points.txt").write_text(
+        "[pytest11]\n" + "".join(f"{k} = {v}\n" for k, v in project["entry-points"]["pytest11"].items()))
+    tests = "def test_fixture_is_there(farm_results):\n    assert farm_results.run_id\n"
+    (tmp_path / "t").mkdir()
+    (tmp_path / "t" / "test_it.py").write_text(tests)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LG_")}
+    env["PYTHONPATH"] = f"{site}:{ROOT}"
+    for extra in ([], ["-p", "farm.pytestplugin"]):
+        proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *extra,
+                               f"--farm-out={tmp_path / ('out' + str(len(extra)))}", "t"],
+                              cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120)
+        assert proc.returncode == 0 and "1 passed" in proc.stdout, proc.stdout + proc.stderr
