@@ -18,6 +18,7 @@ from farm.cli import build_parser
 ROOT = Path(__file__).resolve().parents[2]
 GITLAB = ROOT / "pipelines" / "gitlab-ci.yml"
 GITHUB = ROOT / ".github" / "workflows" / "farm.yml"
+TEMPLATE = ROOT / "pipelines" / "gitlab-ci-template.yml"  # include:-able by other projects
 
 # Verbs and options the CI files use that another engineer is still adding. While one is not
 # registered, commands using it are checked without it and the test reports the gap as a skip;
@@ -86,6 +87,7 @@ def test_both_parse_as_yaml():
 
 @pytest.mark.parametrize("path,schema,extra", [
     (GITLAB, "vendor.gitlab-ci", ["--data-transform", "gitlab-ci"]),
+    (TEMPLATE, "vendor.gitlab-ci", ["--data-transform", "gitlab-ci"]),
     (GITHUB, "vendor.github-workflows", []),
 ])
 def test_valid_against_schema(path, schema, extra):
@@ -272,3 +274,50 @@ def test_actionlint_reports_nothing(tmp_path):
     assert left == [], "\n".join(f"{f['line']}:{f['column']}: {f['message']} [{f['kind']}]" for f in left)
     # the filter is not hiding everything: the linter does run and does see the custom label
     assert any(f["kind"] == "runner-label" for f in found)
+
+
+def test_template_jobs_are_the_pipeline_jobs():
+    """pipelines/gitlab-ci-template.yml's hidden jobs run what pipelines/gitlab-ci.yml runs, and farm accepts it."""
+    template, own = load(TEMPLATE), gitlab_jobs(load(GITLAB))
+    defaults = {k: str(v) for k, v in template["variables"].items()}
+    parser = build_parser()
+    for hidden, job in ((".farm-build", "build"), (".farm-boot-bench", "boot-bench"), (".farm-publish", "publish")):
+        t = template[hidden]
+        assert t["extends"] == ".farm" and t["stage"] == own[job]["stage"]
+        for key in ("retry", "artifacts", "when", "timeout", "interruptible"):
+            assert t.get(key) == own[job].get(key), (hidden, key)
+        for line in t["script"]:
+            for name, value in defaults.items():
+                line = line.replace(f'"${name}"', value)
+            for argv in farm_invocations(line):
+                assert _accepts(parser, argv), f"{TEMPLATE.name}: farm does not accept {shlex.join(argv)!r}"
+        mine = [a for line in own[job]["script"] for a in farm_invocations(line)]
+        theirs = [a for line in t["script"] for a in farm_invocations(line)]
+        assert [a[0] for a in mine] == [a[0] for a in theirs]
+        assert [[w for w in a if w.startswith("--")] for a in mine] == [[w for w in a if w.startswith("--")] for a in theirs]
+    assert "farm" in template[".farm"]["tags"]
+
+
+GITLAB_CI_LOCAL = TOOLS / "gitlab-ci-local" / "node_modules" / ".bin" / "gitlab-ci-local"
+
+
+def test_template_included_by_another_project_lists_its_jobs(tmp_path):
+    """gitlab-ci-local reads a consumer's .gitlab-ci.yml that includes the template (as in its header)."""
+    if not GITLAB_CI_LOCAL.exists():
+        pytest.skip("gitlab-ci-local (npm) not installed: scripts/setup.sh installs it where npm is present")
+    header = [line[2:] for line in TEMPLATE.read_text().splitlines()[2:16] if line.startswith("#  ")]
+    consumer = "\n".join(header).replace("- project: lab/farm", "- local: farm-template.yml")
+    consumer = "\n".join(line.split("#")[0].rstrip() for line in consumer.splitlines()
+                         if not line.strip().startswith(("ref:", "file:")))
+    (tmp_path / ".gitlab-ci.yml").write_text(consumer + "\n")
+    (tmp_path / "farm-template.yml").write_text(TEMPLATE.read_text())
+    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=tmp_path, check=True)
+    proc = subprocess.run([str(GITLAB_CI_LOCAL), "--list-json", "--home", str(tmp_path / "home")], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr + consumer
+    import json
+
+    jobs = {j["name"]: j for j in json.loads(proc.stdout[proc.stdout.index("["):])}
+    assert {"farm-build", "farm-bench", "farm-publish"} <= set(jobs)
+    assert jobs["farm-bench"]["stage"] == "boot-bench"
+    assert [(n["job"], n["artifacts"]) for n in jobs["farm-bench"]["needs"]] == [("farm-build", True)]
