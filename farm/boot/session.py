@@ -10,7 +10,6 @@ serial console has been logged to ``console/<target>.log`` from the first byte.
 from __future__ import annotations
 
 import contextlib
-import os
 import time
 from pathlib import Path
 from typing import Iterator
