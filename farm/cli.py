@@ -33,6 +33,8 @@ def build_parser() -> argparse.ArgumentParser:
         "run benchmarks and publish JUnit XML + CSV.", epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"farm {__version__}")
+    parser.add_argument("-v", "--verbose", action="count", default=0,
+                        help="labgrid's step log on stderr (-vv: and the serial console, -vvv: and debug)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMAND_MODULES:
         importlib.import_module(f"farm.commands.{name}").register(sub)
@@ -58,7 +60,10 @@ def main(argv: list[str] | None = None) -> int:
 def _run(args: argparse.Namespace) -> int:
     try:
         register_environment()  # a FARM_SECRET_* too short to mask is refused, naming it
-        return args.func(args)
+        from .steplog import step_log
+
+        with step_log(getattr(args, "verbose", 0)):
+            return args.func(args)
     except FarmError as exc:
         lines = mask(str(exc)).splitlines() or [type(exc).__name__]
         print(f"farm: {exc.kind} error: {lines[0]}", file=sys.stderr)

@@ -34,7 +34,7 @@ from .boot.session import EnvFile, boot_target
 from .config import Node, field, load_json, load_yaml, reject_unknown, require, string_list
 from .errors import (EXIT_INFRA_ERROR, EXIT_JOB_ERROR, EXIT_OK, EXIT_TEST_FAILURE, FarmError,
                      InfrastructureError, JobError, TestFailure)
-from .images.build import Image, build
+from .images.build import Image, build, load_image
 from .images.recipe import ARCHES
 from .results.csvout import append_records, read_records, write_records
 from .results.cycles import cycles_per_byte
@@ -363,7 +363,8 @@ def _new_run(pipeline: Pipeline, envs: tuple[Path, ...], out: Path | None, force
 
 def run_pipeline(pipeline_path: str | Path, *, out: Path | None = None, env_override: list[Path] | None = None,
                  extra_bootargs: list[str] | None = None, farm: FarmRequest | None = None,
-                 resume: Path | None = None, progress: Progress | None = None, force: bool = False) -> RunDir:
+                 resume: Path | None = None, progress: Progress | None = None, force: bool = False,
+                 image_dirs: list[Path] | None = None) -> RunDir:
     pipeline = load_pipeline(pipeline_path)
     if extra_bootargs:
         pipeline = attrs.evolve(pipeline, setups=tuple(attrs.evolve(s, bootargs=(*s.bootargs, *extra_bootargs))
@@ -372,6 +373,7 @@ def run_pipeline(pipeline_path: str | Path, *, out: Path | None = None, env_over
     if farm is not None:
         envs = envs[:1] if env_override else (farm_env(pipeline, farm),)
     env_files = [EnvFile.load(e) for e in envs]  # bad env files fail now, before anything is built
+    given = given_images(image_dirs or [], {e.arch for e in env_files})  # --image: built already, verified now
     progress = progress or Progress()
     if resume is not None:
         run = _resume(resume, pipeline, env_files)
@@ -386,16 +388,27 @@ def run_pipeline(pipeline_path: str | Path, *, out: Path | None = None, env_over
     with ConsoleLog(path / "console") as console:
         try:
             images: dict[Path, Image] = {}
-            recipes = list(dict.fromkeys(pipeline.recipe_for(e.arch, s) for e in env_files for s in pipeline.setups))
+
+            def key(env: EnvFile, setup: Setup) -> Path:  # a setup's own image is built even with --image
+                return Path(f"--image {env.arch}") if setup.image is None and env.arch in given \
+                    else pipeline.recipe_for(env.arch, setup)
+
+            recipes = list(dict.fromkeys(key(e, s) for e in env_files for s in pipeline.setups))
             for recipe in recipes:
                 name = "build" if len(recipes) == 1 else f"build {recipe.stem}"
-                images[recipe] = _stage(run, progress, name, "farm.build", lambda r=recipe: build(r))
-                run.info["images"][images[recipe].name] = {"dir": str(images[recipe].path), **images[recipe].manifest}
+                if str(recipe).startswith("--image "):
+                    arch = str(recipe).split()[-1]
+                    progress.say(f"build: --image {given[arch].path} ({given[arch].name}, {arch}): not rebuilt")
+                    images[recipe] = _stage(run, progress, name, "farm.build", lambda a=arch: given[a])
+                else:
+                    images[recipe] = _stage(run, progress, name, "farm.build", lambda r=recipe: build(r))
+                run.info["images"][images[recipe].name] = {"dir": str(images[recipe].path), **images[recipe].manifest,
+                                                           **({"given": True} if str(recipe).startswith("--image ") else {})}
             with _place(run, progress, farm):
                 for env in env_files:
                     for setup in pipeline.setups:
                         for repeat in range(pipeline.repeats):
-                            image = images[pipeline.recipe_for(env.arch, setup)]
+                            image = images[key(env, setup)]
                             _boot_and_bench(run, progress, pipeline, env, setup, repeat, image, console)
         except FarmError as exc:
             run.fail(exc)
@@ -480,6 +493,28 @@ def _publish(run: RunDir, progress: Progress) -> None:
     run.case(Case("publish", "farm.publish", time.monotonic() - t0, "pass"))
     progress.say(f"publish ok: {report.summary.name}, {report.metrics.name}"
                  + (f", {len(report.plots)} plot(s)" if report.plots else ""))
+    with contextlib.suppress(Exception):  # summary.md again, now counting publish; the job summary once
+        from .results.report import write_summary
+
+        write_summary(run.path, step_summary=os.environ.get("GITHUB_STEP_SUMMARY") or None)
+
+
+def given_images(dirs: list[Path], arches: set[str]) -> dict[str, Image]:
+    """``--image DIR``: built images by architecture, each artifact's sha256 checked against its manifest
+    (an artifact passed between CI jobs may be truncated or stale); a JobError names the directory."""
+    given: dict[str, Image] = {}
+    for path in dirs:
+        image = attrs.evolve(load_image(path), cached=True)
+        for name, meta in image.manifest["artifacts"].items():
+            if "sha256" in meta and _sha256(image.path / name) != meta["sha256"]:
+                raise JobError(f"--image {path}: {name} does not match the sha256 in manifest.json (damaged or "
+                               "replaced): build it again")
+        if image.arch in given:
+            raise JobError(f"--image {path}: a second {image.arch} image (first: {given[image.arch].path})")
+        if image.arch not in arches:
+            raise JobError(f"--image {path}: is {image.arch}, but the run's targets are {', '.join(sorted(arches))}")
+        given[image.arch] = image
+    return given
 
 
 def _stage(run: RunDir, progress: Progress, name: str, classname: str, action: Callable[[], Any]) -> Any:

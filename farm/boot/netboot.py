@@ -1,6 +1,11 @@
 """What farm's netboot strategies share (U-Boot and iPXE): the image to boot, the kernel command
 line, the TFTP server, and the wait for the initrd's ready marker. Each bootloader's flow is its own
-subclass, read top to bottom in its ``transition``."""
+subclass, read top to bottom in its ``transition``.
+
+With no image staged (plain labgrid: ``labgrid-client -s shell``, ``strategy.transition("shell")``),
+the strategy boots the env file's ``images:`` entry named by ``image`` (labgrid's convention): a
+farm image directory, or a recipe built on demand (served from farm's cache when nothing changed).
+It is staged under ``<user>/image-<key>/``: the same image, the same links, so sessions never clash."""
 
 from __future__ import annotations
 
@@ -8,6 +13,14 @@ import attr
 from labgrid.strategy.common import Strategy
 
 from ..errors import JobError
+from .staging import current_user, job_folder
+
+
+def image_at(path: str):
+    """The image of ``path``: a recipe (``.yaml``) built on demand (farm's cache), else an image directory."""
+    from ..images.build import build, load_image  # the image code only when it is needed
+
+    return build(path) if str(path).endswith((".yaml", ".yml")) else load_image(path)
 
 
 @attr.s(eq=False)
@@ -23,6 +36,8 @@ class NetbootStrategy(Strategy):
     #: seconds to wait for the bootloader's echo of a typed command before erasing and retyping it
     echo_timeout = attr.ib(default=5.0, converter=float)
     ready_timeout = attr.ib(default=120, validator=attr.validators.instance_of(int))  # kernel -> ready marker
+    #: the key in the env file's ``images:`` booted when nothing was staged: an image directory or a recipe
+    image = attr.ib(default="farm-image", validator=attr.validators.instance_of(str))
 
     def __attrs_post_init__(self):
         super().__attrs_post_init__()
@@ -41,8 +56,23 @@ class NetbootStrategy(Strategy):
 
     def staged(self) -> tuple[str, str]:
         if not (self.kernel_path and self.initrd_path):
-            raise JobError("no image staged: call set_image() before booting")
+            self.stage_env_image()
         return self.kernel_path, self.initrd_path
+
+    def stage_env_image(self) -> None:
+        """Stage and set the env file's ``images:`` entry ``image`` (nothing staged by a job)."""
+        try:
+            path = self.target.env.config.get_image_path(self.image)
+        except (KeyError, AttributeError):
+            raise JobError(f"no image staged: call set_image(), or name an image directory or recipe in the "
+                           f"env file's images: section as '{self.image}'") from None
+        image = image_at(path)
+        folder = job_folder(current_user(), f"image-{image.manifest.get('key', 'unknown')[:16]}")
+        self.target.activate(self.tftp)
+        kernel = self.tftp.stage_as(str(image.kernel), folder, image.manifest["kernel"])
+        initrd = self.tftp.stage_as(str(image.initrd), folder, image.manifest["initrd"])
+        compressed = image.manifest.get("kernel_compression", "none") != "none"
+        self.set_image(kernel, initrd, self.extra_bootargs, **({"kernel_compressed": True} if compressed else {}))
 
     def kernel_args(self) -> list[str]:
         """The kernel command line: console, the env file's arguments, the run's (setups, --bootarg)."""

@@ -10,7 +10,6 @@ serial console has been logged to ``console/<target>.log`` from the first byte.
 from __future__ import annotations
 
 import contextlib
-import os
 import time
 from pathlib import Path
 from typing import Iterator
@@ -24,24 +23,11 @@ from labgrid.strategy.common import StrategyError
 
 from ..config import Node, load_yaml
 from ..errors import FarmError, InfrastructureError, JobError
-from ..images.build import Image, default_cache
+from ..images.build import Image
 from ..values import bootarg_problem, name_problem, number_problem
 from .console_log import ConsoleLog
+from .lgenv import apply_lg_defaults  # noqa: F401  (farm.boot.session.apply_lg_defaults, as before)
 from .staging import current_user, job_folder
-
-#: labgrid env files may use these; farm gives them defaults so the twin's files work out of the box
-LG_DEFAULTS = {
-    "LG_TFTP_ROOT": lambda: str(default_cache() / "tftp"),
-    "LG_QEMU_ACCEL": lambda: "tcg",
-}
-
-
-def apply_lg_defaults() -> None:
-    for key, default in LG_DEFAULTS.items():
-        if not os.environ.get(key):
-            os.environ[key] = default()
-    Path(os.environ["LG_TFTP_ROOT"]).mkdir(parents=True, exist_ok=True)
-
 
 @attrs.define
 class EnvFile:
@@ -194,6 +180,16 @@ def boot_target(env: EnvFile, image: Image, job: str, console: ConsoleLog,
     if attempts < 1:
         raise JobError(f"boot attempts must be at least 1, not {attempts}")
     environment, target = open_target(env)
+    with boot_opened_target(target, env.arch, image, job, console, extra_bootargs, attempts) as booted:
+        yield booted
+
+
+@contextlib.contextmanager
+def boot_opened_target(target: Target, arch: str, image: Image, job: str, console: ConsoleLog,
+                       extra_bootargs: list[str] | None = None, attempts: int = 1) -> Iterator[BootedTarget]:
+    """:func:`boot_target` on a target labgrid made already (farm's pytest plugin: labgrid's ``target``)."""
+    if attempts < 1:
+        raise JobError(f"boot attempts must be at least 1, not {attempts}")
     folder = job_folder(current_user(), job)
     tftp = strategy = None
     try:
@@ -225,7 +221,7 @@ def boot_target(env: EnvFile, image: Image, job: str, console: ConsoleLog,
                     exc.failed_attempts = failed
                     raise exc from None
                 _power_off(target, strategy)
-        booted = BootedTarget(target.name, env.arch, target, shell, time.monotonic() - t_attempt, console)
+        booted = BootedTarget(target.name, arch, target, shell, time.monotonic() - t_attempt, console)
         booted.failed_attempts = failed
         booted.retyped = list(getattr(strategy, "retyped", []))
         booted.total_seconds = time.monotonic() - t0

@@ -26,6 +26,7 @@ from labgrid.util.managedfile import ManagedFile
 from labgrid.util.ssh import sshmanager
 
 from ..errors import JobError
+from .lgenv import local_tftp_root
 
 _COMPONENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$")
 
@@ -56,12 +57,17 @@ class JobTFTPProviderDriver(TFTPProviderDriver):
         """A RemoteTFTPProvider: the folder lives on the exporter's host."""
         return isinstance(self.provider, NetworkResource)
 
+    @property
+    def root(self) -> str:
+        """The TFTP root: the exporter's for a remote provider; a local one's may be ``$LG_TFTP_ROOT``."""
+        return self.provider.internal if self.remote else local_tftp_root(self.provider.internal)
+
     @TFTPProviderDriver.check_active
     @step(args=["filename", "folder", "name"], result=True)
     def stage_as(self, filename: str, folder: str, name: str) -> str:
         name = safe_component(name, "file name")
         parts = [safe_component(p, "folder name") for p in folder.split("/")]
-        internal = self.provider.internal.rstrip("/")
+        internal = self.root.rstrip("/")
         link = os.path.join(internal, *parts, name)
         # the realpath check with a trailing separator also refuses a sibling such as <root>-evil
         if not os.path.realpath(os.path.dirname(link)).startswith(os.path.realpath(internal) + os.sep) \
@@ -78,7 +84,7 @@ class JobTFTPProviderDriver(TFTPProviderDriver):
         staged the files (labgrid's sshmanager keeps it open).
         """
         parts = [safe_component(p, "folder name") for p in folder.split("/")]
-        path = os.path.join(self.provider.internal, *parts)
+        path = os.path.join(self.root, *parts)
         if self.remote:
             quoted = shlex.quote(path)
             sshmanager.open(self.provider.host).run_check(

@@ -37,6 +37,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     from ..virtual.lab import status
 
     lab, components = status(_dir(args))
+    if args.json:
+        return _status_json(lab, components)
     print(f"lab {lab.name} in {lab.directory}, coordinator {lab.coordinator}")
     for c in components:
         print(f"  {c.name:<22} pid {c.pid:<8} {'running' if c.running else 'NOT RUNNING':<12} {c.log}")
@@ -49,6 +51,27 @@ def cmd_status(args: argparse.Namespace) -> int:
                 print(f"  place {place.name:<16} {place.holder or 'free':<24} {place.health_text()}")
     except FarmError as exc:
         print(f"  places: {exc}")
+    return 0 if all(c.running for c in components) else 3
+
+
+def _status_json(lab, components) -> int:
+    """``farm lab status --json``: the lab, its components and (when the coordinator answers) its places."""
+    import json
+
+    from ..coordinator import Coordinator
+    from ..errors import FarmError
+    from ..places import list_places
+
+    doc = {"name": lab.name, "directory": str(lab.directory), "coordinator": lab.coordinator,
+           "components": [{"name": c.name, "pid": c.pid, "running": c.running, "log": str(c.log)} for c in components],
+           "places": None}
+    if components:
+        try:
+            with Coordinator(lab.coordinator) as coord:
+                doc["places"] = [p.as_dict() for p in list_places(coord)]
+        except FarmError as exc:
+            doc["places_error"] = str(exc)
+    print(json.dumps(doc, indent=2))
     return 0 if all(c.running for c in components) else 3
 
 
@@ -79,6 +102,7 @@ def register(sub) -> None:
 
     st = verbs.add_parser("status", help="show each component and place of a virtual lab")
     st.add_argument("--dir", metavar="DIR", help=dir_help)
+    st.add_argument("--json", action="store_true", help="machine-readable output (one JSON object)")
     st.set_defaults(func=cmd_status)
 
     dn = verbs.add_parser("down", help="stop everything the lab started (and nothing else)")

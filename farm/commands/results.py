@@ -26,6 +26,11 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     for run_dir in args.run_dirs:
         report = regenerate(run_dir, step_summary=_step_summary(args))
+        if args.github_annotations:
+            from ..results.report import github_annotations, load_run
+
+            for line in github_annotations(load_run(run_dir)):
+                print(line)
         print(f"farm: {run_dir}: {report.summary.name}, {report.metrics.name} ({report.figures} key figures"
               + (f", {len(report.plots)} plots" if report.plots else "") + ")", file=sys.stderr)
         for note in report.notes:
@@ -99,6 +104,13 @@ def cmd_baseline_list(args: argparse.Namespace) -> int:
     from ..results.baselines import list_baselines, store_dir
 
     found = list_baselines()
+    if args.json:  # every listed field; an empty store is []
+        import json
+
+        print(json.dumps([{"name": b.name, "path": str(b.path), "run_id": b.run_id, "saved": b.saved,
+                           "saved_by": b.saved_by, "source": b.source, "records": b.records, "status": b.status}
+                          for b in found], indent=2))
+        return EXIT_OK
     if not found:
         print(f"farm: no baselines in {store_dir()}", file=sys.stderr)
         return EXIT_OK
@@ -119,6 +131,8 @@ def register(sub) -> None:
                        "Prints each summary.md path.")
     p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run directory, e.g. results/<run-id>")
     p.add_argument("--no-step-summary", action="store_true", help=f"do not append to ${STEP_SUMMARY_ENV}")
+    p.add_argument("--github-annotations", action="store_true",
+                   help="print an ::error workflow command per failed stage (GitHub Actions shows them)")
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("qualify", help="compare a candidate run with a baseline; exit 1 on a regression",
@@ -165,4 +179,5 @@ def register(sub) -> None:
     s.add_argument("--force", action="store_true", help="replace an existing baseline of that name")
     s.set_defaults(func=cmd_baseline_save)
     s = verbs.add_parser("list", help="list the saved baselines", description="List the baselines in the store.")
+    s.add_argument("--json", action="store_true", help="machine-readable output (a JSON list)")
     s.set_defaults(func=cmd_baseline_list)

@@ -34,7 +34,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     run = run_pipeline(args.pipeline, out=Path(args.out) if args.out else None,
                        env_override=[Path(e) for e in args.env] if args.env else None,
                        extra_bootargs=args.bootarg, farm=farm, resume=Path(args.resume) if args.resume else None,
-                       force=args.force)
+                       force=args.force, image_dirs=[Path(d) for d in args.image])
     print(f"farm: run {run.run_id} {run.info['status']}: {sum(c.kind == 'pass' for c in run.cases)} of "
           f"{len(run.cases)} stages passed", file=sys.stderr)
     ingest_after(run.path)
@@ -57,6 +57,10 @@ def register(sub) -> None:
     p.add_argument("--resume", metavar="RUN_DIR",
                    help="finish RUN_DIR, a run of the same pipeline that failed or was interrupted: what passed "
                    "there is kept and not measured again, the rest runs")
+    p.add_argument("--image", action="append", default=[], metavar="DIR",
+                   help="boot this built image (`farm build` prints it; a CI job's artifact) instead of building "
+                   "the pipeline's recipe for its architecture; repeatable, one per architecture. Each artifact's "
+                   "sha256 is checked against its manifest.json. A setup with its own image: still builds that")
     p.add_argument("--bootarg", action="append", default=[], metavar="ARG", type=bootarg_arg,
                    help="extra kernel argument for every boot of the run (repeatable), e.g. --bootarg maxcpus=1; "
                    "letters, digits and _ . , : = / + @ - only")

@@ -211,21 +211,15 @@ def summary_markdown(run: RunData, plots: Sequence[Path] = ()) -> str:
            f"CI job {_md(info['ci_job'])}" if info.get("ci_job") else ""]
     if any(who):
         facts.append(", ".join(w for w in who if w))
-    image = info.get("image")
-    if isinstance(image, dict):
-        facts.append(f"image {_md(image.get('name', '?'))} (kernel {_md(image.get('kernel_version', '?'))}, "
-                     f"key {_md(str(image.get('key', '?'))[:12])})")
+    for name, image in (info.get("images") or {}).items():  # run.json: image name -> its manifest
+        if isinstance(image, dict):
+            facts.append(f"image {_md(image.get('name', name))} (kernel {_md(image.get('kernel_version', '?'))}, "
+                         f"key {_md(str(image.get('key', '?'))[:12])})")
     targets = info.get("targets")
     if isinstance(targets, dict):
         for name, t in targets.items():
-            if not isinstance(t, dict):
-                continue
-            freq = t.get("frequency_hz")
-            freq_text = f" @ {freq / 1e6:.0f} MHz ({_md(t.get('frequency_source', '?'))})" if isinstance(
-                freq, (int, float)) else ""
-            boot = f", booted in {t['boot_seconds']:.1f} s" if isinstance(t.get("boot_seconds"), (int, float)) else ""
-            facts.append(f"target **{_md(name)}**: {_md(t.get('cpus', '?'))} cpus{freq_text}, "
-                         f"kernel {_md(t.get('kernel', '?'))}{boot}")
+            if isinstance(t, dict):
+                facts += [f"target **{_md(name)}**{line}" for line in _boot_lines(t)]
     lines += [f"- {f}" for f in facts]
     if run.missing:
         lines.append(f"- not in the run directory: {', '.join(run.missing)}")
@@ -319,6 +313,26 @@ def metrics_text(records: Iterable[Record]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _boot_lines(target: dict) -> list[str]:
+    """One line per boot of a target in run.json (``targets.<name>.boots``): setup, cores, frequency, kernel."""
+    boots = target.get("boots")
+    if not isinstance(boots, list):
+        boots = [target]  # an older run.json kept the facts on the target itself
+    several = len(boots) > 1
+    lines = []
+    for b in (b for b in boots if isinstance(b, dict)):
+        where = f" ({_md(b.get('setup', '?'))}, repeat {b.get('repeat', 0)})" if several else ""
+        if b.get("failed"):
+            lines.append(f"{where}: boot failed: {_md(_first_line(str(b['failed'])))}")
+            continue
+        freq = b.get("frequency_hz")
+        freq_text = f" @ {freq / 1e6:.0f} MHz ({_md(b.get('frequency_source', '?'))})" if isinstance(
+            freq, (int, float)) and not isinstance(freq, bool) else ""
+        boot = f", booted in {b['boot_seconds']:.1f} s" if isinstance(b.get("boot_seconds"), (int, float)) else ""
+        lines.append(f"{where}: {_md(b.get('cpus', '?'))} cpus{freq_text}, kernel {_md(b.get('kernel', '?'))}{boot}")
+    return lines
+
+
 # --- regenerate ------------------------------------------------------------------------------
 
 def _plots(run: RunData) -> tuple[tuple[Path, ...], tuple[str, ...]]:
@@ -346,6 +360,37 @@ def regenerate(run_dir: PathLike, *, step_summary: PathLike | None = None) -> Re
         append_step_summary(step_summary, summary)
     return Report(run.path / SUMMARY_MD, run.path / METRICS_TXT, len(key_figures(run.records)),
                   plots, notes)
+
+
+def write_summary(run_dir: PathLike, *, step_summary: PathLike | None = None) -> Path:
+    """Rewrite ``summary.md`` alone (the runner's last word, once its publish stage is recorded) and
+    append it to ``step_summary`` once: a run's job summary shows its final stage count, one time."""
+    run = load_run(run_dir)
+    plots = tuple(sorted((run.path / "plots").glob("*.png"))) if (run.path / "plots").is_dir() else ()
+    summary = summary_markdown(run, plots)
+    write_text_atomic(run.path / SUMMARY_MD, summary)
+    if step_summary:
+        append_step_summary(step_summary, summary)
+    return run.path / SUMMARY_MD
+
+
+def _annotation_escape(text: str, *, prop: bool = False) -> str:
+    """GitHub's workflow-command escaping: ``%``, CR, LF always; ``:`` and ``,`` in a property too."""
+    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return text.replace(":", "%3A").replace(",", "%2C") if prop else text
+
+
+def github_annotations(run: RunData) -> list[str]:
+    """An ``::error`` workflow command per failed or errored stage (junit.xml testcase): GitHub shows them
+    on the run's page and its checks, the JUnit results without a third-party action (pure)."""
+    out = []
+    for s in run.stages:
+        if s.kind not in ("failure", "error"):
+            continue
+        kind = "test failure" if s.kind == "failure" else "error"
+        title = _annotation_escape(f"farm {kind}: {s.name}", prop=True)
+        out.append(f"::error title={title}::{_annotation_escape(mask(s.message) or s.kind)}")
+    return out
 
 
 def append_step_summary(path: PathLike, markdown: str) -> None:

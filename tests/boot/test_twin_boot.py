@@ -105,3 +105,30 @@ def test_farm_run_smoke_publishes_junit_csv_and_console(project_root, maaxboard_
     assert boot["frequency_hz"] == 1.5e9 and boot["frequency_source"] == "env"
     log = (out / "console" / "maaxboard-twin.log").read_text(errors="replace")
     assert "Starting kernel" in log and "FARM-READY" in log
+
+
+def test_farm_run_with_image_boots_it_without_building(project_root, maaxboard_image, tftp_root, tmp_path):
+    """A CI job's artifact: booted as given, never rebuilt (an empty FARM_CACHE: a build would download)."""
+    out = tmp_path / "run"
+    cache = tmp_path / "empty-cache"
+    proc = run_farm("run", "pipelines/smoke.yaml", "--image", str(maaxboard_image.path), "--out", str(out),
+                    env={"FARM_CACHE": str(cache)})
+    assert proc.returncode == 0, proc.stderr
+    assert f"build: --image {maaxboard_image.path} (maaxboard-bench, arm64): not rebuilt" in proc.stderr
+    assert not (cache / "images").exists() and not (cache / "debs").exists()
+    info = json.loads((out / "run.json").read_text())
+    assert info["images"]["maaxboard-bench"]["given"] is True
+    assert info["images"]["maaxboard-bench"]["dir"] == str(maaxboard_image.path)
+    cases = {c.get("name"): c for c in ET.parse(out / "junit.xml").getroot().iter("testcase")}
+    assert "build" in cases and cases["build"].find("error") is None
+
+
+def test_farm_boot_verbose_shows_labgrid_steps_and_console(project_root, maaxboard_image, tftp_root, tmp_path):
+    proc = run_farm("-vv", "boot", "--env", "env/qemu-maaxboard.yaml", "--image", str(maaxboard_image.path),
+                    "--log-dir", str(tmp_path / "console"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    err = proc.stderr
+    assert "UBootNetbootStrategy.transition(status='shell')" in err  # labgrid's step log of the strategy
+    assert "stage_as" in err
+    assert "CONSOLE" in err and "FARM-READY" in err  # -vv: the serial console's lines too
+    assert "booted in" in err

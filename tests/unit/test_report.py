@@ -16,7 +16,7 @@ from farm.results.csvout import write_records
 from farm.results.junit import Case, write_junit
 from farm.results.record import Record
 from farm.results.report import (human, label_value, load_run, md_escape, metric_name, metrics_text,
-                                 regenerate)
+                                 regenerate, write_summary)
 
 
 def rec(setup, benchmark, suite, params, metric, value, unit, repeat=0, target="maaxboard-twin"):
@@ -56,9 +56,15 @@ def run(tmp_path):
         "run_id": "20261129-224818-e762", "pipeline": "pipelines/smoke.yaml", "pipeline_name": "smoke",
         "who": "ci", "started": "2026-11-29T22:48:07.671+00:00", "finished": "2026-11-29T22:48:15.530+00:00",
         "status": "infrastructure-error", "farm_version": "0.1.0", "git_sha": "9c0c63c6761ff282c77ab298dc",
-        "ci_job": "4711", "image": {"name": "maaxboard-bench", "kernel_version": "6.1.0-57-arm64", "key": "745440545eb5"},
-        "targets": {"maaxboard-twin": {"cpus": 4, "frequency_hz": 1.5e9, "frequency_source": "cpufreq",
-                                       "kernel": "6.1.0-57-arm64", "boot_seconds": 4.21}},
+        "ci_job": "4711",
+        # as farm run writes them (farm/pipeline.py: RunDir.add_boot, run.info["images"])
+        "images": {"maaxboard-bench": {"dir": "/c/maaxboard-bench-745440545eb5", "name": "maaxboard-bench",
+                                       "kernel_version": "6.1.0-57-arm64", "key": "745440545eb5aa"}},
+        "targets": {"maaxboard-twin": {"env": "env/qemu-maaxboard.yaml", "arch": "arm64", "boots": [
+            {"setup": "default", "repeat": 0, "image": "maaxboard-bench", "cpus": 4, "frequency_hz": 1.5e9,
+             "frequency_source": "cpufreq", "kernel": "6.1.0-57-arm64", "boot_seconds": 4.21},
+            {"setup": "two-core", "repeat": 0, "image": "maaxboard-bench",
+             "failed": "U-Boot prompt not seen within 60 s", "failed_attempts": []}]}},
     }))
     return d
 
@@ -70,7 +76,12 @@ def test_summary(run):
     assert "3 of 5 stages passed." in md
     assert "- pipeline **smoke** (`pipelines/smoke.yaml`)" in md
     assert "git 9c0c63c6761f" in md and "CI job 4711" in md
-    assert "target **maaxboard-twin**: 4 cpus @ 1500 MHz (cpufreq), kernel 6.1.0-57-arm64, booted in 4.2 s" in md
+    assert ("target **maaxboard-twin** (default, repeat 0): 4 cpus @ 1500 MHz (cpufreq), kernel 6.1.0-57-arm64, "
+            "booted in 4.2 s") in md
+    assert "target **maaxboard-twin** (two-core, repeat 0): boot failed: U-Boot prompt not seen within 60 s" in md
+    assert "image maaxboard-bench (kernel 6.1.0-57-arm64, key 745440545eb5)" in md
+    assert "?" not in md.split("## Stages")[0]  # every fact run.json has is found
+
     # the stage table: one row per testcase, failures and errors stand out, first line of the message only
     assert "| build | pass | 0.0 s |  |" in md
     assert ("| crypto.openssl-speed maaxboard-twin/one-core | **failure** | 0.3 s | "
@@ -218,3 +229,32 @@ def test_cli_report(run, tmp_path, capsys, monkeypatch):
     assert not step.exists()
     assert main(["report", str(tmp_path / "nope")]) == EXIT_JOB_ERROR
     assert "no such run directory" in capsys.readouterr().err
+
+
+def test_summary_of_a_single_boot_needs_no_setup(run):
+    info = json.loads((run / "run.json").read_text())
+    del info["targets"]["maaxboard-twin"]["boots"][1]
+    (run / "run.json").write_text(json.dumps(info))
+    md = regenerate(run).summary.read_text()
+    assert "target **maaxboard-twin**: 4 cpus @ 1500 MHz (cpufreq), kernel 6.1.0-57-arm64, booted in 4.2 s" in md
+
+
+def test_write_summary_appends_the_step_summary_once(run, tmp_path):
+    step = tmp_path / "step.md"
+    write_summary(run, step_summary=step)
+    assert step.read_text().count("# farm run 20261129-224818-e762") == 1
+    assert (run / "summary.md").read_text().rstrip("\n") == step.read_text().rstrip("\n")
+
+
+def test_github_annotations_one_per_failed_stage(run, capsys):
+    from farm.results.report import github_annotations
+
+    lines = github_annotations(load_run(run))
+    assert lines == [
+        "::error title=farm test failure%3A crypto.openssl-speed maaxboard-twin/one-core::"
+        "openssl: speed: Unknown algorithm | <aes-999>%0Asecond line",
+        "::error title=farm error%3A boot maaxboard-twin/two-core::U-Boot prompt not seen within 60 s",
+    ]
+    assert main(["report", "--no-step-summary", "--github-annotations", str(run)]) == EXIT_OK
+    out = capsys.readouterr().out.splitlines()
+    assert out[:2] == lines and out[-1] == str(run / "summary.md")  # the path stays the last line
