@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Callable
 
 from farm.bench import BenchmarkError, ImpossibleValue, check_measurements
-from farm.bench.isal import parse_perf
+from farm.bench.isal import corpus_average, corpus_sizes, parse_perf
 from farm.bench.openssl import parse_speed_mr
 from farm.bench.vmexit import parse_vmexit
 from farm.errors import JobError, ParseError
@@ -41,8 +41,14 @@ def import_openssl(path: PathLike, setup: str, target: str = UNKNOWN) -> list[Re
 
 def import_isal(path: PathLike, setup: str, target: str = UNKNOWN) -> list[Record]:
     """Records from saved ISA-L perf lines (:func:`~farm.bench.isal.parse_perf`): isal_bench's
-    output or an upstream ``perf_report_*.perf`` file."""
-    return _import(path, setup, target, SUITE_ISAL, parse_perf)
+    output or an upstream ``perf_report_*.perf`` file; isal_bench's igzip corpus averages too."""
+    return _import(path, setup, target, SUITE_ISAL, parse_isal)
+
+
+def parse_isal(text: str) -> list[Measurement]:
+    """ISA-L perf lines and, for isal_bench's igzip corpus, its weighted averages."""
+    measurements = parse_perf(text)
+    return measurements + corpus_average(measurements, corpus_sizes(text))
 
 
 def import_vmexit(path: PathLike, setup: str, target: str = UNKNOWN) -> list[Record]:
