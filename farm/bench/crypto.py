@@ -7,7 +7,7 @@ import shlex
 from typing import Any, Mapping
 
 from ..errors import JobError
-from ..results.cycles import measured_cycles_per_byte
+from ..results.cycles import cpufreq_clock, measured_cycles_per_byte
 from ..results.record import Measurement
 from . import isal, openssl
 from .context import BenchContext
@@ -33,16 +33,32 @@ def openssl_runs(params: Mapping[str, Any]) -> list[tuple[str, str | None]]:
     return runs
 
 
+#: every CPU's clock in kHz on one line (nothing where there is no cpufreq)
+CPUFREQ_COMMAND = "cat /sys/devices/system/cpu/cpu[0-9]*/cpufreq/scaling_cur_freq 2>/dev/null | tr '\\n' ' '; echo"
+
+
+def parse_cpufreq_line(lines: list[str]) -> list[int]:
+    """The kHz figures :data:`CPUFREQ_COMMAND` printed (pure); [] when there were none."""
+    return [int(word) for line in lines for word in line.split() if word.isdigit()]
+
+
 def run_openssl_speed(ctx: BenchContext, params: Mapping[str, Any]) -> list[Measurement]:
     """``openssl speed -mr -elapsed`` per algorithm (wall clock, not CPU time); with ``decrypt``,
-    ciphers are measured decrypting too (params ``direction``)."""
+    ciphers are measured decrypting too (params ``direction``). Every CPU's clock is read right
+    before and after each invocation; where cpufreq has them, each throughput gets its
+    cycles/byte at that clock (per process with ``multi``; a clock that moved is warned about)."""
     seconds, multi = params.get("seconds", 1), params.get("multi")
     measurements: list[Measurement] = []
     for command, direction in openssl_runs(params):
+        before = parse_cpufreq_line(ctx.run(CPUFREQ_COMMAND, timeout=30, tool="cpufreq"))
         lines = ctx.run(command, timeout=seconds * 10 + 60, tool="openssl")
+        after = parse_cpufreq_line(ctx.run(CPUFREQ_COMMAND, timeout=30, tool="cpufreq"))
         extra = {"seconds": seconds, **({"direction": direction} if direction else {}),
                  **({"multi": multi} if multi else {})}
-        measurements += openssl.parse_speed_mr("\n".join(lines), params=extra)
+        found = openssl.parse_speed_mr("\n".join(lines), params=extra)
+        clock = cpufreq_clock(before, after)
+        measurements += found
+        measurements += [c for m in found if clock and (c := measured_cycles_per_byte(m, clock))]
     return measurements
 
 
@@ -53,7 +69,7 @@ DEFAULT_CORPUS = ("/usr/share/common-licenses/GPL-3", "/usr/lib/ssl/openssl.cnf"
                   "/usr/bin/openssl", "/bin/busybox")
 _TARGET_PATH = re.compile(r"^(/[A-Za-z0-9_+-][A-Za-z0-9_.+-]*)+$")
 _TESTS_PER_FILE = len(isal.IGZIP_TESTS)
-_TESTS_FIXED = 14  # 7 functions, cold and warm
+_TESTS_FIXED = 26  # 7 ISA-L functions and 6 crypto ones, cold and warm
 
 
 def isal_command(params: Mapping[str, Any]) -> str:

@@ -53,6 +53,10 @@ _CORPUS = re.compile(r"^# igzip (?P<file>[A-Za-z0-9_.+-]+): in_size=(?P<size>[0-
 #: the igzip tests of isal_bench, per corpus file (``<test>@<file>``); see images/src/isal_bench.c
 IGZIP_TESTS = ("igzip_file_perf", "igzip_stateless_file_perf", "isal_stateful_inflate",
                "isal_stateless_inflate")
+#: the lab's crypto functions isal_bench measures with OpenSSL (the library is in its
+#: ``# crypto: impl=<name>`` line and goes into the records' ``impl``: not isa-l_crypto)
+CRYPTO_FUNCTIONS = ("aes_xts_128_dec", "aes_xts_256_dec", "md5_mb", "sha1_mb", "sha256", "sha512")
+_IMPL = re.compile(r"^# crypto: impl=(?P<impl>[a-z0-9.+-]+)(?:\s|$)")
 #: the ``file`` of the corpus's weighted average (:func:`corpus_average`)
 CORPUS_FILE = "corpus-weighted"
 
@@ -64,6 +68,9 @@ def parse_perf(text: str, *, params: Mapping[str, Any] | None = None) -> list[Me
     params ``function`` and ``mode`` merged over ``params``: ``crc32_ieee_cold`` gives function
     ``crc32_ieee``, mode ``cold``. A name without a ``_cold``/``_warm`` suffix (upstream's
     crc_funcs_perf, igzip_perf) keeps its whole name as the function and has no ``mode``.
+    isal_bench's igzip tests ``<test>@<file>`` give ``file``; the lab's crypto functions
+    (:data:`CRYPTO_FUNCTIONS`) after isal_bench's ``# crypto: impl=openssl-3.0`` line give
+    ``impl=openssl-3.0`` (lines of isa-l_crypto's own perf programs have no such line, no ``impl``).
 
     Lines without ``<name>: runtime`` (at their start or after a space, e.g. behind a console
     timestamp) are ignored: headers, "Start timed tests", make's chatter. A line with it that
@@ -76,8 +83,12 @@ def parse_perf(text: str, *, params: Mapping[str, Any] | None = None) -> list[Me
     """
     measurements: list[Measurement] = []
     seen: dict[tuple[str, str, str | None], int] = {}
+    impl = None
     for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
+        if impl_line := _IMPL.match(line):
+            impl = impl_line["impl"]
+            continue
         start = _START.search(line)
         if not start:
             continue
@@ -107,6 +118,8 @@ def parse_perf(text: str, *, params: Mapping[str, Any] | None = None) -> list[Me
             found["mode"] = mode
         if "@" in start["name"]:  # isal_bench's igzip tests: <test>@<corpus file>
             found["file"] = start["name"].split("@", 1)[1]
+        if impl and function in CRYPTO_FUNCTIONS:
+            found["impl"] = impl
         if tail["rate_unit"] == "MB/s":
             measurements.append(Measurement(BENCHMARK, "throughput", rate * MB, "bytes/s",
                                             merge_params(params, found)))
@@ -192,7 +205,7 @@ def clock_of(m: Measurement, clocks: Mapping[str, "Clock"]) -> "Clock | None":
     """The clock around measurement ``m``; for a corpus average, the files' clocks together: the
     lowest and the highest of their readings when they differ by more than the tolerance (so the
     average is warned about too), else the means. None when a clock is missing."""
-    from farm.results.cycles import Clock
+    from farm.results.cycles import combined_clock
 
     if m.params.get("file") != CORPUS_FILE:
         return clocks.get(perf_name(m))
@@ -200,9 +213,4 @@ def clock_of(m: Measurement, clocks: Mapping[str, "Clock"]) -> "Clock | None":
     mine = [clock for name, clock in clocks.items() if name.startswith(prefix)]
     if not mine or len(mine) != m.params.get("files"):
         return None
-    readings = [hz for c in mine for hz in (c.before_hz, c.after_hz)]
-    migrated = any(c.migrated for c in mine)
-    if Clock(min(readings), max(readings)).changed:
-        return Clock(before_hz=min(readings), after_hz=max(readings), migrated=migrated)
-    return Clock(before_hz=sum(c.before_hz for c in mine) / len(mine),
-                 after_hz=sum(c.after_hz for c in mine) / len(mine), migrated=migrated)
+    return combined_clock(mine)

@@ -54,6 +54,31 @@ class Clock:
         return abs(self.after_hz - self.before_hz) > CLOCK_TOLERANCE * min(self.before_hz, self.after_hz)
 
 
+def combined_clock(clocks: Iterable[Clock]) -> Clock | None:
+    """One clock for a figure made of several measurements (a corpus average; processes on several
+    CPUs): the lowest and the highest reading when any clock moved or they differ by more than the
+    tolerance (so the figure is warned about too), else the means. None for no clocks."""
+    clocks = list(clocks)
+    if not clocks:
+        return None
+    readings = [hz for c in clocks for hz in (c.before_hz, c.after_hz)]
+    migrated = any(c.migrated for c in clocks)
+    if any(c.changed for c in clocks) or Clock(min(readings), max(readings)).changed:
+        return Clock(before_hz=min(readings), after_hz=max(readings), source=clocks[0].source, migrated=migrated)
+    return Clock(before_hz=sum(c.before_hz for c in clocks) / len(clocks),
+                 after_hz=sum(c.after_hz for c in clocks) / len(clocks), source=clocks[0].source, migrated=migrated)
+
+
+def cpufreq_clock(before_khz: Iterable[int], after_khz: Iterable[int]) -> Clock | None:
+    """The clock around a measurement from every CPU's ``scaling_cur_freq`` (kHz) read before and
+    after it, CPU by CPU (:func:`combined_clock`); None when cpufreq gave nothing or the two
+    readings do not list the same CPUs."""
+    before, after = list(before_khz), list(after_khz)
+    if not before or len(before) != len(after) or min(before + after) <= 0:
+        return None
+    return combined_clock(Clock(b * 1e3, a * 1e3) for b, a in zip(before, after))
+
+
 def processes(params: Mapping[str, object]) -> int:
     """How many processes a throughput is the sum of: ``multi`` (openssl speed -multi), else 1."""
     value = params.get("multi", 1)
@@ -145,3 +170,27 @@ def metric_for(metric: str) -> str:
     if "throughput" in metric:
         return metric.replace("throughput", METRIC, 1)
     return f"{metric}_{METRIC}"
+
+
+_FREQUENCY_UNITS = {"hz": 1.0, "khz": 1e3, "mhz": 1e6, "ghz": 1e9}
+#: 10 GHz: a CPU clock beyond that is a typo (as farm.pipeline's bound)
+MAX_FREQUENCY_HZ = 10e9
+
+
+def parse_frequency(text: str) -> float:
+    """A CPU clock given by a person, in Hz: ``1500000000``, ``1.5e9``, ``1500MHz``, ``1.5 GHz``,
+    ``1200000kHz``. Not a positive number up to 10 GHz: :class:`ValueError` saying why."""
+    raw = text.strip()
+    lowered = raw.lower().replace(" ", "")
+    scale = 1.0
+    for unit in ("khz", "mhz", "ghz", "hz"):
+        if lowered.endswith(unit):
+            lowered, scale = lowered[: -len(unit)], _FREQUENCY_UNITS[unit]
+            break
+    try:
+        value = float(lowered) * scale
+    except ValueError:
+        raise ValueError(f"{text!r} is not a frequency (e.g. 1.5GHz, 1500MHz, 1500000000)") from None
+    if not math.isfinite(value) or not 0 < value <= MAX_FREQUENCY_HZ:
+        raise ValueError(f"{text!r}: expected a CPU clock above 0 and at most 10 GHz")
+    return value

@@ -84,10 +84,28 @@ def _import(path: PathLike, setup: str, target: str, suite: str,
     return [context.record(m, timestamp) for m in measurements]
 
 
-def write_import(records: list[Record], out_dir: PathLike, source_path: PathLike) -> Path:
+#: the importers whose throughputs get cycles/byte with ``farm import --frequency`` (the suites a
+#: live run gives cycles/byte: crypto and storage)
+CYCLES_KINDS = ("openssl", "isal")
+
+
+def with_cycles(records: list[Record], frequency_hz: float, kind: str) -> list[Record]:
+    """``records`` and their cycles/byte siblings at ``frequency_hz`` (per process for ``multi``),
+    as a live run adds them; for a kind without cycles/byte, :class:`~farm.errors.JobError`."""
+    from farm.results.cycles import cycles_per_byte
+
+    if kind not in CYCLES_KINDS:
+        raise JobError(f"import {kind}: --frequency gives cycles/byte of {' and '.join(CYCLES_KINDS)} imports only")
+    targets = {r.target for r in records}
+    return records + cycles_per_byte(records, {target: frequency_hz for target in targets})
+
+
+def write_import(records: list[Record], out_dir: PathLike, source_path: PathLike, *,
+                 frequency_hz: float | None = None) -> Path:
     """Make ``out_dir`` a result directory holding ``records``: ``results.csv`` and ``run.json``
     (``imported_from``: the source's absolute path, ``sha256`` of its content, ``setup``:
-    the records' setup(s)). Returns ``out_dir``. Both files are replaced atomically."""
+    the records' setup(s); ``frequency_hz`` and its source ``given`` when one was given).
+    Returns ``out_dir``. Both files are replaced atomically."""
     if not records:
         raise JobError(f"import {source_path}: no records to write")
     out = Path(out_dir)
@@ -99,6 +117,7 @@ def write_import(records: list[Record], out_dir: PathLike, source_path: PathLike
         "imported_from": str(source.resolve()),
         "sha256": hashlib.sha256(_read(source)).hexdigest(),
         "setup": setups[0] if len(setups) == 1 else setups,
+        **({"frequency_hz": frequency_hz, "frequency_source": "given"} if frequency_hz else {}),
     }) + "\n")
     return out
 

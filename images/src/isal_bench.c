@@ -47,8 +47,11 @@
  * uncompressed size. Lines starting with "#" describe the setup: GT_L3, and before each test its
  * buffers ("# xor_gen_cold: vects=11 len=3355443 bytes_per_call=36909873"). Errors go to stderr, exit 1.
  *
- * Build (no pkg-config, so that a cross build only needs a sysroot with libisal-dev extracted):
- *   cc -O2 -o isal_bench isal_bench.c -I$SYSROOT/usr/include -L$SYSROOT/usr/lib/<triplet> -lisal
+ * and the lab's crypto functions with OpenSSL (see "the lab's crypto functions" below).
+ *
+ * Build (no pkg-config, so that a cross build only needs a sysroot with libisal-dev and
+ * libssl-dev extracted):
+ *   cc -O2 -o isal_bench isal_bench.c -I$SYSROOT/usr/include -L$SYSROOT/usr/lib/<triplet> -lisal -lcrypto
  */
 #define _GNU_SOURCE
 
@@ -65,6 +68,47 @@
 #include <isa-l/erasure_code.h>
 #include <isa-l/igzip_lib.h>
 #include <isa-l/raid.h>
+
+/* OpenSSL 3.0's EVP, declared here: Debian keeps opensslconf.h under /usr/include/<triplet>/, which
+ * farm's cross build does not search. Where the headers are complete (a native build) they are
+ * included as well, so that the compiler checks these declarations against OpenSSL's own. */
+#if defined(__has_include)
+#if __has_include(<openssl/opensslconf.h>)
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#endif
+#endif
+typedef struct evp_cipher_st EVP_CIPHER;
+typedef struct evp_cipher_ctx_st EVP_CIPHER_CTX;
+typedef struct evp_md_st EVP_MD;
+typedef struct evp_md_ctx_st EVP_MD_CTX;
+typedef struct engine_st ENGINE;
+typedef struct ossl_lib_ctx_st OSSL_LIB_CTX;
+EVP_CIPHER_CTX *EVP_CIPHER_CTX_new(void);
+void EVP_CIPHER_CTX_free(EVP_CIPHER_CTX *c);
+EVP_CIPHER *EVP_CIPHER_fetch(OSSL_LIB_CTX *ctx, const char *algorithm, const char *properties);
+void EVP_CIPHER_free(EVP_CIPHER *cipher);
+int EVP_DecryptInit_ex(EVP_CIPHER_CTX *ctx, const EVP_CIPHER *cipher, ENGINE *impl,
+                       const unsigned char *key, const unsigned char *iv);
+int EVP_DecryptUpdate(EVP_CIPHER_CTX *ctx, unsigned char *out, int *outl, const unsigned char *in,
+                      int inl);
+int EVP_DecryptFinal_ex(EVP_CIPHER_CTX *ctx, unsigned char *outm, int *outl);
+EVP_MD_CTX *EVP_MD_CTX_new(void);
+void EVP_MD_CTX_free(EVP_MD_CTX *ctx);
+EVP_MD *EVP_MD_fetch(OSSL_LIB_CTX *ctx, const char *algorithm, const char *properties);
+void EVP_MD_free(EVP_MD *md);
+int EVP_DigestInit_ex(EVP_MD_CTX *ctx, const EVP_MD *type, ENGINE *impl);
+int EVP_DigestUpdate(EVP_MD_CTX *ctx, const void *d, size_t cnt);
+int EVP_DigestFinal_ex(EVP_MD_CTX *ctx, unsigned char *md, unsigned int *s);
+unsigned int OPENSSL_version_major(void);
+unsigned int OPENSSL_version_minor(void);
+const char *OpenSSL_version(int type);
+#ifndef OPENSSL_VERSION
+#define OPENSSL_VERSION 0
+#endif
+#ifndef EVP_MAX_MD_SIZE
+#define EVP_MAX_MD_SIZE 64
+#endif
 
 /* upstream's constants (2.30: crc/crc*_perf.c, raid/xor_gen_perf.c, raid/pq_gen_perf.c, erasure_code/erasure_code_perf.c) */
 #define GT_L3_FLOOR    (32 * 1024 * 1024)
@@ -635,6 +679,125 @@ perf_igzip(const char *path, const char *filter, int *ran)
         return r;
 }
 
+/* --- the lab's crypto functions, with OpenSSL's EVP ----------------------------------------- */
+/*
+ * The lab's table has isa-l_crypto's aes_xts_128_dec, aes_xts_256_dec, md5_mb, sha1_mb, sha256,
+ * sha512; Debian 12 has no isa-l_crypto, so these are the OpenSSL side of isa-l_crypto's own
+ * *_ossl_perf programs (v2.24: aes/xts_{128,256}_dec_ossl_perf.c, md5_mb/md5_mb_vs_ossl_perf.c,
+ * sha{1,256,512}_mb/sha*_mb_vs_ossl_perf.c), with their sizes, under the lab's names, and the
+ * library named in a "# crypto: impl=" line (farm records it as impl=openssl-<major>.<minor>):
+ *
+ *   aes_xts_*_dec  warm: one decrypt (EVP_DecryptInit_ex/Update/Final) of 8 KiB; cold: of 2 * GT_L3,
+ *                  in data units of at most 16 MiB (OpenSSL 3 refuses a longer XTS data unit,
+ *                  so upstream's one 64 MiB call fails there), each with its own tweak
+ *   md5_mb, sha1_mb, sha256, sha512
+ *                  32 buffers hashed one after the other (EVP_DigestInit_ex/Update/Final on a
+ *                  fetched digest; OpenSSL 3.0 has no multi-buffer hashing), each 4 KiB warm,
+ *                  GT_L3 / 32 cold; bytes: 32 x the buffer
+ */
+#define XTS_WARM_LEN   (8 * 1024)
+#define XTS_MAX_UNIT   (16 * 1024 * 1024)
+#define HASH_BUFS      32
+#define HASH_WARM_LEN  (4 * 1024)
+
+struct xts_ctx {
+        EVP_CIPHER_CTX *ctx;
+        EVP_CIPHER *cipher;
+        unsigned char key[64], iv[16];
+        unsigned char *ct, *dt;
+        size_t len, unit;
+};
+
+static int
+call_xts_dec(void *c)
+{
+        struct xts_ctx *x = c;
+        int outlen, tmplen;
+        for (size_t off = 0; off < x->len; off += x->unit) {
+                size_t n = x->len - off < x->unit ? x->len - off : x->unit;
+                x->iv[0] = (unsigned char) (off / x->unit); /* the data unit's number as its tweak */
+                if (!EVP_DecryptInit_ex(x->ctx, x->cipher, NULL, x->key, x->iv) ||
+                    !EVP_DecryptUpdate(x->ctx, x->dt + off, &outlen, x->ct + off, (int) n) ||
+                    !EVP_DecryptFinal_ex(x->ctx, x->dt + off + outlen, &tmplen))
+                        return -1;
+        }
+        return 0;
+}
+
+static int
+perf_xts(const char *name, const char *cipher, int key_bytes, int cold)
+{
+        struct xts_ctx x = { .len = cold ? 2 * gt_l3 : XTS_WARM_LEN };
+        int r = -1;
+        x.unit = x.len < XTS_MAX_UNIT ? x.len : XTS_MAX_UNIT;
+        x.ctx = EVP_CIPHER_CTX_new();
+        x.cipher = EVP_CIPHER_fetch(NULL, cipher, NULL);
+        if (!x.ctx || !x.cipher) {
+                fprintf(stderr, "isal_bench: %s: OpenSSL has no %s\n", name, cipher);
+                goto out;
+        }
+        fill(x.key, (size_t) key_bytes, 7); /* two different keys: OpenSSL refuses equal halves */
+        fill(x.iv, sizeof(x.iv), 8);
+        x.ct = aligned(x.len);
+        x.dt = aligned(x.len);
+        fill(x.ct, x.len, 9);
+        printf("# %s: cipher=%s vects=1 len=%zu unit=%zu bytes_per_call=%zu\n", name, cipher, x.len,
+               x.unit, x.len);
+        r = benchmark(name, call_xts_dec, &x, (long long) x.len);
+        free(x.ct);
+        free(x.dt);
+out:
+        EVP_CIPHER_free(x.cipher);
+        EVP_CIPHER_CTX_free(x.ctx);
+        return r;
+}
+
+struct hash_ctx {
+        EVP_MD_CTX *ctx;
+        EVP_MD *md;
+        unsigned char *buf[HASH_BUFS];
+        unsigned char digest[HASH_BUFS][EVP_MAX_MD_SIZE];
+        size_t len;
+};
+
+static int
+call_hash(void *c)
+{
+        struct hash_ctx *h = c;
+        for (int i = 0; i < HASH_BUFS; i++)
+                if (!EVP_DigestInit_ex(h->ctx, h->md, NULL) ||
+                    !EVP_DigestUpdate(h->ctx, h->buf[i], h->len) ||
+                    !EVP_DigestFinal_ex(h->ctx, h->digest[i], NULL))
+                        return -1;
+        return 0;
+}
+
+static int
+perf_hash(const char *name, const char *digest, int cold)
+{
+        struct hash_ctx h = { .len = cold ? gt_l3 / HASH_BUFS : HASH_WARM_LEN };
+        int r = -1;
+        h.ctx = EVP_MD_CTX_new();
+        h.md = EVP_MD_fetch(NULL, digest, NULL);
+        if (!h.ctx || !h.md) {
+                fprintf(stderr, "isal_bench: %s: OpenSSL has no %s\n", name, digest);
+                goto out;
+        }
+        for (int i = 0; i < HASH_BUFS; i++) {
+                h.buf[i] = aligned(h.len);
+                fill(h.buf[i], h.len, (uint64_t) i + 40);
+        }
+        printf("# %s: digest=%s vects=%d len=%zu bytes_per_call=%zu\n", name, digest, HASH_BUFS,
+               h.len, (size_t) HASH_BUFS * h.len);
+        r = benchmark(name, call_hash, &h, (long long) HASH_BUFS * (long long) h.len);
+        for (int i = 0; i < HASH_BUFS; i++)
+                free(h.buf[i]);
+out:
+        EVP_MD_free(h.md);
+        EVP_MD_CTX_free(h.ctx);
+        return r;
+}
+
 /* --- main ----------------------------------------------------------------------------------- */
 
 int
@@ -647,6 +810,21 @@ main(int argc, char **argv)
                 { "crc16_t10dif", call_crc16_t10dif },
                 { "crc32_ieee", call_crc32_ieee },
                 { "crc32_iscsi", call_crc32_iscsi },
+        };
+        static const struct {
+                const char *name, *cipher;
+                int key_bytes;
+        } xts[] = {
+                { "aes_xts_128_dec", "AES-128-XTS", 32 },
+                { "aes_xts_256_dec", "AES-256-XTS", 64 },
+        };
+        static const struct {
+                const char *name, *digest;
+        } hashes[] = {
+                { "md5_mb", "MD5" },
+                { "sha1_mb", "SHA1" },
+                { "sha256", "SHA256" },
+                { "sha512", "SHA512" },
         };
         const char *filter = argc > 2 && argv[2][0] ? argv[2] : NULL;
         char name[128];
@@ -664,6 +842,8 @@ main(int argc, char **argv)
                 return 1;
         }
         size_cold();
+        printf("# crypto: impl=openssl-%u.%u (%s)\n", (unsigned) OPENSSL_version_major(),
+               (unsigned) OPENSSL_version_minor(), OpenSSL_version(OPENSSL_VERSION));
 
         for (int cold = 1; cold >= 0; cold--) {
                 const char *mode = cold ? "cold" : "warm";
@@ -686,6 +866,17 @@ main(int argc, char **argv)
                 ran += encode + decode;
                 if ((encode || decode) && perf_ec(cold, encode, decode) != 0)
                         failed = 1;
+                for (size_t i = 0; i < sizeof(xts) / sizeof(xts[0]); i++) {
+                        snprintf(name, sizeof(name), "%s_%s", xts[i].name, mode);
+                        if (wanted(name, filter) &&
+                            (++ran, perf_xts(name, xts[i].cipher, xts[i].key_bytes, cold) != 0))
+                                failed = 1;
+                }
+                for (size_t i = 0; i < sizeof(hashes) / sizeof(hashes[0]); i++) {
+                        snprintf(name, sizeof(name), "%s_%s", hashes[i].name, mode);
+                        if (wanted(name, filter) && (++ran, perf_hash(name, hashes[i].digest, cold) != 0))
+                                failed = 1;
+                }
         }
         for (int i = 3; i < argc; i++)
                 if (perf_igzip(argv[i], filter, &ran) != 0)

@@ -116,3 +116,15 @@ def test_measured_clock_must_be_positive():
     with pytest.raises(JobError, match="measured clock: 0"):
         measured_cycles_per_byte(m, Clock(0, 1e9))
     assert measured_cycles_per_byte(Measurement("isal", "cycles", 5, "cycles", {}), Clock(1e9, 1e9)) is None
+
+
+def test_cpufreq_of_every_cpu_before_and_after():
+    from farm.results.cycles import cpufreq_clock
+
+    same = cpufreq_clock([1500000] * 4, [1500000] * 4)
+    assert (same.hz, same.changed) == (1.5e9, False)
+    # one core dropped to 1.2 GHz during the run: the figure is warned about, hz the midpoint
+    moved = cpufreq_clock([1500000] * 4, [1500000, 1500000, 1200000, 1500000])
+    assert moved.changed and (moved.before_hz, moved.after_hz) == (1.2e9, 1.5e9)
+    assert cpufreq_clock([], []) is None  # no cpufreq (the twins)
+    assert cpufreq_clock([1500000] * 4, [1500000] * 3) is None  # a CPU went offline: not comparable

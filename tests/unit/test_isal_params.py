@@ -2,7 +2,8 @@
 same cold/warm definitions, the same erasure-code parameters, the same bytes counted.
 
 The upstream values below are written out from intel/isa-l at tag v2.30.0 (the version Debian 12
-ships as libisal 2.30.0-5), file by file; the test checks them against what isal_bench says it
+ships as libisal 2.30.0-5) and, for the lab's crypto functions (measured with OpenSSL: Debian has
+no isa-l_crypto), from intel/isa-l_crypto v2.24.0's *_ossl_perf programs, file by file; the test checks them against what isal_bench says it
 ran (its "# <test>: ..." lines) in real captures: the MaaXBoard twin's and this host's
 (tests/data/README.md). Upstream's GT_L3_CACHE is the constant 32 MiB ("some number > last level
 cache"); isal_bench sizes it from sysfs (twice the largest cache, at least 32 MiB), and prints it
@@ -53,9 +54,25 @@ def upstream(gt_l3: int) -> dict[str, dict[str, int]]:
                                                 "bytes_per_call": length * ec_m}
         tests[f"erasure_code_decode_{mode}"] = {"m": ec_m, "k": ec_k, "nerrs": ec_nerrs, "len": length,
                                                 "bytes_per_call": length * (ec_k + ec_nerrs)}
+    # The lab's crypto functions: isa-l_crypto (v2.24.0)'s *_ossl_perf programs, their OpenSSL side.
+    # aes/xts_128_dec_ossl_perf.c, aes/xts_256_dec_ossl_perf.c: CACHED_TEST TEST_LEN 8*1024, else
+    # TEST_LEN (2 * GT_L3_CACHE); perf_print(stop, start, (long long)TEST_LEN * i)
+    for xts in ("aes_xts_128_dec", "aes_xts_256_dec"):
+        tests[f"{xts}_warm"] = {"vects": 1, "len": 8 * KiB, "bytes_per_call": 8 * KiB}
+        tests[f"{xts}_cold"] = {"vects": 1, "len": 2 * gt_l3, "bytes_per_call": 2 * gt_l3}
+    # md5_mb/md5_mb_vs_ossl_perf.c, sha1_mb/..., sha256_mb/..., sha512_mb/sha512_mb_vs_ossl_perf.c:
+    # TEST_BUFS 32; CACHED_TEST TEST_LEN 4*1024, else (GT_L3_CACHE / TEST_BUFS); one loop hashes
+    # every buffer: perf_print(stop, start, (long long)TEST_LEN * i * t) with i = TEST_BUFS
+    for digest in ("md5_mb", "sha1_mb", "sha256", "sha512"):
+        tests[f"{digest}_warm"] = {"vects": 32, "len": 4 * KiB, "bytes_per_call": 32 * 4 * KiB}
+        tests[f"{digest}_cold"] = {"vects": 32, "len": gt_l3 // 32, "bytes_per_call": gt_l3}
     return tests
 
 
+#: OpenSSL 3 refuses an XTS data unit above 2^20 blocks (providers/implementations/ciphers/
+#: cipher_aes_xts.c, XTS_MAX_BLOCKS_PER_DATA_UNIT): isal_bench decrypts a cold buffer in units of
+#: at most 16 MiB, each with its own tweak, where isa-l_crypto's ossl perf makes one call
+XTS_MAX_UNIT = 16 * MiB
 UPSTREAM_EC_ERRORS = "2,4,5,7"  # erasure_code_perf.c: const u8 err_list[] = { 2, 4, 5, 7 };
 UPSTREAM_EC_MATRIX = "rs"  # erasure_code_perf.c: gf_gen_rs_matrix(a, m, k);
 #: igzip/igzip_file_perf.c: "int level = 0" unless -X; inbuf_size 0 "buffers all the input";
@@ -126,10 +143,25 @@ def test_perf_line_counts_whole_calls_of_the_described_bytes(capture):
         assert any(c * per_call // 10**6 == mb for c in range(max(calls_low, 1), calls_high + 1)), name
 
 
+def test_crypto_is_openssls_evp_under_the_labs_names(capture):
+    _, _, tests = described(capture)
+    ciphers = {"aes_xts_128_dec": "AES-128-XTS", "aes_xts_256_dec": "AES-256-XTS"}
+    digests = {"md5_mb": "MD5", "sha1_mb": "SHA1", "sha256": "SHA256", "sha512": "SHA512"}
+    for mode in ("cold", "warm"):
+        for name, cipher in ciphers.items():
+            fields = tests[f"{name}_{mode}"]
+            assert fields["cipher"] == cipher
+            assert int(fields["unit"]) == min(int(fields["len"]), XTS_MAX_UNIT)
+        for name, digest in digests.items():
+            assert tests[f"{name}_{mode}"]["digest"] == digest
+    impls = {m.params.get("impl") for m in parse_perf(capture) if m.params["function"] in {*ciphers, *digests}}
+    assert impls == {"openssl-3.0"}  # never mistaken for isa-l_crypto
+
+
 def test_names_are_upstreams(capture):
     names = {(m.params["function"], m.params.get("mode")) for m in parse_perf(capture)}
     assert {f for f, mode in names if mode} == {
         "crc16_t10dif", "crc32_ieee", "crc32_iscsi", "xor_gen", "pq_gen", "erasure_code_encode",
-        "erasure_code_decode"}
+        "erasure_code_decode", "aes_xts_128_dec", "aes_xts_256_dec", "md5_mb", "sha1_mb", "sha256", "sha512"}
     assert {f for f, mode in names if not mode} == {
         "igzip_file_perf", "igzip_stateless_file_perf", "isal_stateful_inflate", "isal_stateless_inflate"}
