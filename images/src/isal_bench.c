@@ -25,7 +25,8 @@
  *
  * GT_L3 is "some number > last level cache": upstream hard-codes 32 MiB; here it is twice the
  * largest cache of cpu0 in sysfs (/sys/devices/system/cpu/cpu0/cache/index* /size), at least
- * upstream's 32 MiB (the floor), and at most what fits in half of MemAvailable (a warning says so).
+ * upstream's 32 MiB (the floor), and at most what lets the largest cold test (AES-XTS: 4 * GT_L3)
+ * fit in half of MemAvailable (a "# isal_bench: warning:" line says so).
  *
  * Timing as upstream's BENCHMARK() (include/test.h): a calibration (not counted) finds how many
  * calls take 1/4 s, then that many calls are timed for SECONDS, topped up once if they fell short.
@@ -235,9 +236,9 @@ size_cold(void)
         gt_l3 = 2 * llc > GT_L3_FLOOR ? 2 * llc : GT_L3_FLOOR;
         printf("# isal_bench: largest cache of cpu0 %zu bytes (sysfs; 0 = none), GT_L3 %zu bytes "
                "(2 x that, at least %d), MemAvailable %zu bytes\n", llc, gt_l3, GT_L3_FLOOR, avail);
-        /* the largest cold working set is the CRCs' 2 * GT_L3 */
-        if (avail && 2 * gt_l3 > avail / 2) {
-                gt_l3 = avail / 4 & ~(size_t) 4095;
+        /* the largest cold allocation is AES-XTS's: 2 * GT_L3 of ciphertext and as much plaintext */
+        if (avail && 4 * gt_l3 > avail / 2) {
+                gt_l3 = avail / 8 & ~(size_t) 4095;
                 printf("# isal_bench: warning: GT_L3 lowered to %zu bytes to fit in half of "
                        "MemAvailable: cold may be partly cached\n", gt_l3);
         }

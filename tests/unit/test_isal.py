@@ -228,3 +228,27 @@ def test_twin_capture_gives_throughput_and_averages_but_no_invented_clock():
     ms = isal_measurements(TWIN)
     assert len(ms) == 26 + 20 + 4
     assert {m.metric for m in ms} == {"throughput"}  # no cpufreq: cycles/byte from the boot's clock
+
+
+def test_live_records_join_an_imported_perf_report_in_compare(tmp_path):
+    """The lab's `make perf_report` lines (upstream's names and perf_print format) and a live
+    isal_bench run share (suite, benchmark, params, metric, unit), so compare puts them in one row."""
+    from farm.results.compare import compare
+    from farm.results.importers import import_isal
+    from farm.results.record import RunContext
+
+    report = tmp_path / "perf_report_lab_241101.perf"
+    report.write_text("\n".join([
+        "Results for perf_report_lab_241101.perf",
+        "crc32_ieee_perf:",
+        "crc32_ieee_warm: runtime =    3000092 usecs, bandwidth 19662 MB in 3.0001 sec = 6553.80 MB/s",
+        "erasure_code_decode_cold: runtime =    3000405 usecs, bandwidth 1637 MB in 3.0004 sec = 545.60 MB/s",
+    ]) + "\n")
+    lab = import_isal(report, "lab-2024", target="maaxboard")
+    context = RunContext(run_id="r1", target="maaxboard-twin", arch="arm64", setup="twin", image="img",
+                         suite="storage")
+    live = [context.record(m) for m in isal_measurements(TWIN)]
+    rows = {(r.key.params, r.key.metric): r for r in compare([("lab", lab), ("live", live)]).rows}
+    row = rows["function=crc32_ieee;mode=warm", "throughput"]
+    assert row.medians == (6553.80e6, 40.02e6) and row.ratio == pytest.approx(40.02 / 6553.80)  # twin: 40.02 MB/s
+    assert rows["function=erasure_code_decode;mode=cold", "throughput"].ratio is not None
