@@ -6,8 +6,9 @@ ships as libisal 2.30.0-5) and, for the lab's crypto functions (measured with Op
 no isa-l_crypto), from intel/isa-l_crypto v2.24.0's *_ossl_perf programs, file by file; the
 test checks them against what isal_bench says it ran (its "# <test>: ..." lines) in real
 captures: the MaaXBoard and x86 twins' and this host's (tests/data/README.md). Upstream's
-GT_L3_CACHE is the constant 32 MiB ("some number > last level cache"); isal_bench sizes it from sysfs (twice the largest cache, at least 32 MiB), and prints it
-on its first line, so every cold formula is checked with the GT_L3 of that machine.
+GT_L3_CACHE is the constant 32 MiB ("some number > last level cache"); isal_bench sizes it
+from sysfs (twice the largest cache, at least 32 MiB) and prints it on its first line, so every
+cold formula is checked with the GT_L3 of that machine.
 """
 
 from __future__ import annotations
