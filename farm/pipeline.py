@@ -82,6 +82,7 @@ class Pipeline:
     repeats: int
     cpu_frequency_hz: float | None = None
     boot_attempts: int = 2
+    repeats_in_boot: int = 1  # each benchmark run this often per boot; record repeat = boot repeat * N + i
 
     def recipe_for(self, arch: str, setup: Setup) -> Path:
         if setup.image is not None:
@@ -108,7 +109,7 @@ def _name(node: Node, key: str, value: str, what: str) -> str:
 def load_pipeline(path: str | Path) -> Pipeline:
     doc = load_yaml(path, "pipeline file")
     reject_unknown(doc, {"name", "description", "image", "images", "targets", "setups", "benchmarks", "repeats",
-                         "cpu_frequency_hz", "boot_attempts"})
+                         "repeats_in_boot", "cpu_frequency_hz", "boot_attempts"})
     name = _name(doc, "name", require(doc, "name", str), "pipeline name")
     field(doc, "description", str, "")
     if ("image" in doc) == ("images" in doc):
@@ -170,6 +171,9 @@ def load_pipeline(path: str | Path) -> Pipeline:
     repeats = field(doc, "repeats", int, 1)
     if not 1 <= repeats <= MAX_REPEATS:
         raise doc.error("repeats", f"must be 1-{MAX_REPEATS}")
+    repeats_in_boot = field(doc, "repeats_in_boot", int, 1)
+    if not 1 <= repeats_in_boot <= MAX_REPEATS:
+        raise doc.error("repeats_in_boot", f"must be 1-{MAX_REPEATS}")
     frequency = field(doc, "cpu_frequency_hz", float, None)
     if frequency is not None and (problem := number_problem(frequency, 0, MAX_FREQUENCY_HZ, low_open=True, unit="Hz")):
         raise doc.error("cpu_frequency_hz", problem)
@@ -178,7 +182,7 @@ def load_pipeline(path: str | Path) -> Pipeline:
         raise doc.error("boot_attempts", f"must be 1-{MAX_BOOT_ATTEMPTS} (1: never retry a failed boot)")
     return Pipeline(name=name, source=Path(path), images=images, envs=tuple(envs), setups=tuple(setups),
                     benchmarks=tuple(benchmarks), repeats=repeats, cpu_frequency_hz=frequency,
-                    boot_attempts=boot_attempts)
+                    boot_attempts=boot_attempts, repeats_in_boot=repeats_in_boot)
 
 
 def new_run_id() -> str:
@@ -284,6 +288,12 @@ def _bench_case_name(bench: Benchmark, label: str) -> str:
     return f"{BENCHMARKS[bench.name].suite}.{bench.name} {label}"
 
 
+def _in_boot_labels(label: str, pipeline: Pipeline) -> list[str]:
+    """The labels of a boot's benchmark runs: ``label``, or ``label#i`` per repeat in the boot."""
+    n = pipeline.repeats_in_boot
+    return [f"{label}#{i}" for i in range(n)] if n > 1 else [label]
+
+
 def _resume(run_dir: Path, pipeline: Pipeline, env_files: list[EnvFile]) -> RunDir:
     """Reopen a run directory to finish it: benchmarks that passed there are kept (their records
     and testcases) and not measured again; boots whose benchmarks all passed are not booted again.
@@ -295,7 +305,8 @@ def _resume(run_dir: Path, pipeline: Pipeline, env_files: list[EnvFile]) -> RunD
                        "(its sha256 differs); start a new run")
     passed = {c["name"] for c in info.get("stages", []) if c["kind"] == "pass"}
     labels_done = {_label(e, s, r, pipeline) for e in env_files for s in pipeline.setups for r in range(pipeline.repeats)
-                   if all(_bench_case_name(b, _label(e, s, r, pipeline)) in passed for b in pipeline.benchmarks)}
+                   if all(_bench_case_name(b, lb) in passed for b in pipeline.benchmarks
+                          for lb in _in_boot_labels(_label(e, s, r, pipeline), pipeline))}
     keep = [Case(**c) for c in info.get("stages", []) if c["kind"] == "pass" and (
         c["classname"].startswith("farm.bench") or (c["classname"] == "farm.boot" and c["name"][5:] in labels_done))]
     info.update(status="running", finished=None, stopped_at=None, stages=[attrs.asdict(c) for c in keep],
@@ -353,7 +364,7 @@ def _new_run(pipeline: Pipeline, envs: tuple[Path, ...], out: Path | None, force
         "envs": [str(e) for e in envs], "images": {}, "targets": {}, "place": None,
         "setups": {s.name: {"bootargs": list(s.bootargs), "image": str(s.image) if s.image else None,
                             "cpu_frequency_khz": s.cpu_frequency_khz} for s in pipeline.setups},
-        "pipeline_sha256": _sha256(pipeline.source),
+        "pipeline_sha256": _sha256(pipeline.source), "repeats_in_boot": pipeline.repeats_in_boot,
     })
     if prepared.moved_to is not None:
         run.info["replaced"] = str(prepared.moved_to)  # where the directory's old content went
@@ -540,7 +551,8 @@ def _stage(run: RunDir, progress: Progress, name: str, classname: str, action: C
 def _boot_and_bench(run: RunDir, progress: Progress, pipeline: Pipeline, env: EnvFile, setup: Setup,
                     repeat: int, image: Image, console: ConsoleLog) -> None:
     label = _label(env, setup, repeat, pipeline)
-    if run.done and all(_bench_case_name(b, label) in run.done for b in pipeline.benchmarks):
+    if run.done and all(_bench_case_name(b, lb) in run.done for b in pipeline.benchmarks
+                        for lb in _in_boot_labels(label, pipeline)):
         progress.say(f"boot {label}: done in the resumed run, skipped")
         return
     job = f"{run.run_id}-{env.target_name}-{setup.name}-{repeat}"
@@ -570,10 +582,12 @@ def _boot_and_bench(run: RunDir, progress: Progress, pipeline: Pipeline, env: En
                          f"{facts.kernel}, address {facts.address or '-'}")
             _record_health(run, progress, infrastructure_failure=False)
             ctx = BenchContext(booted, facts, progress.say)
+            n = pipeline.repeats_in_boot
             for bench in pipeline.benchmarks:
-                _run_benchmark(run, progress, ctx, bench, frequency, RunContext(
-                    run_id=run.run_id, target=env.target_name, arch=env.arch, setup=setup.name,
-                    image=image.name, suite=BENCHMARKS[bench.name].suite, repeat=repeat), label)
+                for i, in_boot in enumerate(_in_boot_labels(label, pipeline)):  # records: repeat * n + i
+                    _run_benchmark(run, progress, ctx, bench, frequency, RunContext(
+                        run_id=run.run_id, target=env.target_name, arch=env.arch, setup=setup.name,
+                        image=image.name, suite=BENCHMARKS[bench.name].suite, repeat=repeat * n + i), in_boot)
     except JobError as exc:
         if not booted_ok:  # bad input found only at boot (e.g. a value U-Boot refuses): the boot's case says so
             run.case(Case(f"boot {label}", "farm.boot", time.monotonic() - t0, "error", str(exc).splitlines()[0],

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import re
+import shlex
 from typing import Any, Mapping
 
 from ..errors import JobError
+from ..results.cycles import cpufreq_clock, measured_cycles_per_byte
 from ..results.record import Measurement
 from . import isal, openssl
 from .context import BenchContext
@@ -31,32 +33,87 @@ def openssl_runs(params: Mapping[str, Any]) -> list[tuple[str, str | None]]:
     return runs
 
 
+#: every CPU's clock in kHz on one line (nothing where there is no cpufreq)
+CPUFREQ_COMMAND = "cat /sys/devices/system/cpu/cpu[0-9]*/cpufreq/scaling_cur_freq 2>/dev/null | tr '\\n' ' '; echo"
+
+
+def parse_cpufreq_line(lines: list[str]) -> list[int]:
+    """The kHz figures :data:`CPUFREQ_COMMAND` printed (pure); [] when there were none."""
+    return [int(word) for line in lines for word in line.split() if word.isdigit()]
+
+
 def run_openssl_speed(ctx: BenchContext, params: Mapping[str, Any]) -> list[Measurement]:
     """``openssl speed -mr -elapsed`` per algorithm (wall clock, not CPU time); with ``decrypt``,
-    ciphers are measured decrypting too (params ``direction``)."""
+    ciphers are measured decrypting too (params ``direction``). Every CPU's clock is read right
+    before and after each invocation; where cpufreq has them, each throughput gets its
+    cycles/byte at that clock (per process with ``multi``; a clock that moved is warned about)."""
     seconds, multi = params.get("seconds", 1), params.get("multi")
     measurements: list[Measurement] = []
     for command, direction in openssl_runs(params):
+        before = parse_cpufreq_line(ctx.run(CPUFREQ_COMMAND, timeout=30, tool="cpufreq"))
         lines = ctx.run(command, timeout=seconds * 10 + 60, tool="openssl")
+        after = parse_cpufreq_line(ctx.run(CPUFREQ_COMMAND, timeout=30, tool="cpufreq"))
         extra = {"seconds": seconds, **({"direction": direction} if direction else {}),
                  **({"multi": multi} if multi else {})}
-        measurements += openssl.parse_speed_mr("\n".join(lines), params=extra)
+        found = openssl.parse_speed_mr("\n".join(lines), params=extra)
+        clock = cpufreq_clock(before, after)
+        measurements += found
+        measurements += [c for m in found if clock and (c := measured_cycles_per_byte(m, clock))]
     return measurements
+
+
+#: the igzip corpus in the benchmark images: real files of the Debian packages in them, text and
+#: binary (Debian 12 ships no Calgary or Canterbury corpus: `apt-cache search corpus` finds neither);
+#: the recipes list them (base-files, openssl, busybox-static), README.md says what they are
+DEFAULT_CORPUS = ("/usr/share/common-licenses/GPL-3", "/usr/lib/ssl/openssl.cnf", "/usr/lib/ssl/misc/CA.pl",
+                  "/usr/bin/openssl", "/bin/busybox")
+_TARGET_PATH = re.compile(r"^(/[A-Za-z0-9_+-][A-Za-z0-9_.+-]*)+$")
+_TESTS_PER_FILE = len(isal.IGZIP_TESTS)
+_TESTS_FIXED = 26  # 7 ISA-L functions and 6 crypto ones, cold and warm
 
 
 def isal_command(params: Mapping[str, Any]) -> str:
     """The target's command line of our ISA-L program; checks every value (pure)."""
     seconds = params.get("seconds", 1)
     only = params.get("only", "")
+    corpus = params.get("corpus", DEFAULT_CORPUS)
     if not isinstance(seconds, (int, float)) or isinstance(seconds, bool) or not 0 < seconds <= 60:
         raise JobError(f"isal seconds {seconds!r}: expected a number of seconds, 0 < s <= 60")
     if only and not _FILTER.fullmatch(only):
         raise JobError(f"isal only {only!r}: expected letters, digits and _")
-    return f"isal_bench {seconds:g} {only}".strip()
+    if isinstance(corpus, str) or not isinstance(corpus, (list, tuple)):
+        raise JobError(f"isal corpus {corpus!r}: expected a list of absolute paths on the target")
+    for path in corpus:
+        if not isinstance(path, str) or not _TARGET_PATH.fullmatch(path) or "/../" in f"{path}/":
+            raise JobError(f"isal corpus {path!r}: expected an absolute path of letters, digits and _ . + -")
+    names = [path.rsplit("/", 1)[1] for path in corpus]
+    if len(set(names)) != len(names):
+        raise JobError(f"isal corpus {list(corpus)}: two files of one name (records are named by it)")
+    return shlex.join(["isal_bench", f"{seconds:g}", only, *corpus])
 
 
 def run_isal(ctx: BenchContext, params: Mapping[str, Any]) -> list[Measurement]:
-    """Our ISA-L program (images/src/isal_bench.c), cold and warm, in ISA-L's perf line format."""
+    """Our ISA-L program (images/src/isal_bench.c): ISA-L's perf tests, cold and warm, and igzip
+    over a corpus (per file and the weighted average), with cycles/byte at the clock read around
+    each test where the target has cpufreq. Params of the records are the function's only (and
+    ``mode``, ``file``), so that they join an imported ``perf_report`` in ``farm compare``."""
     seconds = params.get("seconds", 1)
-    lines = ctx.run(isal_command(params), timeout=seconds * 40 + 120, tool="isal_bench")
-    return isal.parse_perf("\n".join(lines), params={"seconds": seconds})
+    command = isal_command(params)
+    tests = _TESTS_FIXED + _TESTS_PER_FILE * len(params.get("corpus", DEFAULT_CORPUS))
+    lines = ctx.run(command, timeout=tests * (seconds * 3 + 10) + 120, tool="isal_bench")
+    return isal_measurements("\n".join(lines))
+
+
+def isal_measurements(text: str) -> list[Measurement]:
+    """Throughput (per test, and the corpus averages) and measured cycles/byte from isal_bench's
+    output (pure)."""
+    measurements = isal.parse_perf(text)
+    measurements += isal.corpus_average(measurements, isal.corpus_sizes(text))
+    clocks = isal.parse_clocks(text)
+    cycles = []
+    for m in measurements:
+        clock = isal.clock_of(m, clocks)
+        sibling = measured_cycles_per_byte(m, clock) if clock else None
+        if sibling:
+            cycles.append(sibling)
+    return measurements + cycles

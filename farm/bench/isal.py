@@ -37,13 +37,28 @@ MB = 1_000_000  # ISA-L's perf_print(): total_units / (1000000 * seconds)
 # What makes a line a perf line: a name, ":" (or "->" in upstream's igzip_perf, "name : " in
 # crc_funcs_perf), then "runtime". The name may follow other text (a console timestamp, a tag),
 # so that such a prefix cannot make a result vanish. Anything else in the output is ignored.
-_START = re.compile(r"(?:^|\s)(?P<name>[A-Za-z0-9_.+-]+?)\s*(?::|->)\s*runtime\b")
+_START = re.compile(r"(?:^|\s)(?P<name>[A-Za-z0-9_.+@-]+?)\s*(?::|->)\s*runtime\b")
 _NUMBER = r"[0-9]+(?:\.[0-9]+)?"
 _TAIL = re.compile(
     rf"runtime\s*=\s*(?P<runtime>[0-9]+)\s+(?P<clock>usecs|ticks)"
     rf"(?:,\s*bandwidth\s+(?P<mb>[0-9]+)\s+MB\s+in\s+(?P<elapsed>{_NUMBER})\s+(?P<per>sec|GC)"
     rf"\s*=\s*(?P<rate>{_NUMBER}|inf|nan)\s+(?P<rate_unit>MB/s|ticks/byte))?\s*$")
 _MODES = ("cold", "warm")
+# isal_bench's clock line before each perf line (images/src/isal_bench.c):
+#   crc32_ieee_cold: cpufreq cpu=0 before_khz=1500000 after_khz=1500000 [migrated=1]
+_CPUFREQ = re.compile(r"^(?P<name>[A-Za-z0-9_.+@-]+): cpufreq cpu=(?P<cpu>[0-9]+) "
+                      r"before_khz=(?P<before>[0-9]+) after_khz=(?P<after>[0-9]+)(?P<migrated> migrated=1)?$")
+# isal_bench's corpus line before a file's igzip tests: "# igzip GPL-3: in_size=35149 out_size=..."
+_CORPUS = re.compile(r"^# igzip (?P<file>[A-Za-z0-9_.+-]+): in_size=(?P<size>[0-9]+) ")
+#: the igzip tests of isal_bench, per corpus file (``<test>@<file>``); see images/src/isal_bench.c
+IGZIP_TESTS = ("igzip_file_perf", "igzip_stateless_file_perf", "isal_stateful_inflate",
+               "isal_stateless_inflate")
+#: the lab's crypto functions isal_bench measures with OpenSSL (the library is in its
+#: ``# crypto: impl=<name>`` line and goes into the records' ``impl``: not isa-l_crypto)
+CRYPTO_FUNCTIONS = ("aes_xts_128_dec", "aes_xts_256_dec", "md5_mb", "sha1_mb", "sha256", "sha512")
+_IMPL = re.compile(r"^# crypto: impl=(?P<impl>[a-z0-9.+-]+)(?:\s|$)")
+#: the ``file`` of the corpus's weighted average (:func:`corpus_average`)
+CORPUS_FILE = "corpus-weighted"
 
 
 def parse_perf(text: str, *, params: Mapping[str, Any] | None = None) -> list[Measurement]:
@@ -53,6 +68,9 @@ def parse_perf(text: str, *, params: Mapping[str, Any] | None = None) -> list[Me
     params ``function`` and ``mode`` merged over ``params``: ``crc32_ieee_cold`` gives function
     ``crc32_ieee``, mode ``cold``. A name without a ``_cold``/``_warm`` suffix (upstream's
     crc_funcs_perf, igzip_perf) keeps its whole name as the function and has no ``mode``.
+    isal_bench's igzip tests ``<test>@<file>`` give ``file``; the lab's crypto functions
+    (:data:`CRYPTO_FUNCTIONS`) after isal_bench's ``# crypto: impl=openssl-3.0`` line give
+    ``impl=openssl-3.0`` (lines of isa-l_crypto's own perf programs have no such line, no ``impl``).
 
     Lines without ``<name>: runtime`` (at their start or after a space, e.g. behind a console
     timestamp) are ignored: headers, "Start timed tests", make's chatter. A line with it that
@@ -64,9 +82,13 @@ def parse_perf(text: str, *, params: Mapping[str, Any] | None = None) -> list[Me
     ``[]``: the caller knows whether it expected some.
     """
     measurements: list[Measurement] = []
-    seen: dict[tuple[str, str | None], int] = {}
+    seen: dict[tuple[str, str, str | None], int] = {}
+    impl = None
     for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
+        if impl_line := _IMPL.match(line):
+            impl = impl_line["impl"]
+            continue
         start = _START.search(line)
         if not start:
             continue
@@ -86,7 +108,7 @@ def parse_perf(text: str, *, params: Mapping[str, Any] | None = None) -> list[Me
             raise ImpossibleValue("isal", f"ISA-L perf output line {number}: {line!r}: rate {tail['rate']} "
                                   f"is not a positive number: not a measurement")
         function, mode = _split_name(start["name"])
-        key = (function, mode)
+        key = (start["name"].split("@", 1)[1] if "@" in start["name"] else "", function, mode)
         if key in seen:
             raise ParseError(f"ISA-L perf output line {number}: {start['name']} already measured "
                              f"on line {seen[key]}")
@@ -94,6 +116,10 @@ def parse_perf(text: str, *, params: Mapping[str, Any] | None = None) -> list[Me
         found: dict[str, Any] = {"function": function}
         if mode is not None:
             found["mode"] = mode
+        if "@" in start["name"]:  # isal_bench's igzip tests: <test>@<corpus file>
+            found["file"] = start["name"].split("@", 1)[1]
+        if impl and function in CRYPTO_FUNCTIONS:
+            found["impl"] = impl
         if tail["rate_unit"] == "MB/s":
             measurements.append(Measurement(BENCHMARK, "throughput", rate * MB, "bytes/s",
                                             merge_params(params, found)))
@@ -105,8 +131,86 @@ def parse_perf(text: str, *, params: Mapping[str, Any] | None = None) -> list[Me
 
 def _split_name(name: str) -> tuple[str, str | None]:
     """``crc32_ieee_cold`` -> (``crc32_ieee``, ``cold``); no known suffix -> (name, None)."""
+    name = name.split("@", 1)[0]
     function, _, suffix = name.rpartition("_")
     if function and suffix in _MODES:
         return function, suffix
     return name, None
 
+
+
+def parse_clocks(text: str) -> dict[str, "Clock"]:
+    """isal_bench's ``<test>: cpufreq cpu=N before_khz=X after_khz=Y`` lines: the clock of the
+    CPU each test ran on, read right before and right after its timed part, by test name as
+    printed (``crc32_ieee_cold``, ``igzip_file_perf@GPL-3``). A test without such a line (no
+    cpufreq on the target) is absent. A test named twice raises :class:`ParseError`."""
+    from farm.results.cycles import Clock
+
+    clocks: dict[str, Clock] = {}
+    for number, raw in enumerate(text.splitlines(), start=1):
+        match = _CPUFREQ.match(raw.strip())
+        if not match:
+            continue
+        if match["name"] in clocks:
+            raise ParseError(f"ISA-L perf output line {number}: a second cpufreq line for {match['name']}")
+        clocks[match["name"]] = Clock(before_hz=int(match["before"]) * 1e3, after_hz=int(match["after"]) * 1e3,
+                                      source="cpufreq", migrated=bool(match["migrated"]))
+    return clocks
+
+
+def corpus_sizes(text: str) -> dict[str, int]:
+    """isal_bench's ``# igzip <file>: in_size=<bytes> ...`` lines: each corpus file's size."""
+    sizes: dict[str, int] = {}
+    for raw in text.splitlines():
+        match = _CORPUS.match(raw.strip())
+        if match:
+            sizes[match["file"]] = int(match["size"])
+    return sizes
+
+
+def corpus_average(measurements: list[Measurement], sizes: Mapping[str, int]) -> list[Measurement]:
+    """Per igzip test, the throughput over the corpus as a weighted average of the files'
+    throughputs, weighted by file size: ``sum(size_i * rate_i) / sum(size_i)`` (the lab's
+    "weighted average" over the Calgary corpus). ``file`` is :data:`CORPUS_FILE`, ``files`` the
+    number of files averaged. A test measured on a file of unknown size is not averaged (raises
+    :class:`ParseError`: its weight is unknown); a test on fewer than two files gives nothing."""
+    by_test: dict[tuple[str, tuple[tuple[str, Any], ...]], list[Measurement]] = {}
+    for m in measurements:
+        if m.metric != "throughput" or "file" not in m.params or m.params.get("function") not in IGZIP_TESTS:
+            continue
+        rest = tuple(sorted((k, v) for k, v in m.params.items() if k != "file"))
+        by_test.setdefault((m.params["function"], rest), []).append(m)
+    out: list[Measurement] = []
+    for (_function, rest), ms in by_test.items():
+        if len(ms) < 2:
+            continue
+        missing = [m.params["file"] for m in ms if m.params["file"] not in sizes]
+        if missing:
+            raise ParseError(f"ISA-L perf output: no '# igzip {missing[0]}: in_size=' line: "
+                             f"its weight in the corpus average is unknown")
+        weights = [sizes[m.params["file"]] for m in ms]
+        value = sum(w * m.value for w, m in zip(weights, ms)) / sum(weights)
+        out.append(Measurement(BENCHMARK, "throughput", value, ms[0].unit,
+                               {**dict(rest), "file": CORPUS_FILE, "files": len(ms)}))
+    return out
+
+
+def perf_name(m: Measurement) -> str:
+    """The name isal_bench printed for measurement ``m``: ``crc32_ieee_cold``, ``igzip_file_perf@GPL-3``."""
+    name = m.params["function"] + (f"_{m.params['mode']}" if "mode" in m.params else "")
+    return f"{name}@{m.params['file']}" if "file" in m.params else name
+
+
+def clock_of(m: Measurement, clocks: Mapping[str, "Clock"]) -> "Clock | None":
+    """The clock around measurement ``m``; for a corpus average, the files' clocks together: the
+    lowest and the highest of their readings when they differ by more than the tolerance (so the
+    average is warned about too), else the means. None when a clock is missing."""
+    from farm.results.cycles import combined_clock
+
+    if m.params.get("file") != CORPUS_FILE:
+        return clocks.get(perf_name(m))
+    prefix = f"{m.params['function']}@"
+    mine = [clock for name, clock in clocks.items() if name.startswith(prefix)]
+    if not mine or len(mine) != m.params.get("files"):
+        return None
+    return combined_clock(mine)

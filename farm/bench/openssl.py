@@ -19,7 +19,7 @@ _ALGORITHM = re.compile(r"^[a-z0-9-]+$")
 #: farm's bounds: a benchmark of an hour, a process per core of a big machine, a 64 MiB buffer
 MAX_SECONDS, MAX_MULTI, MAX_BLOCK = 3600, 1024, 64 << 20
 _PUBLIC_KEY_RESULT = re.compile(r"^\+F\d+:")  # +F2 rsa, +F3 dsa, +F4 ecdsa, +F5 ecdh, ...
-_CHILD = re.compile(r"^Got: (\S+) from \d+$")
+_CHILD = re.compile(r"^Got: (\S+) from (\d+)$")
 _TOOL_ERROR = "speed: "  # e.g. "speed: foo is an unknown cipher or digest"
 
 
@@ -31,7 +31,8 @@ def parse_speed_mr(text: str, *, params: Mapping[str, Any] | None = None) -> lis
     - ``+H:16:64:256:...`` -- the block sizes in bytes of the ``+F`` lines that follow;
     - ``+F:<index>:<ALG>:<v1>:<v2>:...`` -- one value per block size of the last ``+H``;
     - with ``-multi N``: ``Got: +H:...``/``Got: +F:... from <child>`` per child, then the sum of the
-      children as a plain ``+F`` line, which is the one measured (tests/data/openssl-multi2-*).
+      children as a plain ``+F`` line, which is the one measured (tests/data/openssl-multi2-*), with
+      ``multi`` = the number of children in its params (a sum of that many processes).
 
     Units, checked on OpenSSL 3.0 (tests/data/openssl-aes-128-gcm-mr.txt): the ``+F`` values are
     **bytes per second**, i.e. ``count * block / seconds`` from the ``+R:<count>:<ALG>:<seconds>``
@@ -52,6 +53,7 @@ def parse_speed_mr(text: str, *, params: Mapping[str, Any] | None = None) -> lis
     measurements: list[Measurement] = []
     found_results = False
     tool_error = ""
+    children: set[int] = set()  # -multi N: the processes whose sum the plain +F lines are
     for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
         child = _CHILD.match(line)
@@ -60,6 +62,7 @@ def parse_speed_mr(text: str, *, params: Mapping[str, Any] | None = None) -> lis
             # parent then prints the sum as a plain +F line. Only the children's +H is kept.
             if child.group(1).startswith("+H:"):
                 blocks = _parse_header(number, child.group(1))
+            children.add(int(child.group(2)))
             continue
         if line.startswith("+H:"):
             blocks = _parse_header(number, line)
@@ -83,6 +86,9 @@ def parse_speed_mr(text: str, *, params: Mapping[str, Any] | None = None) -> lis
         if tool_error:
             raise BenchmarkError("openssl", tool_error)
         raise ParseError("openssl output: no +F result line found (was -mr given?)")
+    if children:  # the sum of N processes: cycles/byte divides by N (farm.results.cycles)
+        measurements = [Measurement(m.benchmark, m.metric, m.value, m.unit, {**m.params, "multi": len(children)})
+                        for m in measurements]
     return measurements
 
 

@@ -43,5 +43,5 @@ BENCHMARKS: dict[str, BenchmarkSpec] = {spec.name: spec for spec in (
         check_sweep),
     BenchmarkSpec("openssl-speed", "crypto", run_openssl_speed, {
         "algorithms": list, "seconds": int, "block": int, "decrypt": bool, "multi": int}, openssl_runs),
-    BenchmarkSpec("isal", "storage", run_isal, {"seconds": (int, float), "only": str}, isal_command),
+    BenchmarkSpec("isal", "storage", run_isal, {"seconds": (int, float), "only": str, "corpus": list}, isal_command),
 )}

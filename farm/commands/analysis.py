@@ -36,6 +36,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _frequency_arg(text: str) -> float:
+    from ..results.cycles import parse_frequency
+
+    try:
+        return parse_frequency(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def cmd_import(args: argparse.Namespace) -> int:
     from ..results import importers, ipbench
 
@@ -46,8 +55,10 @@ def cmd_import(args: argparse.Namespace) -> int:
         records = ipbench.import_iperf3(args.file, setup=args.setup, target=args.target)
     else:
         records = getattr(importers, f"import_{args.kind}")(args.file, args.setup, args.target)
+    if args.frequency is not None:
+        records = importers.with_cycles(records, args.frequency, args.kind)
     _say_moved(prepare_out_dir(args.out, force=args.force))  # after reading: bad input moves nothing
-    out = importers.write_import(records, args.out, args.file)
+    out = importers.write_import(records, args.out, args.file, frequency_hz=args.frequency)
     print(f"farm: imported {len(records)} records from {args.file}", file=sys.stderr)
     ingest_after(out)
     print(out)
@@ -82,4 +93,7 @@ def register(sub) -> None:
                    "start it anew; its old content is moved aside to DIR.replaced-<time>")
     p.add_argument("--cpu-fraction", action="store_true",
                    help="ipbench: CPU_Utilisation is a 0-1 fraction, not percent")
+    p.add_argument("--frequency", type=_frequency_arg, metavar="HZ",
+                   help="openssl, isal: the CPU clock of the capture (1.5GHz, 1500MHz, 1500000000); adds "
+                   "cycles/byte per throughput, per process for openssl -multi, as a live run does")
     p.set_defaults(func=cmd_import)

@@ -38,6 +38,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from farm.errors import JobError
+from farm.results.stats import cv, median_interval, ratio_interval
 from farm.results.csvout import read_records
 from farm.results.record import Record, check_unique, key_params, open_atomic, write_text_atomic
 from farm.secrets import mask
@@ -78,6 +79,27 @@ class Row:
     medians: tuple[float | None, ...]  # per column, None where the column lacks the key
     counts: tuple[int, ...]            # values behind each median
     ratios: tuple[float | None, ...]   # column i / column 0, for i = 1 .. len(columns) - 1
+    values: tuple[tuple[float, ...], ...] = ()  # per column, the values behind the median
+
+    @property
+    def cvs(self) -> tuple[float | None, ...]:
+        """Per column, the coefficient of variation of its values (None below 2 values)."""
+        return tuple(cv(v) for v in self.values)
+
+    @property
+    def intervals(self) -> tuple[tuple[float, float] | None, ...]:
+        """Per column, the 95 % interval of its median (None below 6 values)."""
+        return tuple(median_interval(v) for v in self.values)
+
+    @property
+    def ratio_intervals(self) -> tuple[tuple[float, float] | None, ...]:
+        """Per later column, the conservative 95 % interval of its ratio to column 0 (None below 7
+        values on either side): :func:`~farm.results.stats.ratio_interval`."""
+        return tuple(ratio_interval(self.values[0], v) if self.values else None for v in self.values[1:])
+
+    @property
+    def ratio_interval(self) -> tuple[float, float] | None:
+        return self.ratio_intervals[-1] if self.ratio_intervals else None
 
     @property
     def ratio(self) -> float | None:
@@ -152,7 +174,7 @@ def compare(inputs: Sequence[tuple[str, Sequence[Record]]]) -> Comparison:
         medians = tuple(statistics.median(v) if v else None for v in per_column)
         counts = tuple(len(v) for v in per_column)
         ratios = tuple(_ratio(m, medians[0]) for m in medians[1:])
-        rows.append(Row(key, medians, counts, ratios))
+        rows.append(Row(key, medians, counts, ratios, tuple(tuple(v) for v in per_column)))
         if not all(counts):
             missing.append(Missing(
                 key, tuple(c.label for c, n in zip(columns, counts) if n),
@@ -209,13 +231,19 @@ def csv_header(comparison: Comparison) -> list[str]:
     header.append("ratio")
     if len(labels) > 2:
         header += [f"{label}/{labels[0]}" for label in labels[1:]]
+    for label in labels:
+        header += [f"{label}_cv", f"{label}_ci_low", f"{label}_ci_high"]
+    header += ["ratio_ci_low", "ratio_ci_high", "ratio_ci_includes_1"]
     return header
 
 
 def to_csv(comparison: Comparison) -> str:
     """compare.csv: key columns, then ``<label>`` (median) and ``<label>_n`` per column, then
     ``ratio`` (last/first) and, for three or more columns, ``<label>/<first label>`` for each
-    later one. Missing values are empty cells; numbers are ``repr`` (read back bit for bit)."""
+    later one; then per column ``<label>_cv`` and the 95 % interval of its median
+    ``<label>_ci_low``/``_ci_high``, and the ratio's conservative 95 % interval with
+    ``ratio_ci_includes_1`` (``true``: the data do not show a difference). Missing values (also an
+    interval that needs more repeats) are empty cells; numbers are ``repr`` (read back bit for bit)."""
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(csv_header(comparison))
@@ -226,6 +254,10 @@ def to_csv(comparison: Comparison) -> str:
         cells.append(_repr(row.ratio))
         if len(comparison.columns) > 2:
             cells += [_repr(r) for r in row.ratios]
+        for c, interval in zip(row.cvs, row.intervals):
+            cells += [_repr(c), *(_repr(x) for x in (interval or (None, None)))]
+        ci = row.ratio_interval
+        cells += [*(_repr(x) for x in (ci or (None, None))), "" if ci is None else str(ci[0] <= 1 <= ci[1]).lower()]
         writer.writerow(cells)
     return buf.getvalue()
 
@@ -239,10 +271,13 @@ def to_markdown(comparison: Comparison) -> str:
     sources = "; ".join(f"`{c.label}` = {c.source} (target {c.target}, setup {c.setup})"
                         for c in comparison.columns)
     lines += [f"Columns: {sources}. Values are medians over repeats (n = values). "
-              f"Ratio = {labels[-1]} / {first}.", ""]
+              f"Ratio = {labels[-1]} / {first}. CV: coefficient of variation; 95 % intervals of the "
+              "medians are exact (order statistics, from 6 values) and of the ratio conservative "
+              "(from 7 values a side); **includes 1.0** marks a ratio the data do not tell from 1.", ""]
     ratio_heads = ["ratio"] if len(labels) == 2 else [f"{label}/{first}" for label in labels[1:]]
     head = ["suite", "benchmark", "params", "metric", "unit",
-            *(f"{label} (n)" for label in labels), *ratio_heads]
+            *(f"{label} (n)" for label in labels), *ratio_heads,
+            *(f"{label} CV, 95 % CI" for label in labels), "ratio 95 % CI"]
     lines.append(_md_row(head))
     lines.append(_md_row(["---"] * 5 + ["---:"] * (len(head) - 5)))
     for row in comparison.rows:
@@ -250,6 +285,10 @@ def to_markdown(comparison: Comparison) -> str:
         cells += [f"{_sig(m, 4)} ({n})" if m is not None else "—"
                   for m, n in zip(row.medians, row.counts)]
         cells += [_sig(r, 3) if r is not None else "—" for r in row.ratios]
+        cells += [_spread(c, interval) for c, interval in zip(row.cvs, row.intervals)]
+        ci = row.ratio_interval
+        cells.append("—" if ci is None else
+                     f"{_sig(ci[0], 3)}–{_sig(ci[1], 3)}" + (" **includes 1.0**" if ci[0] <= 1 <= ci[1] else ""))
         lines.append(_md_row(cells))
     lines += ["", "## Missing", ""]
     if comparison.missing:
@@ -310,6 +349,11 @@ def plot_ratios(comparison: Comparison, path: PathLike) -> None:
     path = Path(path)
     with open_atomic(path, "wb") as f:
         fig.savefig(f, format="png", dpi=100)
+
+
+def _spread(cv_value: float | None, interval: tuple[float, float] | None) -> str:
+    text = "—" if cv_value is None else f"{cv_value * 100:.1f} %"
+    return text + ("" if interval is None else f", {_sig(interval[0], 4)}–{_sig(interval[1], 4)}")
 
 
 def _row_label(key: Key) -> str:

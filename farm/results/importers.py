@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Callable
 
 from farm.bench import BenchmarkError, ImpossibleValue, check_measurements
-from farm.bench.isal import parse_perf
+from farm.bench.isal import corpus_average, corpus_sizes, parse_perf
 from farm.bench.openssl import parse_speed_mr
 from farm.bench.vmexit import parse_vmexit
 from farm.errors import JobError, ParseError
@@ -41,8 +41,14 @@ def import_openssl(path: PathLike, setup: str, target: str = UNKNOWN) -> list[Re
 
 def import_isal(path: PathLike, setup: str, target: str = UNKNOWN) -> list[Record]:
     """Records from saved ISA-L perf lines (:func:`~farm.bench.isal.parse_perf`): isal_bench's
-    output or an upstream ``perf_report_*.perf`` file."""
-    return _import(path, setup, target, SUITE_ISAL, parse_perf)
+    output or an upstream ``perf_report_*.perf`` file; isal_bench's igzip corpus averages too."""
+    return _import(path, setup, target, SUITE_ISAL, parse_isal)
+
+
+def parse_isal(text: str) -> list[Measurement]:
+    """ISA-L perf lines and, for isal_bench's igzip corpus, its weighted averages."""
+    measurements = parse_perf(text)
+    return measurements + corpus_average(measurements, corpus_sizes(text))
 
 
 def import_vmexit(path: PathLike, setup: str, target: str = UNKNOWN) -> list[Record]:
@@ -78,10 +84,28 @@ def _import(path: PathLike, setup: str, target: str, suite: str,
     return [context.record(m, timestamp) for m in measurements]
 
 
-def write_import(records: list[Record], out_dir: PathLike, source_path: PathLike) -> Path:
+#: the importers whose throughputs get cycles/byte with ``farm import --frequency`` (the suites a
+#: live run gives cycles/byte: crypto and storage)
+CYCLES_KINDS = ("openssl", "isal")
+
+
+def with_cycles(records: list[Record], frequency_hz: float, kind: str) -> list[Record]:
+    """``records`` and their cycles/byte siblings at ``frequency_hz`` (per process for ``multi``),
+    as a live run adds them; for a kind without cycles/byte, :class:`~farm.errors.JobError`."""
+    from farm.results.cycles import cycles_per_byte
+
+    if kind not in CYCLES_KINDS:
+        raise JobError(f"import {kind}: --frequency gives cycles/byte of {' and '.join(CYCLES_KINDS)} imports only")
+    targets = {r.target for r in records}
+    return records + cycles_per_byte(records, {target: frequency_hz for target in targets})
+
+
+def write_import(records: list[Record], out_dir: PathLike, source_path: PathLike, *,
+                 frequency_hz: float | None = None) -> Path:
     """Make ``out_dir`` a result directory holding ``records``: ``results.csv`` and ``run.json``
     (``imported_from``: the source's absolute path, ``sha256`` of its content, ``setup``:
-    the records' setup(s)). Returns ``out_dir``. Both files are replaced atomically."""
+    the records' setup(s); ``frequency_hz`` and its source ``given`` when one was given).
+    Returns ``out_dir``. Both files are replaced atomically."""
     if not records:
         raise JobError(f"import {source_path}: no records to write")
     out = Path(out_dir)
@@ -93,6 +117,7 @@ def write_import(records: list[Record], out_dir: PathLike, source_path: PathLike
         "imported_from": str(source.resolve()),
         "sha256": hashlib.sha256(_read(source)).hexdigest(),
         "setup": setups[0] if len(setups) == 1 else setups,
+        **({"frequency_hz": frequency_hz, "frequency_source": "given"} if frequency_hz else {}),
     }) + "\n")
     return out
 

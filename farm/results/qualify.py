@@ -197,7 +197,9 @@ class Comparison:
                    f"{self.min_p:.3g}, not below alpha {alpha:g})")
         better = {HIGHER_IS_BETTER: "higher is better", LOWER_IS_BETTER: "lower is better",
                   UNKNOWN_DIRECTION: f"unit {unit!r} has no known direction, never a regression"}
-        return f"{self.key.metric} {self.verdict}: {moved}; {why}; {better[self.direction]}"
+        intervals = [(side, s.interval) for side, s in (("baseline", self.baseline), ("candidate", self.candidate))]
+        ci = "; ".join(f"{side} 95 % CI {human(i[0], unit)} – {human(i[1], unit)}" for side, i in intervals if i)
+        return f"{self.key.metric} {self.verdict}: {moved}; {why}{f'; {ci}' if ci else ''}; {better[self.direction]}"
 
 
 @attrs.frozen

@@ -236,14 +236,17 @@ def summary_markdown(run: RunData, plots: Sequence[Path] = ()) -> str:
     figures = key_figures(run.records)
     lines += ["## Key figures", ""]
     if figures:
-        lines += ["Median over repeats, n values, min–max range.", "",
-                  "| target | setup | benchmark | params | metric | median | n | min–max |",
-                  "|---|---|---|---|---|---:|---:|---|"]
+        lines += ["Median over repeats, n values, min–max range, coefficient of variation, and the 95 % "
+                  "interval of the median (exact, order statistics; from 6 values).", "",
+                  "| target | setup | benchmark | params | metric | median | n | min–max | CV | 95 % CI |",
+                  "|---|---|---|---|---|---:|---:|---|---:|---|"]
         for f in figures:
             spread = f"{human(f.low, f.unit)} – {human(f.high, f.unit)}" if f.n > 1 else "-"
+            interval = f.interval
             lines.append("| " + " | ".join(_md(v) for v in (
                 f.target, f.setup, f"{f.suite}.{f.benchmark}", f.params or "-", f.metric,
-                human(f.median, f.unit), f.n, spread)) + " |")
+                human(f.median, f.unit), f.n, spread, "-" if f.cv is None else f"{f.cv * 100:.1f} %",
+                "-" if interval is None else f"{human(interval[0], f.unit)} – {human(interval[1], f.unit)}")) + " |")
     else:
         lines.append("No measurements.")
     lines.append("")

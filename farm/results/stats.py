@@ -186,9 +186,61 @@ def _normal_p(n1: int, n2: int, groups: list[tuple[int, int]], u1: float) -> tup
     return two_sided(u1), two_sided(0.0)
 
 
+#: the confidence of every interval farm reports
+CONFIDENCE = 0.95
+
+
+def cv(values: Iterable[float]) -> float | None:
+    """Coefficient of variation: sample standard deviation / mean. None with fewer than two values
+    or a mean of 0 (no spread to speak of, or none that a ratio to the mean can express)."""
+    values = list(values)
+    if len(values) < 2:
+        return None
+    mean = statistics.fmean(values)
+    if mean == 0:
+        return None
+    return statistics.stdev(values) / abs(mean)
+
+
+def _binomial_cdf_half(k: int, n: int) -> float:
+    """P(B <= k) for B ~ Binomial(n, 1/2), exactly (integers, then one division)."""
+    return sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n if k >= 0 else 0.0
+
+
+def median_interval(values: Iterable[float], confidence: float = CONFIDENCE) -> tuple[float, float] | None:
+    """The distribution-free confidence interval of the median: order statistics
+    ``[x_(k), x_(n+1-k)]`` with the largest k for which ``P(B < k) <= (1 - confidence) / 2``,
+    B ~ Binomial(n, 1/2) (exact: no assumption on the distribution, only independent repeats; its
+    coverage is at least ``confidence``). None when n is too small for any such interval (fewer
+    than 6 values at 95 %: even min..max covers only 1 - 2/2^n)."""
+    ordered = sorted(values)
+    n = len(ordered)
+    tail = (1 - confidence) / 2
+    k = 0
+    while k + 1 <= n // 2 and _binomial_cdf_half(k, n) <= tail:  # P(B <= k) = P(B < k + 1)
+        k += 1
+    if k == 0:
+        return None
+    return ordered[k - 1], ordered[n - k]
+
+
+def ratio_interval(base: Sequence[float], other: Sequence[float],
+                   confidence: float = CONFIDENCE) -> tuple[float, float] | None:
+    """A conservative interval of ``median(other) / median(base)``: each median's interval at
+    ``sqrt(confidence)`` (two independent samples: both hold with probability >= confidence), then
+    the extreme ratios ``[lo_other / hi_base, hi_other / lo_base]``. None when either sample is too
+    small for its interval (7 values each at 95 %) or the base interval reaches 0 or below."""
+    level = math.sqrt(confidence)
+    a, b = median_interval(base, level), median_interval(other, level)
+    if a is None or b is None or a[0] <= 0:
+        return None
+    return b[0] / a[1], b[1] / a[0]
+
+
 class Summary:
     """n, median and min-max range of ``self.values``: the figures both a run's summary and a
-    qualification report give per metric (mixed into their attrs classes)."""
+    qualification report give per metric (mixed into their attrs classes); its CV and the 95 %
+    interval of the median (:func:`median_interval`) too."""
 
     values: tuple[float, ...]
 
@@ -207,3 +259,11 @@ class Summary:
     @property
     def high(self) -> float:
         return value_range(self.values)[1]
+
+    @property
+    def cv(self) -> float | None:
+        return cv(self.values)
+
+    @property
+    def interval(self) -> tuple[float, float] | None:
+        return median_interval(self.values)

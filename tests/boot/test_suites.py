@@ -58,7 +58,12 @@ def test_crypto_suite_and_compare_between_setups(maaxboard_image, tftp_root, tmp
     functions = {p.split("function=")[1].split(";")[0] for b, p in throughput if b == "isal"}
     algorithms = {p.split("algorithm=")[1].split(";")[0] for b, p in throughput if b == "openssl-speed"}
     assert functions == {"crc16_t10dif", "crc32_ieee", "crc32_iscsi", "xor_gen", "pq_gen", "erasure_code_encode",
-                         "erasure_code_decode", "igzip_deflate_l1"}
+                         "erasure_code_decode", "igzip_file_perf", "igzip_stateless_file_perf",
+                         "isal_stateful_inflate", "isal_stateless_inflate",
+                         "aes_xts_128_dec", "aes_xts_256_dec", "md5_mb", "sha1_mb", "sha256", "sha512"}
+    lab_crypto = [p for b, p in throughput if b == "isal" and ("function=aes_xts" in p or "function=sha" in p)]
+    assert lab_crypto and all("impl=openssl-3.0" in p for p in lab_crypto)  # not isa-l_crypto
+    assert sum("file=corpus-weighted" in p for b, p in throughput if b == "isal") == 4
     assert algorithms == {"aes-128-xts", "aes-256-xts", "aes-128-gcm", "sha1", "sha256", "sha512", "md5"}
     assert cycles == throughput
     assert any("direction=decrypt" in p for _, p in throughput)

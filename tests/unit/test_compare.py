@@ -83,11 +83,15 @@ def test_write_compare_files(dirs, tmp_path):
     with open(paths["csv"], newline="") as f:
         table = list(csv.reader(f))
     assert table[0] == ["suite", "benchmark", "params", "metric", "unit",
-                        "default@board", "default@board_n", "default@twin", "default@twin_n", "ratio"]
-    assert table[1] == [*AES, "250.0", "4", "500.0", "1", "2.0"]
-    assert table[2] == [*CRC, "15.0", "2", "40.0", "3", repr(40 / 15)]
-    assert table[3] == [*CPUID, "3374.0", "1", "", "0", ""]
-    assert table[4] == [*XOR, "", "0", "7.0", "1", ""]
+                        "default@board", "default@board_n", "default@twin", "default@twin_n", "ratio",
+                        "default@board_cv", "default@board_ci_low", "default@board_ci_high",
+                        "default@twin_cv", "default@twin_ci_low", "default@twin_ci_high",
+                        "ratio_ci_low", "ratio_ci_high", "ratio_ci_includes_1"]
+    assert table[1][:10] == [*AES, "250.0", "4", "500.0", "1", "2.0"]
+    assert table[2][:10] == [*CRC, "15.0", "2", "40.0", "3", repr(40 / 15)]
+    assert table[3][:10] == [*CPUID, "3374.0", "1", "", "0", ""]
+    assert table[4][:10] == [*XOR, "", "0", "7.0", "1", ""]
+    assert table[3][10:] == [""] * 9  # one value: no CV, no interval
     assert len(table) == 5
 
     md = paths["md"].read_text()
@@ -112,11 +116,11 @@ def test_three_inputs_get_a_ratio_per_later_column(dirs, tmp_path):
     paths = write_compare(c, tmp_path / "out3")
     with open(paths["csv"], newline="") as f:
         table = list(csv.reader(f))
-    assert table[0][5:] == ["default@board", "default@board_n", "default@twin", "default@twin_n",
-                            "patched", "patched_n", "ratio",
-                            "default@twin/default@board", "patched/default@board"]
-    assert table[1][-3:] == ["4.0", "2.0", "4.0"]  # ratio = last/first = 1000/250
-    assert table[2][-3:] == ["2.0", repr(40 / 15), "2.0"]
+    assert table[0][5:14] == ["default@board", "default@board_n", "default@twin", "default@twin_n",
+                              "patched", "patched_n", "ratio",
+                              "default@twin/default@board", "patched/default@board"]
+    assert table[1][11:14] == ["4.0", "2.0", "4.0"]  # ratio = last/first = 1000/250
+    assert table[2][11:14] == ["2.0", repr(40 / 15), "2.0"]
     assert paths["png"].read_bytes()[:4] == b"\x89PNG"
     md = paths["md"].read_text()
     assert "| default@twin/default@board | patched/default@board |" in md

@@ -143,7 +143,7 @@ def test_multi_output_measures_the_parents_sum_of_the_children():
     text = (DATA / "openssl-multi2-aes-128-gcm-mr.txt").read_text()
     [m] = parse_speed_mr(text)
     assert m.value == 8443854848.0
-    assert m.params == {"algorithm": "aes-128-gcm", "block": 16384}
+    assert m.params == {"algorithm": "aes-128-gcm", "block": 16384, "multi": 2}  # 2 children: per process /2
     children = [float(line.split(":")[4].split()[0]) for line in text.splitlines() if line.startswith("Got: +F:")]
     assert len(children) == 2 and m.value == pytest.approx(sum(children), rel=1e-6)
 

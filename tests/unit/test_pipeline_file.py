@@ -281,3 +281,12 @@ def test_pipeline_numbers_are_bounded(tmp_path, text, field, expected):
 def test_setup_frequency_is_bounded(tmp_path):
     path = _write(tmp_path, SETUPS.replace("SETUP", "one").replace("bootargs: [maxcpus=1]", "cpu_frequency_khz: 100000000000"))
     assert _error(path).startswith(f"{path}:12: setups[1].cpu_frequency_khz: 100000000000 is out of range")
+
+
+def test_repeats_in_boot(tmp_path):
+    from farm.pipeline import load_pipeline
+
+    assert load_pipeline(_write(tmp_path, GOOD)).repeats_in_boot == 1
+    assert load_pipeline(_write(tmp_path, GOOD + "repeats_in_boot: 5\n")).repeats_in_boot == 5
+    path = _write(tmp_path, GOOD + "repeats_in_boot: 0\n")
+    assert _error(path) == f"{path}:10: repeats_in_boot: must be 1-1000"
