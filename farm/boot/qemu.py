@@ -17,6 +17,7 @@ import time
 import attr
 from labgrid.driver import QEMUDriver
 from labgrid.factory import target_factory
+from labgrid.step import step
 from pexpect import TIMEOUT
 
 from ..errors import InfrastructureError
@@ -40,6 +41,52 @@ class TwinQEMUDriver(QEMUDriver):
             if arg == "-nic" and nic.startswith("user") and "tftp=" not in nic and self.tftp is not None:
                 cmd[i + 1] = f"{nic},tftp={local_tftp_root(self.tftp.internal)}"
         return cmd
+
+    #: seconds QEMU has to answer QMP's ``quit`` before it is killed (a PDU cuts power whatever the board does)
+    quit_timeout = attr.ib(default=10.0, converter=float)
+
+    @step()
+    def off(self):
+        """Power off: QMP ``quit``, and SIGKILL when QEMU does not answer in ``quit_timeout`` s.
+
+        labgrid's ``off`` waits for QMP's answer with no bound. A guest that keeps printing while
+        nobody reads its serial socket (a panicked kernel's stall reports, seen here after a test
+        failure) fills the socket; QEMU's vCPU then retries that write holding QEMU's big lock, the
+        main loop never reads the ``quit``, and the job hangs. So the console is drained first and
+        drained while QEMU is asked to quit, and the answer is awaited with a deadline.
+        """
+        if not self.status:
+            return
+        self._drain_console()
+        self.qmp.monitor_in.write(b'{"execute": "quit"}\n')
+        self.qmp.monitor_in.flush()
+        deadline = time.monotonic() + self.quit_timeout
+        while self._child.poll() is None and time.monotonic() < deadline:
+            self._drain_console()  # a guest that goes on printing must not block QEMU until it quits
+            time.sleep(0.02)
+        if self._child.poll() is None:
+            self.logger.warning("QEMU did not quit within %.0f s: killed", self.quit_timeout)
+            self._child.kill()
+        self._child.wait()
+        self._child.communicate()  # its QMP answer and events, unread: nothing waits on them any more
+        self._child = None
+        self.status = 0
+
+    def _drain_console(self, limit: int = 1 << 20) -> None:
+        """Read what the serial socket holds, so that QEMU is not blocked writing to it. Through
+        ``read`` (a labgrid step): the console log keeps it, e.g. the rest of a panic's trace."""
+        drained = 0
+        while drained < limit:
+            try:
+                drained += len(self.read(size=1, timeout=0.0, max_size=65536))
+            except (TIMEOUT, InfrastructureError):
+                return
+            except Exception:  # not active any more (deactivation): read the socket itself
+                ready, _, _ = select.select([self._clientsocket], [], [], 0)
+                data = self._clientsocket.recv(65536) if ready else b""
+                if not data:
+                    return
+                drained += len(data)
 
     def _read(self, size=1, timeout=10, max_size=None):
         ready, _, _ = select.select([self._clientsocket], [], [], timeout)

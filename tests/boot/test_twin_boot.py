@@ -132,3 +132,34 @@ def test_farm_boot_verbose_shows_labgrid_steps_and_console(project_root, maaxboa
     assert "stage_as" in err
     assert "CONSOLE" in err and "FARM-READY" in err  # -vv: the serial console's lines too
     assert "booted in" in err
+
+
+def test_power_off_does_not_hang_when_the_guest_floods_an_unread_console(project_root, maaxboard_image, tftp_root,
+                                                                         tmp_path):
+    """Seen in CI after a kernel panic: nobody reads the serial socket while the guest goes on printing,
+    the socket fills, QEMU's vCPU retries its write holding QEMU's big lock, and labgrid's QMP `quit`
+    is never answered (labgrid waits for it with no bound). Power off must end anyway, at once."""
+    import threading
+    import time
+
+    env = EnvFile.load(project_root / "env" / "qemu-maaxboard.yaml")
+    took: list[float] = []
+    with ConsoleLog(tmp_path / "console") as console:
+        with boot_target(env, maaxboard_image, "t-flood", console) as booted:
+            booted.shell.console.sendline("(while :; do echo 0123456789012345678901234567890123456789; done) &")
+            time.sleep(6)  # nobody reads: the socket fills up
+            strategy = booted.target.get_driver("UBootNetbootStrategy")
+
+            def power_off():
+                t0 = time.monotonic()
+                strategy.transition("off")
+                took.append(time.monotonic() - t0)
+
+            worker = threading.Thread(target=power_off, daemon=True)
+            worker.start()
+            worker.join(30)
+            qemu = booted.target.get_driver("TwinQEMUDriver", activate=False)
+            if worker.is_alive() and qemu._child is not None:
+                qemu._child.kill()  # the old hang: free the test, then fail it
+            assert took and took[0] < qemu.quit_timeout, f"power off took {took or 'forever'}"
+    assert "0123456789" in (tmp_path / "console" / "maaxboard-twin.log").read_text(errors="replace")

@@ -51,6 +51,13 @@ def test_current_user_is_made_safe(monkeypatch):
 
 # --- JobTFTPProviderDriver on a real labgrid Target ---
 
+@pytest.fixture(autouse=True)
+def _no_tftp_root_override(monkeypatch):
+    """$LG_TFTP_ROOT overrides a local provider's root (farm.boot.lgenv); the boot tests' session
+    fixture sets it, and these tests give the root themselves."""
+    monkeypatch.delenv("LG_TFTP_ROOT", raising=False)
+
+
 def _driver(root: Path, external: str = "") -> JobTFTPProviderDriver:
     target = labgrid.Target("twin")
     TFTPProvider(target, name=None, internal=str(root), external=external)
