@@ -38,7 +38,6 @@ from pexpect import TIMEOUT
 
 from ..errors import InfrastructureError, JobError
 from .netboot import NetbootStrategy
-from .typing import type_checked
 from .watch import LINUX_FATAL, raise_fatal
 
 _TFTP_PATH = re.compile(r"[A-Za-z0-9._+/-]+")
@@ -301,11 +300,6 @@ class IPXENetbootStrategy(NetbootStrategy):
             errors = ipxe_errors(output, self.console_columns)
             detail = " | ".join(errors) or " | ".join(console_lines(output, self.console_columns)[-3:])
             raise InfrastructureError(f"iPXE command '{chain}' failed: {detail}")
-
-    def _type(self, line: str) -> None:
-        """Type a command, checked against iPXE's echo (characters get lost on serial lines)."""
-        if type_checked(self.console, line, echo_timeout=self.echo_timeout):
-            self.retyped.append(line)
 
     def _expect(self, command: str, texts: list[str], timeout: int, fatal=()) -> tuple[int, str]:
         """Which of ``texts`` came first after ``command``, and the console text before it; a

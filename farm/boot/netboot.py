@@ -13,6 +13,7 @@ import attr
 from labgrid.strategy.common import Strategy
 
 from ..errors import JobError
+from .typing import type_checked
 from .staging import current_user, job_folder
 
 
@@ -53,6 +54,11 @@ class NetbootStrategy(Strategy):
         self.kernel_path, self.initrd_path = kernel_path, initrd_path
         self.extra_bootargs = list(extra_bootargs or [])
         self.kernel_compressed = kernel_compressed
+
+    def _type(self, line: str) -> None:
+        """Type a bootloader command, checked against its echo (characters get lost on serial lines)."""
+        if type_checked(self.console, line, echo_timeout=self.echo_timeout):
+            self.retyped.append(line)
 
     def staged(self) -> tuple[str, str]:
         if not (self.kernel_path and self.initrd_path):

@@ -20,7 +20,6 @@ from labgrid.util import gen_marker, re_vt100
 
 from ..errors import InfrastructureError, JobError
 from .netboot import NetbootStrategy
-from .typing import type_checked
 from .watch import LINUX_FATAL, UBOOT_FATAL, raise_fatal
 
 _TFTP_PATH = re.compile(r"^[A-Za-z0-9._+/-]+$")
@@ -173,11 +172,6 @@ class UBootNetbootStrategy(NetbootStrategy):
         lines = [line for line in re_vt100.sub("", match.group(1).decode("utf-8", "replace")).replace("\r", "").split("\n")
                  if line.strip()]
         return lines[:-1], int(lines[-1])
-
-    def _type(self, line: str) -> None:
-        """Type a command, checked against U-Boot's echo (characters get lost on serial lines)."""
-        if type_checked(self.console, line, echo_timeout=self.echo_timeout):
-            self.retyped.append(line)
 
     def _expect_or_fail(self, wanted: list[str], fatal, where: str, timeout: float):
         """Wait for one of ``wanted``; a fatal line first raises its failure class with an excerpt."""
