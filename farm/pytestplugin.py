@@ -124,7 +124,7 @@ class FarmResults:
 @pytest.fixture(scope="session")
 def farm_results(request) -> Iterator[FarmResults]:
     from .boot.console_log import ConsoleLog
-    from .pipeline import new_run_id
+    from .run import new_run_id
     from .results.outdir import prepare_out_dir
 
     run_id = new_run_id()

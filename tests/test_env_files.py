@@ -152,3 +152,14 @@ def test_strategy_without_image_names_the_images_key(tmp_path, monkeypatch):
             target.get_strategy().staged()
     finally:
         target.cleanup()
+
+
+def test_the_uboot_strategy_with_labgrids_plain_driver_names_the_rename(tmp_path):
+    from farm.boot.session import EnvFile
+    from farm.errors import JobError
+
+    text = (Path(__file__).resolve().parent.parent / "env" / "qemu-maaxboard.yaml").read_text()
+    path = tmp_path / "old.yaml"
+    path.write_text(text.replace("FarmUBootDriver:", "UBootDriver:"))
+    with pytest.raises(JobError, match=r"old.yaml:\d+: .*UBootDriver.*rename UBootDriver to FarmUBootDriver"):
+        EnvFile.load(path)

@@ -22,6 +22,7 @@ class ConsoleLog:
         self._tails: dict[str, deque[bytes]] = {}
         self._tail_bytes = tail_bytes
         steps.subscribe(self._notify)
+        self._subscribed = True
 
     def path(self, target: str) -> Path:
         return self.directory / f"{target}.log"
@@ -49,8 +50,9 @@ class ConsoleLog:
         return "\n".join(text.splitlines()[-lines:])
 
     def close(self) -> None:
-        if self._notify in steps._subscribers:
+        if self._subscribed:  # close() twice (an error path, then __exit__) unsubscribes once
             steps.unsubscribe(self._notify)
+            self._subscribed = False
         for f in self._files.values():
             f.close()
         self._files.clear()

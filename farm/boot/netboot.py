@@ -55,6 +55,13 @@ class NetbootStrategy(Strategy):
         self.extra_bootargs = list(extra_bootargs or [])
         self.kernel_compressed = kernel_compressed
 
+    def reset_after_failure(self) -> None:
+        """Make the strategy usable again after a failed transition: labgrid's ``never_retry`` keeps the
+        exception in ``broken`` and refuses every later call; farm has recorded the failure and retries
+        from power-off, so the state is "unknown" (the failed attempt left it mid-way)."""
+        self.broken = None
+        self.status = type(self.status)(0)
+
     def _type(self, line: str) -> None:
         """Type a bootloader command, checked against its echo (characters get lost on serial lines)."""
         if type_checked(self.console, line, echo_timeout=self.echo_timeout):

@@ -26,6 +26,7 @@ from ..errors import FarmError, InfrastructureError, JobError
 from ..images.build import Image
 from ..values import bootarg_problem, name_problem, number_problem
 from .console_log import ConsoleLog
+from .lgcompat import drop_console_input
 from .lgenv import apply_lg_defaults  # noqa: F401  (farm.boot.session.apply_lg_defaults, as before)
 from .staging import current_user, job_folder
 
@@ -73,6 +74,10 @@ def _check_values(targets: Node, target: str, body: object) -> None:
         if problem:
             raise options.error("cpu_frequency_hz", problem)
     drivers = body.get("drivers")
+    if isinstance(drivers, Node) and "UBootNetbootStrategy" in drivers and "UBootDriver" in drivers \
+            and "FarmUBootDriver" not in drivers:
+        raise drivers.error("UBootDriver", "UBootNetbootStrategy needs FarmUBootDriver (labgrid's UBootDriver, "
+                            "typing echo-checked; same settings): rename UBootDriver to FarmUBootDriver")
     for name, driver in (drivers.items() if isinstance(drivers, Node) else ()):
         if name.endswith("NetbootStrategy") and isinstance(driver, Node) and isinstance(driver.get("bootargs"), str):
             for arg in driver["bootargs"].split():
@@ -150,19 +155,12 @@ def _boot_once(target, strategy, console: ConsoleLog):
 
 
 def _power_off(target, strategy) -> None:
-    """Power off after a failed attempt so that the next one starts from a cold board.
-
-    labgrid strategies refuse to run again after an exception (``never_retry``): the failure was
-    recorded by us, so the strategy is made usable again. What the console buffered from the failed
-    attempt is dropped, or a stale U-Boot prompt would be taken for the new one.
-    """
-    strategy.broken = None
-    strategy.status = type(strategy.status)(0)  # "unknown": the failed attempt left it mid-way
+    """Power off after a failed attempt so that the next one starts from a cold board. The strategy
+    owns its retry state (NetbootStrategy.reset_after_failure); what the console buffered from the
+    failed attempt is dropped, or a stale U-Boot prompt would be taken for the new one."""
+    strategy.reset_after_failure()
     strategy.transition("off")
-    console = target.get_driver("ConsoleProtocol", activate=False)
-    expect = getattr(console, "_expect", None)  # labgrid's pexpect buffer (ConsoleExpectMixin)
-    if expect is not None:
-        expect.buffer = b""
+    drop_console_input(target.get_driver("ConsoleProtocol", activate=False))
 
 
 @contextlib.contextmanager
@@ -229,7 +227,7 @@ def boot_opened_target(target: Target, arch: str, image: Image, job: str, consol
     finally:
         with contextlib.suppress(Exception):
             if strategy is not None:
-                strategy.broken = None
+                strategy.reset_after_failure()
                 strategy.transition("off")
         with contextlib.suppress(Exception):
             target.cleanup()

@@ -16,11 +16,11 @@ import attr
 from labgrid.factory import target_factory
 from labgrid.step import step
 from labgrid.strategy.common import StrategyError, never_retry
-from labgrid.util import gen_marker, re_vt100
 
 from ..errors import InfrastructureError, JobError
 from .netboot import NetbootStrategy
-from .watch import LINUX_FATAL, UBOOT_FATAL, raise_fatal
+from .ubootdriver import FarmUBootDriver  # noqa: F401  (registers the driver the strategy binds)
+from .watch import LINUX_FATAL, UBOOT_FATAL
 
 _TFTP_PATH = re.compile(r"^[A-Za-z0-9._+/-]+$")
 _ADDR = re.compile(r"^(0x[0-9a-fA-F]+|\$\{[a-z_]+\})$")
@@ -91,7 +91,7 @@ class UBootNetbootStrategy(NetbootStrategy):
     bindings = {
         "power": "PowerProtocol",
         "console": "ConsoleProtocol",
-        "uboot": "UBootDriver",
+        "uboot": "FarmUBootDriver",  # labgrid's UBootDriver, typing echo-checked (farm.boot.ubootdriver)
         "shell": "ShellDriver",
         "tftp": "JobTFTPProviderDriver",
     }
@@ -155,30 +155,16 @@ class UBootNetbootStrategy(NetbootStrategy):
     def _netboot(self, commands: list[str]) -> None:
         for command in commands:
             timeout = self.tftp_timeout if command.startswith(("tftp", "dhcp")) else 30
-            output, code = self._uboot_run(command, timeout)
+            output, _, code = self.uboot.run(command, timeout=timeout)
             if code != 0:
                 raise InfrastructureError(f"U-Boot command '{command}' failed (exit {code}): "
                                           + " | ".join(line for line in output[-4:] if line.strip()))
-        self._type(f"booti {self.kernel_addr} {self.initrd_addr}:${{farm_initrd_size}} {self.fdt_addr}")
-        self._expect_or_fail([self.uboot.bootstring], UBOOT_FATAL, "booti", self.uboot.boot_timeout)
-        self._expect_or_fail([self.ready_marker], (*LINUX_FATAL, *UBOOT_FATAL), "booting Linux", self.ready_timeout)
-
-    def _uboot_run(self, command: str, timeout: float) -> tuple[list[str], int]:
-        """Like UBootDriver.run, but a fatal console line (TFTP error, reset, panic) ends it at once."""
-        marker = gen_marker()
-        self._type(f"echo '{marker[:4]}''{marker[4:]}'; {command}; echo \"$?\"; echo '{marker[:4]}''{marker[4:]}';")
-        match = self._expect_or_fail([rf"{marker}(.*){marker}\s+{re.escape(self.uboot.prompt)}"], UBOOT_FATAL,
-                                     f"U-Boot '{command}'", timeout)
-        lines = [line for line in re_vt100.sub("", match.group(1).decode("utf-8", "replace")).replace("\r", "").split("\n")
-                 if line.strip()]
-        return lines[:-1], int(lines[-1])
-
-    def _expect_or_fail(self, wanted: list[str], fatal, where: str, timeout: float):
-        """Wait for one of ``wanted``; a fatal line first raises its failure class with an excerpt."""
-        index, before, match, _ = self.console.expect([*wanted, *(f.pattern for f in fatal)], timeout=timeout)
-        if index >= len(wanted):
-            raise_fatal(fatal[index - len(wanted)], where, before, match)
-        return match
+        self.uboot.type_line(f"booti {self.kernel_addr} {self.initrd_addr}:${{farm_initrd_size}} {self.fdt_addr}")
+        self.uboot.expect_or_fail([self.uboot.bootstring], UBOOT_FATAL, "booti", self.uboot.boot_timeout)
+        self.uboot.expect_or_fail([self.ready_marker], (*LINUX_FATAL, *UBOOT_FATAL), "booting Linux",
+                                  self.ready_timeout)
+        self.retyped.extend(self.uboot.retyped)
+        self.uboot.retyped.clear()
 
     @never_retry
     def force(self, status):

@@ -14,7 +14,7 @@ def cmd_boot(args: argparse.Namespace) -> int:
     from ..boot.facts import read_facts
     from ..boot.session import EnvFile, boot_target
     from ..images.build import load_image
-    from ..pipeline import new_run_id
+    from ..run import new_run_id
 
     env = EnvFile.load(args.env, args.target)
     image = load_image(args.image)

@@ -25,7 +25,7 @@ def _state(coord, place: str) -> str:
 def cmd_check(args: argparse.Namespace) -> int:
     from ..coordinator import Coordinator
     from ..errors import JobError
-    from ..pipeline import FarmRequest, run_pipeline
+    from ..run import FarmRequest, run_pipeline
 
     pipeline = Path(args.pipeline)
     if not pipeline.exists():
@@ -44,7 +44,7 @@ def cmd_check(args: argparse.Namespace) -> int:
                        farm=FarmRequest(tags, timeout=args.timeout, coordinator=address, health_check=True))
     with Coordinator(address) as coord:
         after = _state(coord, args.place)
-    _note(f"health check of {args.place} {run.info['status']}: {args.place} is {after}")
+    _note(f"health check of {args.place} {run.info.status}: {args.place} is {after}")
     print(run.path)
     return run.status
 

@@ -11,7 +11,7 @@ from ..values import bootarg_arg, number_arg, out_dir_arg
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from ..pipeline import FarmRequest, run_pipeline
+    from ..run import FarmRequest, run_pipeline
 
     if args.resume and args.out:
         from ..errors import JobError
@@ -35,7 +35,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                        env_override=[Path(e) for e in args.env] if args.env else None,
                        extra_bootargs=args.bootarg, farm=farm, resume=Path(args.resume) if args.resume else None,
                        force=args.force, image_dirs=[Path(d) for d in args.image])
-    print(f"farm: run {run.run_id} {run.info['status']}: {sum(c.kind == 'pass' for c in run.cases)} of "
+    print(f"farm: run {run.run_id} {run.info.status}: {sum(c.kind == 'pass' for c in run.cases)} of "
           f"{len(run.cases)} stages passed", file=sys.stderr)
     ingest_after(run.path)
     print(run.path)

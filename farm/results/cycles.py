@@ -173,7 +173,7 @@ def metric_for(metric: str) -> str:
 
 
 _FREQUENCY_UNITS = {"hz": 1.0, "khz": 1e3, "mhz": 1e6, "ghz": 1e9}
-#: 10 GHz: a CPU clock beyond that is a typo (as farm.pipeline's bound)
+#: 10 GHz: a CPU clock beyond that is a typo (as farm.run.model's bound)
 MAX_FREQUENCY_HZ = 10e9
 
 

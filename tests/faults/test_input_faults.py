@@ -11,7 +11,7 @@ import pytest
 from farm.boot.session import EnvFile
 from farm.config import load_yaml
 from farm.errors import JobError
-from farm.pipeline import load_pipeline
+from farm.run import load_pipeline
 
 from ..conftest import ROOT, run_farm
 

@@ -3,7 +3,6 @@ failed benchmark with a clear message: a ``metric=failed`` row, never the value.
 
 from __future__ import annotations
 
-import io
 import math
 
 import pytest
@@ -11,7 +10,10 @@ import pytest
 from farm.bench import BenchmarkError, ImpossibleValue, check_value
 from farm.bench.registry import BENCHMARKS, BenchmarkSpec
 from farm.errors import EXIT_TEST_FAILURE
-from farm.pipeline import Benchmark, Progress, RunDir, _run_benchmark
+from farm.run.events import Hooks
+from farm.run.model import Benchmark
+from farm.run.rundir import RunDir, RunInfo
+from farm.run.runner import Runner
 from farm.results.csvout import read_records
 from farm.results.record import Measurement, RunContext, impossible
 
@@ -36,10 +38,12 @@ def test_live_benchmark_with_an_impossible_value_is_a_failed_benchmark(tmp_path,
                 Measurement("iperf3", "received_throughput", bad, "bit/s", {"protocol": "tcp"})]
 
     spec = BENCHMARKS["iperf3"]
-    monkeypatch.setitem(BENCHMARKS, "iperf3", BenchmarkSpec("iperf3", spec.suite, fake_run, spec.params, spec.check))
-    run = RunDir(path=tmp_path, run_id="r1", info={"pipeline_name": "t"})
+    registry = {"iperf3": BenchmarkSpec("iperf3", spec.suite, fake_run, spec.params, spec.check)}
+    run = RunDir(tmp_path, RunInfo(run_id="r1", pipeline="p.yaml", pipeline_name="t", pipeline_sha256="", who="t",
+                                   started="", farm_version="", git_sha=None, ci_job=None, envs=[], setups={}))
     rc = RunContext(run_id="r1", target="twin", arch="arm64", setup="default", image="img", suite="network")
-    _run_benchmark(run, Progress(io.StringIO()), None, Benchmark("iperf3", {}), None, rc, "twin/default")
+    runner = Runner(pipeline=None, run=run, hooks=Hooks([run]), registry=registry)
+    runner.run_benchmark(None, Benchmark("iperf3", {}), None, rc, "twin/default")
     (row,) = read_records(tmp_path / "results.csv")
     assert (row.metric, row.value, row.unit) == ("failed", 1.0, "count")
     assert run.status == EXIT_TEST_FAILURE

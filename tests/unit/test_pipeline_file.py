@@ -8,7 +8,7 @@ import pytest
 
 from farm.bench.registry import BENCHMARKS
 from farm.errors import JobError
-from farm.pipeline import Benchmark, Setup, load_pipeline
+from farm.run.model import Benchmark, Setup, load_pipeline
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 SMOKE = ROOT / "pipelines" / "smoke.yaml"
@@ -284,7 +284,7 @@ def test_setup_frequency_is_bounded(tmp_path):
 
 
 def test_repeats_in_boot(tmp_path):
-    from farm.pipeline import load_pipeline
+    from farm.run import load_pipeline
 
     assert load_pipeline(_write(tmp_path, GOOD)).repeats_in_boot == 1
     assert load_pipeline(_write(tmp_path, GOOD + "repeats_in_boot: 5\n")).repeats_in_boot == 5

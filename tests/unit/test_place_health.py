@@ -83,7 +83,7 @@ def test_the_health_commands_explain_themselves_and_refuse_bad_input():
 def test_the_health_pipeline_is_a_boot_without_benchmarks():
     from pathlib import Path
 
-    from farm.pipeline import load_pipeline
+    from farm.run import load_pipeline
 
     pipeline = load_pipeline(Path(__file__).resolve().parents[2] / "pipelines" / "health.yaml")
     assert pipeline.benchmarks == () and pipeline.boot_attempts == 1

@@ -57,7 +57,7 @@ def run(tmp_path):
         "who": "ci", "started": "2026-11-29T22:48:07.671+00:00", "finished": "2026-11-29T22:48:15.530+00:00",
         "status": "infrastructure-error", "farm_version": "0.1.0", "git_sha": "9c0c63c6761ff282c77ab298dc",
         "ci_job": "4711",
-        # as farm run writes them (farm/pipeline.py: RunDir.add_boot, run.info["images"])
+        # as farm run writes them (farm/run/runner.py: the boot_recorded and image_built events)
         "images": {"maaxboard-bench": {"dir": "/c/maaxboard-bench-745440545eb5", "name": "maaxboard-bench",
                                        "kernel_version": "6.1.0-57-arm64", "key": "745440545eb5aa"}},
         "targets": {"maaxboard-twin": {"env": "env/qemu-maaxboard.yaml", "arch": "arm64", "boots": [

@@ -13,7 +13,8 @@ from pathlib import Path
 import attrs
 import pytest
 
-import farm.pipeline
+import farm.boot.flow
+import farm.run.runner
 from farm.boot.facts import TargetFacts
 from farm.cli import main
 from farm.errors import (EXIT_INFRA_ERROR, EXIT_JOB_ERROR, EXIT_TEST_FAILURE, InfrastructureError, JobError,
@@ -28,7 +29,7 @@ FACTS = TargetFacts(cpus=4, online="0-3", frequency_hz=None, frequency_source="u
 @pytest.fixture
 def pipeline(tmp_path, monkeypatch) -> Path:
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
-    monkeypatch.setattr(farm.pipeline, "build", lambda recipe: Image(tmp_path, {
+    monkeypatch.setattr(farm.run.runner, "build", lambda recipe: Image(tmp_path, {
         "name": "fake", "arch": "arm64", "key": "k", "kernel": "Image", "initrd": "initrd.cpio.gz"}, cached=True))
     path = tmp_path / "p.yaml"
     path.write_text(f"name: junit\nimage: {tmp_path / 'fake.yaml'}\n"
@@ -65,7 +66,7 @@ def junit(run_dir: Path) -> tuple[ET.Element, dict[str, ET.Element]]:
     (TestFailure("maaxboard-twin: Kernel panic - not syncing"), EXIT_TEST_FAILURE, "failure"),
 ])
 def test_a_boot_that_fails_is_a_testcase_of_its_exit_class(pipeline, tmp_path, monkeypatch, exc, code, kind):
-    monkeypatch.setattr(farm.pipeline, "boot_target", boot_raising(exc))
+    monkeypatch.setattr(farm.boot.flow, "boot_target", boot_raising(exc))
     out = tmp_path / "run"
     assert main(["run", str(pipeline), "--out", str(out)]) == code
     suite, cases = junit(out)
@@ -77,14 +78,14 @@ def test_a_boot_that_fails_is_a_testcase_of_its_exit_class(pipeline, tmp_path, m
 
 
 def test_a_job_error_in_a_benchmark_is_its_error_testcase(pipeline, tmp_path, monkeypatch):
-    monkeypatch.setattr(farm.pipeline, "boot_target", booting())
-    monkeypatch.setattr(farm.pipeline, "read_facts", lambda shell: FACTS)
-    spec = farm.pipeline.BENCHMARKS["iperf3"]
+    monkeypatch.setattr(farm.boot.flow, "boot_target", booting())
+    monkeypatch.setattr(farm.run.runner, "read_facts", lambda shell: FACTS)
+    spec = farm.run.runner.BENCHMARKS["iperf3"]
 
     def bad_input(ctx, params):
         raise JobError("iperf3: the host has no iperf3")
 
-    monkeypatch.setitem(farm.pipeline.BENCHMARKS, "iperf3", attrs.evolve(spec, run=bad_input))
+    monkeypatch.setitem(farm.run.runner.BENCHMARKS, "iperf3", attrs.evolve(spec, run=bad_input))
     out = tmp_path / "run"
     assert main(["run", str(pipeline), "--out", str(out)]) == EXIT_JOB_ERROR
     suite, cases = junit(out)
@@ -96,7 +97,7 @@ def test_a_defect_of_farm_still_leaves_a_red_junit(pipeline, tmp_path, monkeypat
     def broken(recipe):
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr(farm.pipeline, "build", broken)
+    monkeypatch.setattr(farm.run.runner, "build", broken)
     out = tmp_path / "run"
     with pytest.raises(RuntimeError, match="a bug"):
         main(["run", str(pipeline), "--out", str(out)])
@@ -108,10 +109,10 @@ def test_a_defect_of_farm_still_leaves_a_red_junit(pipeline, tmp_path, monkeypat
 def test_a_passing_run_stays_green(pipeline, tmp_path, monkeypatch):
     from farm.results.record import Measurement
 
-    monkeypatch.setattr(farm.pipeline, "boot_target", booting())
-    monkeypatch.setattr(farm.pipeline, "read_facts", lambda shell: FACTS)
-    spec = farm.pipeline.BENCHMARKS["iperf3"]
-    monkeypatch.setitem(farm.pipeline.BENCHMARKS, "iperf3", attrs.evolve(
+    monkeypatch.setattr(farm.boot.flow, "boot_target", booting())
+    monkeypatch.setattr(farm.run.runner, "read_facts", lambda shell: FACTS)
+    spec = farm.run.runner.BENCHMARKS["iperf3"]
+    monkeypatch.setitem(farm.run.runner.BENCHMARKS, "iperf3", attrs.evolve(
         spec, run=lambda ctx, params: [Measurement("iperf3", "received_throughput", 9e8, "bit/s")]))
     out = tmp_path / "run"
     assert main(["run", str(pipeline), "--out", str(out)]) == 0

@@ -6,7 +6,8 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
-import farm.pipeline
+import farm.boot.flow
+import farm.run.runner
 from farm.cli import main
 from farm.errors import InfrastructureError
 
@@ -16,7 +17,7 @@ from .test_run_junit import boot_raising, pipeline  # noqa: F401  (the fixture: 
 def test_run_appends_one_final_summary(pipeline, tmp_path, monkeypatch):  # noqa: F811
     step = tmp_path / "step-summary.md"
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step))
-    monkeypatch.setattr(farm.pipeline, "boot_target", boot_raising(InfrastructureError("no U-Boot prompt")))
+    monkeypatch.setattr(farm.boot.flow, "boot_target", boot_raising(InfrastructureError("no U-Boot prompt")))
     out = tmp_path / "run"
     assert main(["run", str(pipeline), "--out", str(out)]) == 3
     text = step.read_text()

@@ -1,0 +1,211 @@
+"""``farm run``: a pipeline carried out, stage by stage, into a run directory.
+
+    run_pipeline("pipelines/smoke.yaml")      # the CLI, the GitLab/GitHub jobs and `farm health` call this
+
+The pieces: the pipeline file (model), the run directory and run.json (rundir), the runner that walks
+the stages (runner) and the listeners it tells what happens (events, listeners). Everything measured is
+appended to results.csv as soon as a benchmark finishes, run.json and junit.xml are rewritten after
+every stage, and the console log is written as it arrives: a run that fails or is interrupted keeps all
+it had.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterator, Mapping
+
+import attrs
+
+from ..boot.console_log import ConsoleLog
+from ..boot.flow import BootFlow
+from ..boot.session import EnvFile
+from ..errors import EXIT_OK, EXIT_TEST_FAILURE, FarmError, InfrastructureError, JobError
+from ..images.build import Image, load_image
+from ..results.junit import Case
+from .events import Hooks, Listener
+from .listeners import PlaceGuard, Progress
+from .model import Pipeline, Setup, load_pipeline
+from .rundir import RunDir, RunInfo, Stage, new_run, new_run_id, reopen_run, sha256_of
+from .runner import Runner, default_flow, plan_boots
+
+__all__ = ["FarmRequest", "Progress", "RunDir", "load_pipeline", "new_run_id", "run_pipeline"]
+
+
+@attrs.frozen
+class FarmRequest:
+    """``farm run --farm TAG=VAL...``: take a place of the farm for the run's boots."""
+
+    tags: dict[str, str]
+    timeout: float = 3600.0
+    coordinator: str | None = None
+    #: a health check: may take a place tagged unhealthy (farm_health), which a passing boot puts back
+    health_check: bool = False
+
+
+def farm_env(pipeline: Pipeline, request: FarmRequest) -> Path:
+    """The env file of a farm place: ``env/<board>.yaml`` beside the pipeline's own env files."""
+    board = request.tags.get("board")
+    if board is None:
+        raise JobError("--farm: name the board (board=maaxboard) or give the place's env file with --env")
+    path = pipeline.envs[0].parent / f"{board}.yaml"
+    if not path.exists():
+        raise JobError(f"--farm board={board}: no env file {path} (give one with --env)")
+    return path
+
+
+def given_images(dirs: list[Path], arches: set[str]) -> dict[str, Image]:
+    """``--image DIR``: built images by architecture, each artifact's sha256 checked against its manifest
+    (an artifact passed between CI jobs may be truncated or stale); a JobError names the directory."""
+    given: dict[str, Image] = {}
+    for path in dirs:
+        image = attrs.evolve(load_image(path), cached=True)
+        for name, meta in image.manifest["artifacts"].items():
+            if "sha256" in meta and sha256_of(image.path / name) != meta["sha256"]:
+                raise JobError(f"--image {path}: {name} does not match the sha256 in manifest.json (damaged or "
+                               "replaced): build it again")
+        if image.arch in given:
+            raise JobError(f"--image {path}: a second {image.arch} image (first: {given[image.arch].path})")
+        if image.arch not in arches:
+            raise JobError(f"--image {path}: is {image.arch}, but the run's targets are {', '.join(sorted(arches))}")
+        given[image.arch] = image
+    return given
+
+
+def resumed_work(run: RunDir) -> frozenset[tuple[str, str]]:
+    """What a resumed run need not do again: the (label, benchmark) pairs that passed there."""
+    return frozenset((s.label, s.benchmark) for s in run.passed() if s.label and s.benchmark)
+
+
+def _reopen(path: Path, pipeline: Pipeline, envs: list[EnvFile]) -> RunDir:
+    """--resume: keep the benchmarks that passed, and the boots whose benchmarks all passed."""
+    plans = plan_boots(pipeline, envs)
+
+    def keep(info: RunInfo) -> Callable[[Stage], bool]:
+        passed = {(s.label, s.benchmark) for s in info.stages if s.case.kind == "pass"}
+        done_boots = {p.label for p in plans
+                      if all((lb, b.name) in passed for b in pipeline.benchmarks for lb in p.bench_labels)}
+        return lambda s: s.case.kind == "pass" and bool(s.label) and (
+            s.benchmark is not None or (s.case.classname == "farm.boot" and s.label in done_boots))
+    return reopen_run(path, pipeline, keep)
+
+
+def _never_green(run: RunDir, hooks: Hooks, stopped_by: FarmError | None) -> None:
+    """A run that failed is never green in junit.xml: it has a testcase of its exit class (a test
+    failure a ``failure``, a job or infrastructure error an ``error``). The stages record theirs; an
+    error raised outside any stage's testcase gets one here, named by the stage it stopped in."""
+    if run.status == EXIT_OK:
+        return
+    kind = "failure" if run.status == EXIT_TEST_FAILURE else "error"
+    if any(c.kind == kind for c in run.cases):
+        return
+    stage = run.info.current_stage or "run"
+    message = str(stopped_by) if stopped_by is not None else f"the run failed during {stage}"
+    hooks.stage_ended(Stage(Case(stage, "farm.run", 0.0, kind, message.splitlines()[0], message)))
+
+
+@contextlib.contextmanager
+def _place(runner: Runner, farm: FarmRequest | None) -> Iterator[None]:
+    """With ``--farm``: reserve, wait for, lock a place for the boots, and always give it back
+    (powered off) however the run ends. Images are built before, so a build never holds a board."""
+    if farm is None:
+        yield
+        return
+    from ..places import acquired_place
+
+    hooks = runner.hooks
+    tags = " ".join(f"{k}={v}" for k, v in farm.tags.items())
+    with contextlib.ExitStack() as stack:
+        lease = runner.stage(f"reserve {tags}", "farm.place", lambda: stack.enter_context(acquired_place(
+            farm.tags, timeout=farm.timeout, coordinator=farm.coordinator, job=runner.run.run_id, on_wait=hooks.say,
+            healthy_only=not farm.health_check)))
+        hooks.place_taken({"name": lease.place, "coordinator": lease.coordinator, "owner": lease.owner,
+                           "tags": dict(lease.tags), "health_check": farm.health_check})
+        hooks.say(f"on place {lease.place} ({lease.coordinator})")
+        guard = PlaceGuard(lease, hooks)
+        hooks.add(guard)
+        try:
+            yield
+        finally:
+            hooks.remove(guard)
+
+
+def _publish(run: RunDir, hooks: Hooks) -> None:
+    """Wide CSVs, plots, summary.md, metrics.txt; a failure here is reported, never loses the run."""
+    from ..results.publish import publish
+
+    t0 = time.monotonic()
+    try:
+        report = publish(run.path)
+    except Exception as exc:  # noqa: BLE001 - publishing must not hide what was measured
+        hooks.stage_ended(Stage(Case("publish", "farm.publish", time.monotonic() - t0, "error",
+                                     f"{type(exc).__name__}: {exc}")))
+        hooks.say(f"publish ERROR: {exc}")
+        return
+    hooks.stage_ended(Stage(Case("publish", "farm.publish", time.monotonic() - t0, "pass")))
+    hooks.say(f"publish ok: {report.summary.name}, {report.metrics.name}"
+              + (f", {len(report.plots)} plot(s)" if report.plots else ""))
+    with contextlib.suppress(Exception):  # summary.md again, now counting publish; the job summary once
+        from ..results.report import write_summary
+
+        write_summary(run.path, step_summary=os.environ.get("GITHUB_STEP_SUMMARY") or None)
+
+
+def run_pipeline(pipeline_path: str | Path, *, out: Path | None = None, env_override: list[Path] | None = None,
+                 extra_bootargs: list[str] | None = None, farm: FarmRequest | None = None,
+                 resume: Path | None = None, progress: Listener | None = None, force: bool = False,
+                 image_dirs: list[Path] | None = None, flow_for: Callable[[Setup], BootFlow] | None = None,
+                 listeners: list[Listener] | None = None, registry: Mapping[str, Any] | None = None) -> RunDir:
+    """Carry out a pipeline file. ``flow_for``: the boot flow of a setup (default: the netboot of the
+    env file's strategy, or host then guest for a setup with a guest); ``listeners``: more hooks;
+    ``registry``: the benchmarks (default: farm's, farm.bench.registry)."""
+    pipeline = load_pipeline(pipeline_path, registry)
+    if extra_bootargs:
+        pipeline = attrs.evolve(pipeline, setups=tuple(attrs.evolve(s, bootargs=(*s.bootargs, *extra_bootargs))
+                                                       for s in pipeline.setups))
+    envs = tuple(env_override) if env_override else pipeline.envs
+    if farm is not None:
+        envs = envs[:1] if env_override else (farm_env(pipeline, farm),)
+    env_files = [EnvFile.load(e) for e in envs]  # bad env files fail now, before anything is built
+    given = given_images(image_dirs or [], {e.arch for e in env_files})  # --image: built already, verified now
+    progress = progress or Progress()
+    if resume is not None:
+        run = _reopen(resume, pipeline, env_files)
+        progress.say(f"resume run {run.run_id} in {resume}: {len(run.info.stages)} stages done")
+    else:
+        run = new_run(pipeline, envs, out, force)
+        if run.info.replaced:
+            progress.say(f"--force: the old content of {run.path} moved to {run.info.replaced}")
+        progress.say(f"run {run.run_id} -> {run.path}")
+    hooks = Hooks([run, progress, *(listeners or [])])
+    runner = Runner(pipeline, run, hooks, flow_for=flow_for or default_flow, done=resumed_work(run),
+                    **({"registry": registry} if registry is not None else {}))
+    stopped_by: FarmError | None = None
+    interrupted = False
+    with ConsoleLog(run.path / "console") as console:
+        try:
+            image_for = runner.build_images(env_files, given)
+            with _place(runner, farm):
+                for plan in plan_boots(pipeline, env_files):
+                    runner.boot_and_bench(plan, image_for(plan.env, plan.setup), console)
+        except FarmError as exc:
+            run.fail(exc)
+            stopped_by = exc
+            hooks.say(f"stopped: {exc}")
+        except KeyboardInterrupt:
+            interrupted = True
+            hooks.stage_ended(Stage(Case("interrupted", "farm.run", 0.0, "error",
+                                         f"interrupted (Ctrl-C or SIGTERM) during {run.info.current_stage}; "
+                                         "board powered off")))
+            raise
+        except Exception as exc:  # a defect of farm's: the run failed, and its junit.xml says so too
+            stopped_by = InfrastructureError(f"{type(exc).__name__}: {exc}")
+            run.fail(stopped_by)
+            raise
+        finally:
+            _never_green(run, hooks, stopped_by)
+            hooks.run_ended(run.status, interrupted)
+            _publish(run, hooks)
+    return run

@@ -1,0 +1,81 @@
+"""Listeners of a run besides its directory: progress lines, the place's lock guard and health record."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from typing import Any, TextIO
+
+from ..errors import FarmError
+from ..secrets import mask
+from .events import Hooks, Listener
+from .rundir import Stage
+
+
+class Progress(Listener):
+    """One line per stage on stderr: what runs, where, and how long it took. A stage that runs long
+    without a word says so every ``heartbeat`` seconds, so a CI log never looks hung."""
+
+    def __init__(self, stream: TextIO | None = None, heartbeat: float = 60.0):
+        self.stream, self.t0, self.heartbeat = stream or sys.stderr, time.monotonic(), heartbeat
+        self._stage: str | None = None
+        self._stage_t0 = self._last = time.monotonic()
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def say(self, text: str) -> None:
+        with self._lock:
+            self._last = time.monotonic()
+            print(f"[{self._last - self.t0:7.1f}s] {mask(text)}", file=self.stream, flush=True)
+
+    def stage_started(self, name: str) -> None:
+        self._stage, self._stage_t0 = name, time.monotonic()
+        if self._thread is None and self.heartbeat > 0:
+            self._thread = threading.Thread(target=self._beat, name="farm-progress", daemon=True)
+            self._thread.start()
+
+    def stage_ended(self, stage: Stage) -> None:
+        self._stage = None
+
+    def run_ended(self, status: int, interrupted: bool) -> None:
+        self._stop.set()
+
+    def _beat(self) -> None:
+        while not self._stop.wait(min(self.heartbeat, 5.0)):
+            stage = self._stage
+            if stage and time.monotonic() - self._last >= self.heartbeat:
+                self.say(f"{stage}: still running ({time.monotonic() - self._stage_t0:.0f}s)")
+
+
+class PlaceGuard(Listener):
+    """With ``--farm``: before every boot and benchmark, check that the place's lock is still ours
+    (the coordinator may have restarted); after every boot, the outcome on the place's health record."""
+
+    def __init__(self, lease: Any, hooks: Hooks):
+        self.lease, self.hooks = lease, hooks
+
+    def before_board(self) -> None:
+        from ..places import check_still_held
+
+        check_still_held(self.lease)
+
+    def boot_outcome(self, label: str, *, booted: bool, infrastructure_failure: bool) -> None:
+        """Best effort: a coordinator that cannot be reached here does not fail the run."""
+        from ..places import DEFAULT_UNHEALTHY_AFTER, UNHEALTHY, record_boot_result
+
+        try:
+            state = record_boot_result(self.lease, infrastructure_failure)
+        except FarmError as exc:
+            self.hooks.say(f"place {self.lease.place}: health not recorded: {exc}")
+            return
+        if state is None:
+            return
+        self.hooks.place_health(state)
+        if state == UNHEALTHY:
+            self.hooks.say(f"place {self.lease.place} is now unhealthy ({DEFAULT_UNHEALTHY_AFTER} infrastructure "
+                           f"failures in a row): reservations skip it until `farm health check {self.lease.place}` "
+                           "passes")
+        else:
+            self.hooks.say(f"place {self.lease.place} is healthy again")

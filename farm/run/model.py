@@ -1,0 +1,163 @@
+"""A pipeline file (``pipelines/*.yaml``): which recipes, targets, setups, benchmarks, repeats.
+
+Every value is checked when the file is read, and an error names file:line: field, before anything is
+built or booted (farm.config). The run that carries a pipeline out is farm.run.runner.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping
+
+import attrs
+
+from ..bench.registry import BENCHMARKS
+from ..config import Node, field, load_yaml, reject_unknown, require, string_list
+from ..errors import JobError
+from ..images.recipe import ARCHES
+from ..values import bootarg_problem, name_problem, number_problem
+
+MAX_REPEATS = 1000
+MAX_BOOT_ATTEMPTS = 20
+MAX_FREQUENCY_HZ = 10e9  # 10 GHz: a CPU frequency beyond that is a typo
+
+
+@attrs.frozen
+class Benchmark:
+    name: str
+    params: dict[str, Any]
+
+
+@attrs.frozen
+class Setup:
+    """A way of booting the targets: kernel arguments (``maxcpus=1``) and/or another image."""
+
+    name: str
+    bootargs: tuple[str, ...] = ()
+    image: Path | None = None
+    cpu_frequency_khz: int | None = None  # pinned through cpufreq after boot, where the board has it
+
+    def describe(self) -> dict[str, Any]:
+        """The setup as run.json records it."""
+        return {"bootargs": list(self.bootargs), "image": str(self.image) if self.image else None,
+                "cpu_frequency_khz": self.cpu_frequency_khz}
+
+
+ANY_ARCH = "*"
+
+
+@attrs.frozen
+class Pipeline:
+    name: str
+    source: Path
+    images: dict[str, Path]  # arch -> recipe; ANY_ARCH when one recipe serves every target
+    envs: tuple[Path, ...]
+    setups: tuple[Setup, ...]
+    benchmarks: tuple[Benchmark, ...]
+    repeats: int
+    cpu_frequency_hz: float | None = None
+    boot_attempts: int = 2
+    repeats_in_boot: int = 1  # each benchmark run this often per boot; record repeat = boot repeat * N + i
+
+    def recipe_for(self, arch: str, setup: Setup) -> Path:
+        if setup.image is not None:
+            return setup.image
+        if arch in self.images:
+            return self.images[arch]
+        if ANY_ARCH in self.images:
+            return self.images[ANY_ARCH]
+        raise JobError(f"{self.source}: images: no image for architecture {arch} (have: {', '.join(self.images)})")
+
+
+def _relative(node: Node, key: str, value: str) -> Path:
+    path = Path(value)
+    return path if path.is_absolute() else Path(node.file).parent / path
+
+
+def _name(node: Node, key: str, value: str, what: str) -> str:
+    """A name that becomes part of paths, job ids and TFTP folders (farm.values.NAME)."""
+    if (problem := name_problem(value, what)):
+        raise node.error(key, problem)
+    return value
+
+
+def load_pipeline(path: str | Path, registry: Mapping[str, Any] | None = None) -> Pipeline:
+    """Read and check a pipeline file; ``registry``: the benchmarks it may name (default: farm's)."""
+    registry = BENCHMARKS if registry is None else registry
+    doc = load_yaml(path, "pipeline file")
+    reject_unknown(doc, {"name", "description", "image", "images", "targets", "setups", "benchmarks", "repeats",
+                         "repeats_in_boot", "cpu_frequency_hz", "boot_attempts"})
+    name = _name(doc, "name", require(doc, "name", str), "pipeline name")
+    field(doc, "description", str, "")
+    if ("image" in doc) == ("images" in doc):
+        raise doc.error(None, "give either 'image' (one recipe) or 'images' (a recipe per architecture)")
+    if "image" in doc:
+        images = {ANY_ARCH: _relative(doc, "image", require(doc, "image", str))}
+    else:
+        per_arch = require(doc, "images", Node)
+        reject_unknown(per_arch, ARCHES)
+        images = {arch: _relative(per_arch, arch, require(per_arch, arch, str)) for arch in per_arch}
+    targets = require(doc, "targets", list)
+    envs = []
+    for i, item in enumerate(targets):
+        if not isinstance(item, Node):
+            raise doc.error("targets", f"item {i} must be a mapping like {{env: ../env/x.yaml}}")
+        reject_unknown(item, {"env"})
+        envs.append(_relative(item, "env", require(item, "env", str)))
+    if not envs:
+        raise doc.error("targets", "at least one target is needed")
+    setups = []
+    for i, item in enumerate(field(doc, "setups", list, None) or [Node(name="default")]):
+        if not isinstance(item, Node):
+            raise doc.error("setups", f"item {i} must be a mapping with a name")
+        if not hasattr(item, "key_lines"):
+            item.key_lines, item.file, item.path = {}, str(path), f"setups[{i}]"
+        reject_unknown(item, {"name", "bootargs", "image", "cpu_frequency_khz"})
+        setup_image = field(item, "image", str, None)
+        khz = field(item, "cpu_frequency_khz", int, None)
+        if khz is not None and (problem := number_problem(khz, 0, MAX_FREQUENCY_HZ / 1e3, whole=True, low_open=True,
+                                                          unit="kHz")):
+            raise item.error("cpu_frequency_khz", problem)
+        setup_name = _name(item, "name", require(item, "name", str), "setup name")
+        if (first := next((j for j, s in enumerate(setups) if s.name == setup_name), None)) is not None:
+            raise item.error("name", f"{setup_name!r} is already the name of setups[{first}]: results are "
+                             "keyed by setup name, two setups of one name would be pooled into one median")
+        setups.append(Setup(setup_name, tuple(string_list(item, "bootargs", check=bootarg_problem)),
+                            _relative(item, "image", setup_image) if setup_image else None, khz))
+    benchmarks = []
+    for i, item in enumerate(require(doc, "benchmarks", list)):
+        if not isinstance(item, Node) or len(item) != 1:
+            raise doc.error("benchmarks", f"item {i} must be one 'name: {{params}}' pair, e.g. 'iperf3: {{duration: 3}}'")
+        bench_name, params = next(iter(item.items()))
+        if bench_name not in registry:
+            raise item.error(bench_name, f"unknown benchmark (known: {', '.join(sorted(registry))})")
+        params = params or Node()
+        if not isinstance(params, Node):
+            raise item.error(bench_name, "parameters must be a mapping")
+        if not hasattr(params, "key_lines"):
+            params.key_lines, params.file, params.path = {}, str(path), f"benchmarks[{i}].{bench_name}"
+        spec = registry[bench_name]
+        reject_unknown(params, spec.params)
+        for key, kind in spec.params.items():
+            field(params, key, kind, None)
+        try:
+            spec.check(params)  # every value checked now, not after a board was booted
+        except JobError as exc:
+            raise item.error(bench_name, str(exc)) from None
+        benchmarks.append(Benchmark(bench_name, dict(params)))
+    repeats = field(doc, "repeats", int, 1)
+    if not 1 <= repeats <= MAX_REPEATS:
+        raise doc.error("repeats", f"must be 1-{MAX_REPEATS}")
+    repeats_in_boot = field(doc, "repeats_in_boot", int, 1)
+    if not 1 <= repeats_in_boot <= MAX_REPEATS:
+        raise doc.error("repeats_in_boot", f"must be 1-{MAX_REPEATS}")
+    frequency = field(doc, "cpu_frequency_hz", float, None)
+    if frequency is not None and (problem := number_problem(frequency, 0, MAX_FREQUENCY_HZ, low_open=True, unit="Hz")):
+        raise doc.error("cpu_frequency_hz", problem)
+    boot_attempts = field(doc, "boot_attempts", int, 2)
+    if not 1 <= boot_attempts <= MAX_BOOT_ATTEMPTS:
+        raise doc.error("boot_attempts", f"must be 1-{MAX_BOOT_ATTEMPTS} (1: never retry a failed boot)")
+    return Pipeline(name=name, source=Path(path), images=images, envs=tuple(envs), setups=tuple(setups),
+                    benchmarks=tuple(benchmarks), repeats=repeats, cpu_frequency_hz=frequency,
+                    boot_attempts=boot_attempts, repeats_in_boot=repeats_in_boot)
+

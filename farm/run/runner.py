@@ -1,0 +1,270 @@
+"""The runner: walks a pipeline's stages and tells its listeners (farm.run.events) what happens.
+
+    build images -> for each target x setup x repeat: boot (a flow) -> benchmarks -> power off
+
+Every stage is a junit testcase. A boot that fails does not stop the run: the next target or setup
+still runs, and what was measured before is already in results.csv. A job error (bad input) stops it.
+The runner knows boots only through a boot flow (farm.boot.flow), so a test can inject one that
+boots nothing, and the guest flow composes with the netboot flow without the runner knowing.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import attrs
+
+from ..bench import BenchmarkError
+from ..bench.context import BenchContext
+from ..bench.registry import BENCHMARKS
+from ..boot.console_log import ConsoleLog
+from ..boot.facts import TargetFacts, pin_frequency_command, read_facts
+from ..boot.flow import BootFlow, BootRequest, NetbootFlow
+from ..boot.session import EnvFile
+from ..errors import EXIT_TEST_FAILURE, FarmError, InfrastructureError, JobError, TestFailure
+from ..images.build import Image, build
+from ..results.cycles import cycles_per_byte
+from ..results.junit import Case
+from ..results.record import Measurement, RunContext
+from .events import Hooks
+from .model import Benchmark, Pipeline, Setup
+from .rundir import RunDir, Stage
+
+#: suites whose throughput records also get cycles/byte (the cost of the function per byte)
+CYCLES_SUITES = ("crypto", "storage")
+
+
+@attrs.frozen
+class BootPlan:
+    """One boot of the run: a target, a setup, a repeat, and the labels of its benchmark runs."""
+
+    env: EnvFile
+    setup: Setup
+    repeat: int
+    label: str  # target/setup[/repeat]
+    bench_labels: tuple[str, ...]  # label, or label#i per repeat inside the boot
+
+    @property
+    def job(self) -> str:
+        return f"{self.env.target_name}-{self.setup.name}-{self.repeat}"
+
+
+def plan_boots(pipeline: Pipeline, envs: list[EnvFile]) -> list[BootPlan]:
+    plans = []
+    for env in envs:
+        for setup in pipeline.setups:
+            for repeat in range(pipeline.repeats):
+                label = f"{env.target_name}/{setup.name}" + (f"/{repeat}" if pipeline.repeats > 1 else "")
+                n = pipeline.repeats_in_boot
+                plans.append(BootPlan(env, setup, repeat, label,
+                                      tuple(f"{label}#{i}" for i in range(n)) if n > 1 else (label,)))
+    return plans
+
+
+def bench_case_name(suite: str, bench: str, label: str) -> str:
+    return f"{suite}.{bench} {label}"
+
+
+def default_flow(setup: Setup) -> BootFlow:
+    return NetbootFlow()
+
+
+@attrs.define
+class Runner:
+    pipeline: Pipeline
+    run: RunDir
+    hooks: Hooks
+    flow_for: Callable[[Setup], BootFlow] = default_flow
+    registry: Mapping[str, Any] = BENCHMARKS
+    #: (label, benchmark) pairs that passed in the run being resumed: not measured again
+    done: frozenset[tuple[str, str]] = frozenset()
+
+    # --- stages ---
+    def stage(self, name: str, classname: str, action: Callable[[], Any], *, label: str | None = None) -> Any:
+        """Run one stage as a junit testcase; a FarmError is recorded (error/failure) and re-raised."""
+        self.hooks.stage_started(name)
+        self.hooks.say(f"{name} ...")
+        t0 = time.monotonic()
+        try:
+            result = action()
+        except FarmError as exc:
+            seconds = time.monotonic() - t0
+            kind = "failure" if exc.kind == "test" else "error"
+            self.hooks.stage_ended(Stage(Case(name, classname, seconds, kind, str(exc).splitlines()[0], str(exc)),
+                                         label))
+            self.hooks.say(f"{name} {kind.upper()} after {seconds:.1f}s: {str(exc).splitlines()[0]}")
+            raise
+        seconds = time.monotonic() - t0
+        cached = " (cached)" if isinstance(result, Image) and result.cached else ""
+        self.hooks.stage_ended(Stage(Case(name, classname, seconds, "pass"), label))
+        self.hooks.say(f"{name} ok in {seconds:.1f}s{cached}")
+        return result
+
+    def build_images(self, envs: list[EnvFile], given: dict[str, Image],
+                     builder: Callable[[Path], Image] | None = None) -> Callable[[EnvFile, Setup], Image]:
+        """Build every recipe the boots need, once each; ``--image`` gives an architecture's image built."""
+        builder = builder or build
+        images: dict[str, Image] = {}
+
+        def key(env: EnvFile, setup: Setup) -> str:  # a setup's own image is built even with --image
+            return f"--image {env.arch}" if setup.image is None and env.arch in given \
+                else str(self.pipeline.recipe_for(env.arch, setup))
+
+        keys = list(dict.fromkeys(key(e, s) for e in envs for s in self.pipeline.setups))
+        for k in keys:
+            name = "build" if len(keys) == 1 else f"build {Path(k).stem}"
+            if k.startswith("--image "):
+                image = given[k.split()[-1]]
+                self.hooks.say(f"build: --image {image.path} ({image.name}, {image.arch}): not rebuilt")
+                images[k] = self.stage(name, "farm.build", lambda i=image: i)
+                self.hooks.image_built(image.name, {"dir": str(image.path), **image.manifest, "given": True})
+            else:
+                images[k] = self.stage(name, "farm.build", lambda r=Path(k): builder(r))
+                self.hooks.image_built(images[k].name, {"dir": str(images[k].path), **images[k].manifest})
+        return lambda env, setup: images[key(env, setup)]
+
+    # --- a boot and its benchmarks ---
+    def boot_and_bench(self, plan: BootPlan, image: Image, console: ConsoleLog) -> None:
+        env, setup, label = plan.env, plan.setup, plan.label
+        names = [(lb, b.name) for b in self.pipeline.benchmarks for lb in plan.bench_labels]
+        if self.done and all(n in self.done for n in names):
+            self.hooks.say(f"boot {label}: done in the resumed run, skipped")
+            return
+        flow = self.flow_for(setup)
+        t0 = time.monotonic()
+        booted_ok = False
+        guarded = False  # past the lock check: a failure from here on is the place's (its health record)
+        boot_name = f"boot {label}"
+        self.hooks.stage_started(boot_name)
+        self.hooks.say(f"boot {label} ({env.path}) ...")
+        try:
+            self.hooks.before_board()
+            guarded = True
+            request = BootRequest(env, image, f"{self.run.run_id}-{plan.job}", console, setup.bootargs,
+                                  self.pipeline.boot_attempts)
+            with flow.boot(request) as booted:
+                if setup.cpu_frequency_khz:
+                    pin_frequency(booted, setup.cpu_frequency_khz)
+                facts = read_facts(booted.shell)
+                frequency, source = cpu_frequency(facts, self.pipeline, env)
+                self.hooks.boot_recorded(env.target_name, str(env.path), env.arch, {
+                    "label": label, "setup": setup.name, "repeat": plan.repeat, "image": image.name,
+                    "image_key": image.manifest["key"], "flow": flow.kind,
+                    "boot_seconds": round(booted.boot_seconds, 3), "failed_attempts": booted.failed_attempts,
+                    "retyped": booted.retyped, **facts.as_dict(), "frequency_hz": frequency,
+                    "frequency_source": source, **({"topology": t} if (t := getattr(booted, "topology", None)) else {})})
+                self.hooks.stage_ended(Stage(Case(boot_name, "farm.boot", time.monotonic() - t0, "pass", output="\n".join(
+                    [*(f"retried after {f}" for f in booted.failed_attempts),
+                     *(f"retyped (echo differed): {line}" for line in booted.retyped)])), label))
+                booted_ok = True
+                self.hooks.say(f"boot {label} ok in {booted.boot_seconds:.1f}s: {facts.cpus} cpus, "
+                               f"{facts.kernel}, address {facts.address or '-'}")
+                self.hooks.boot_outcome(label, booted=True, infrastructure_failure=False)
+                ctx = BenchContext(booted, facts, self.hooks.say)
+                n = self.pipeline.repeats_in_boot
+                for bench in self.pipeline.benchmarks:
+                    spec = self.registry[bench.name]
+                    for i, in_boot in enumerate(plan.bench_labels):  # records: repeat * n + i
+                        self.run_benchmark(ctx, bench, frequency, RunContext(
+                            run_id=self.run.run_id, target=env.target_name, arch=env.arch, setup=setup.name,
+                            image=image.name, suite=spec.suite, repeat=plan.repeat * n + i), in_boot)
+        except JobError as exc:
+            if not booted_ok:  # bad input found only at boot (e.g. a value U-Boot refuses): the boot's case says so
+                self.hooks.stage_ended(Stage(Case(boot_name, "farm.boot", time.monotonic() - t0, "error",
+                                                  str(exc).splitlines()[0], str(exc)), label))
+            raise
+        except Exception as exc:
+            # the lab failed (error), or the image did not boot (failure): either way the next target
+            # or setup still runs, and what this boot measured before is already in results.csv
+            if not isinstance(exc, FarmError):
+                exc = InfrastructureError(f"{env.target_name}: {type(exc).__name__}: {exc}")
+            self.run.fail(exc)
+            if booted_ok:  # a benchmark's case already says what happened
+                return
+            if guarded and exc.kind == "infrastructure":
+                self.hooks.boot_outcome(label, booted=False, infrastructure_failure=True)
+            kind = "failure" if exc.kind == "test" else "error"
+            attempts = getattr(exc, "failed_attempts", [])
+            self.hooks.stage_ended(Stage(Case(boot_name, "farm.boot", time.monotonic() - t0, kind,
+                                              str(exc).splitlines()[0], "\n".join([*attempts, str(exc)])), label))
+            self.hooks.boot_recorded(env.target_name, str(env.path), env.arch, {
+                "label": label, "setup": setup.name, "repeat": plan.repeat, "image": image.name, "flow": flow.kind,
+                "failed": str(exc).splitlines()[0], "failed_attempts": attempts})
+            self.hooks.say(f"boot {label} {kind.upper()}: {exc}")
+
+    def run_benchmark(self, ctx: BenchContext, bench: Benchmark, frequency: float | None, rc: RunContext,
+                      label: str) -> None:
+        spec = self.registry[bench.name]
+        name = bench_case_name(spec.suite, bench.name, label)
+        classname = f"farm.bench.{spec.suite}"
+        if (label, bench.name) in self.done:
+            self.hooks.say(f"{name}: done in the resumed run, skipped")
+            return
+        self.hooks.stage_started(name)
+        self.hooks.say(f"{name} ...")
+        t0 = time.monotonic()
+
+        def ended(kind: str, message: str = "", output: str = "") -> None:
+            self.hooks.stage_ended(Stage(Case(name, classname, time.monotonic() - t0, kind, message, output),
+                                         label, bench.name))
+        try:
+            self.hooks.before_board()
+            measurements = spec.run(ctx, bench.params)
+        except BenchmarkError as exc:
+            # a row in results.csv too (metric "failed"), so a failure shows where the numbers are read
+            self.hooks.records([rc.record(Measurement(bench.name, "failed", 1.0, "count", params_text(bench.params)))])
+            self.hooks.benchmark_failed({"target": rc.target, "setup": rc.setup, "repeat": rc.repeat,
+                                         "benchmark": bench.name, "message": str(exc)})
+            ended("failure", str(exc))
+            self.run.fail(exc)
+            self.hooks.say(f"{name} FAILED: {exc}")
+            return
+        except JobError as exc:
+            ended("error", str(exc).splitlines()[0], str(exc))
+            raise
+        except Exception as exc:  # the board or its console went away mid-benchmark: the boot is over
+            if not isinstance(exc, FarmError):
+                exc = InfrastructureError(f"{name}: {type(exc).__name__}: {exc}")
+            kind = "failure" if exc.kind == "test" else "error"
+            ended(kind, str(exc).splitlines()[0], str(exc))
+            self.hooks.say(f"{name} {kind.upper()}: {str(exc).splitlines()[0]}")
+            raise exc
+        records = [rc.record(m) for m in measurements]
+        if frequency and getattr(spec, "cycles_per_byte", rc.suite in CYCLES_SUITES):
+            records += cycles_per_byte(records, {rc.target: frequency})
+        self.hooks.records(records)
+        if not records:
+            ended("failure", "no measurements")
+            self.run.fail_code(EXIT_TEST_FAILURE)
+        else:
+            ended("pass", output="\n".join(f"{r.metric}[{r.params}] = {r.value:g} {r.unit}" for r in records))
+        self.hooks.say(f"{name} ok in {time.monotonic() - t0:.1f}s: {len(records)} records")
+
+
+def pin_frequency(booted, khz: int) -> None:
+    """The setup's CPU frequency, through cpufreq; a board without it cannot run this setup."""
+    output, _, code = booted.shell.run(pin_frequency_command(khz), timeout=30)
+    if code != 0:
+        why = {3: "it has no cpufreq", 4: "cpufreq refused the value"}.get(code, " | ".join(output[-3:]))
+        raise TestFailure(f"{booted.name}: cannot pin the CPUs to {khz} kHz: {why}")
+
+
+def params_text(params: dict[str, Any]) -> dict[str, str]:
+    return {k: ",".join(map(str, v)) if isinstance(v, list) else str(v) for k, v in params.items()}
+
+
+def cpu_frequency(facts: TargetFacts, pipeline: Pipeline, env: EnvFile) -> tuple[float | None, str]:
+    """The target's CPU frequency and where it came from: the target itself (cpufreq, cpuinfo),
+    else the pipeline's ``cpu_frequency_hz``, else the env file's option of that name."""
+    if facts.frequency_hz:
+        return facts.frequency_hz, facts.frequency_source
+    if pipeline.cpu_frequency_hz:
+        return pipeline.cpu_frequency_hz, "pipeline"
+    value = env.options.get("cpu_frequency_hz")
+    if value is not None:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+            raise JobError(f"{env.path}: options.cpu_frequency_hz: {value!r} is not a positive number of Hz")
+        return float(value), "env"
+    return None, "unknown"
