@@ -22,6 +22,7 @@ from .conftest import ROOT
 @pytest.mark.parametrize("name, target, strategy_name, arch", [
     ("maaxboard.yaml", "maaxboard", "UBootNetbootStrategy", "arm64"),
     ("qemu-maaxboard.yaml", "maaxboard-twin", "UBootNetbootStrategy", "arm64"),
+    ("qemu-maaxboard-el2.yaml", "maaxboard-twin", "UBootNetbootStrategy", "arm64"),
     ("x86.yaml", "x86", "IPXENetbootStrategy", "amd64"),
     ("qemu-x86.yaml", "x86-twin", "IPXENetbootStrategy", "amd64"),
 ])
@@ -57,7 +58,40 @@ def test_twin_env_builds_a_target_with_the_strategy(monkeypatch, tmp_path):
         target.cleanup()
 
 
-TWINS = [("qemu-maaxboard.yaml", "maaxboard-twin"), ("qemu-x86.yaml", "x86-twin")]
+@pytest.mark.parametrize("name, machine, memory", [
+    ("qemu-maaxboard.yaml", "virt", "1G"),
+    ("qemu-maaxboard-el2.yaml", "virt,virtualization=on,gic-version=3", "2G"),
+])
+def test_el2_twin_is_a_driver_option(name, machine, memory, monkeypatch, tmp_path):
+    """virtualization: true gives the twin EL2 and a GICv3 (KVM in its Linux); the bare twin has neither."""
+    monkeypatch.setenv("LG_TFTP_ROOT", str(tmp_path))
+    env = Environment(str(ROOT / "env" / name))
+    target = env.get_target("maaxboard-twin")
+    try:
+        args = target.get_driver("QEMUDriver", activate=False).get_qemu_base_args()
+        assert args[args.index("-machine") + 1] == machine
+        assert args[args.index("-m") + 1] == memory
+    finally:
+        target.cleanup()
+
+
+def test_el2_needs_an_arm64_virt_twin(monkeypatch, tmp_path):
+    text = (ROOT / "env" / "qemu-x86.yaml").read_text()
+    assert "machine: q35" in text
+    env_file = tmp_path / "x86-el2.yaml"
+    env_file.write_text(text.replace("machine: q35", "machine: q35\n        virtualization: true")
+                        .replace("../images/", f"{ROOT}/images/"))
+    monkeypatch.setenv("LG_TFTP_ROOT", str(tmp_path))
+    target = Environment(str(env_file)).get_target("x86-twin")
+    try:
+        with pytest.raises(JobError, match="virtualization: true needs machine: virt"):
+            target.get_driver("QEMUDriver", activate=False).get_qemu_base_args()
+    finally:
+        target.cleanup()
+
+
+TWINS = [("qemu-maaxboard.yaml", "maaxboard-twin"), ("qemu-maaxboard-el2.yaml", "maaxboard-twin"),
+         ("qemu-x86.yaml", "x86-twin")]
 
 
 @pytest.mark.parametrize("name, target_name", TWINS)
@@ -84,7 +118,7 @@ def test_twin_env_needs_no_variable(name, target_name, monkeypatch):
         target.cleanup()
 
 
-@pytest.mark.parametrize("name", ["qemu-maaxboard.yaml", "qemu-x86.yaml"])
+@pytest.mark.parametrize("name", ["qemu-maaxboard.yaml", "qemu-maaxboard-el2.yaml", "qemu-x86.yaml"])
 def test_labgrid_client_parses_twin_env_without_variables(name):
     """The real labgrid-client, no LG_* variable set: the file parses (it used to be a traceback)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("LG_")}
@@ -97,6 +131,7 @@ def test_labgrid_client_parses_twin_env_without_variables(name):
 
 
 @pytest.mark.parametrize("name, recipe", [("qemu-maaxboard.yaml", "maaxboard-bench.yaml"),
+                                          ("qemu-maaxboard-el2.yaml", "maaxboard-bench.yaml"),
                                           ("maaxboard.yaml", "maaxboard-bench.yaml"),
                                           ("qemu-x86.yaml", "x86-bench.yaml"), ("x86.yaml", "x86-bench.yaml")])
 def test_env_files_name_their_image(name, recipe, monkeypatch):

@@ -7,6 +7,10 @@ raises at once, like a real serial port that was unplugged.
 What labgrid cannot default in an env file (see :mod:`farm.boot.lgenv`) it adds to QEMU's command
 line: ``-accel`` (``accel``, else ``$LG_QEMU_ACCEL``, else tcg) and, for a user-mode ``nic`` without
 ``tftp=``, the root of the target's TFTPProvider, so QEMU serves what the job staged.
+
+``virtualization: true`` gives an arm64 ``virt`` twin EL2 (``virtualization=on,gic-version=3``): its
+Linux then starts at EL2, initializes KVM's hyp mode and has ``/dev/kvm``, so a guest under KVM runs
+on the twin as on the board (see docs/guest.md).
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from labgrid.factory import target_factory
 from labgrid.step import step
 from pexpect import TIMEOUT
 
-from ..errors import InfrastructureError
+from ..errors import InfrastructureError, JobError
 from .lgenv import lg_value, local_tftp_root
 
 
@@ -32,8 +36,20 @@ class TwinQEMUDriver(QEMUDriver):
     #: QEMU's accelerator; empty: ``$LG_QEMU_ACCEL``, else tcg (an ``-accel`` in extra_args wins)
     accel = attr.ib(default="", validator=attr.validators.instance_of(str))
 
+    #: arm64 ``virt`` only: emulate EL2 and a GICv3, so the twin's Linux can run KVM guests
+    virtualization = attr.ib(default=False, validator=attr.validators.instance_of(bool))
+
     def get_qemu_base_args(self):
         cmd = super().get_qemu_base_args()
+        if self.virtualization:
+            machine = cmd.index("-machine") + 1
+            if cmd[machine].split(",")[0] != "virt":
+                raise JobError(f"{self.target.name}: TwinQEMUDriver: virtualization: true needs "
+                                          f"machine: virt (an arm64 twin), not {cmd[machine]!r}")
+            if "virtualization=" not in cmd[machine]:
+                cmd[machine] += ",virtualization=on"
+            if "gic-version=" not in cmd[machine]:
+                cmd[machine] += ",gic-version=3"
         if "-accel" not in cmd:
             cmd += ["-accel", self.accel or lg_value("LG_QEMU_ACCEL")]
         for i, arg in enumerate(cmd[:-1]):

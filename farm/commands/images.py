@@ -11,7 +11,8 @@ from ..values import out_dir_arg
 def cmd_build(args: argparse.Namespace) -> int:
     from ..images.build import build
 
-    image = build(args.recipe, out=args.out)
+    guest = build(args.guest) if args.guest else None
+    image = build(args.recipe, out=args.out, guest=guest)
     m = image.manifest
     state = "cached" if image.cached else "built"
     print(f"{state} {m['name']} ({m['arch']}, kernel {m['kernel_version']}): "
@@ -30,4 +31,7 @@ def register(sub) -> None:
     p.add_argument("recipe", help="image recipe, e.g. images/maaxboard-bench.yaml")
     p.add_argument("--out", metavar="DIR", type=out_dir_arg, help="also copy the image files into DIR, which must be outside "
                    "farm's cache (and print DIR)")
+    p.add_argument("--guest", metavar="RECIPE", help="build the host image of a setup with a guest: RECIPE's "
+                   "image is built too, and RECIPE plus QEMU, chrt/taskset and the guest's kernel and initrd "
+                   "(at /guest/) make the host image (see docs/guest.md)")
     p.set_defaults(func=cmd_build)

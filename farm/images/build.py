@@ -22,7 +22,7 @@ from pathlib import Path
 import attrs
 
 from ..errors import JobError
-from . import cachefs, debian
+from . import cachefs, debian, host
 from .cpio import Entry, write_newc
 from .elf import elf_deps, is_elf
 from .modules import load_order, parse_modules_dep
@@ -170,8 +170,12 @@ def image_key(recipe: Recipe, resolution: Resolution) -> str:
     })
 
 
-def build(recipe_path: str | Path, out: str | Path | None = None, cache: Path | None = None) -> Image:
+def build(recipe_path: str | Path, out: str | Path | None = None, cache: Path | None = None,
+          guest: Image | None = None) -> Image:
     """Build (or fetch from the cache) the image of a recipe; with ``out``, also copy it there.
+
+    With ``guest``, the host image of a setup with a guest: the recipe plus QEMU, chrt/taskset and
+    the guest's kernel and initrd (farm.images.host).
 
     A cached image is served only once its artifacts are checked against its manifest (size and sha256,
     rehashed only when a file's stat fingerprint changed); a damaged one is rebuilt, and says so. Builds of
@@ -179,6 +183,8 @@ def build(recipe_path: str | Path, out: str | Path | None = None, cache: Path | 
     builds on an empty cache both succeed.
     """
     recipe = load_recipe(recipe_path)
+    if guest is not None:
+        recipe = host.host_recipe(recipe, guest.manifest)
     cache = cache or default_cache()
     if out is not None and cachefs.is_inside(Path(out), cache):
         raise JobError(f"--out {out}: is inside farm's cache {cache}, whose images are served to every later "
@@ -187,13 +193,15 @@ def build(recipe_path: str | Path, out: str | Path | None = None, cache: Path | 
     _clean_abandoned(cache, pkgs)
     resolution = resolve_recipe(recipe, cache)
     key = image_key(recipe, resolution)
+    if guest is not None:
+        key = host.host_key(key, guest.manifest)
     image_dir = cache / "images" / f"{recipe.name}-{key[:16]}"
     with cachefs.locked(image_dir.with_name(f".{image_dir.name}.lock")):
         problem = verify_cached(image_dir, key)
         if problem is not None:
             if image_dir.exists() or image_dir.is_symlink():
                 cachefs.say(f"cached image {image_dir} is damaged ({problem}): rebuilding it")
-            _build_into(recipe, resolution, key, image_dir, pkgs)
+            _build_into(recipe, resolution, key, image_dir, pkgs, guest)
         image = attrs.evolve(load_image(image_dir), cached=problem is None)
         if out is not None:
             image = attrs.evolve(export(image, Path(out)), cached=image.cached)
@@ -407,7 +415,8 @@ def _kernel_parts(recipe: Recipe, tree: Path) -> tuple[Path, str, list[str]]:
     return vmlinuz[0], version, order
 
 
-def _build_into(recipe: Recipe, resolution: Resolution, key: str, image_dir: Path, pkgs: debian.PackageCache) -> None:
+def _build_into(recipe: Recipe, resolution: Resolution, key: str, image_dir: Path, pkgs: debian.PackageCache,
+                guest: Image | None = None) -> None:
     ktree = pkgs.tree(resolution.kernel)
     vmlinuz, kversion, modules = _kernel_parts(recipe, ktree)
     trees = {p: pkgs.tree(p) for p in resolution.packages}
@@ -425,6 +434,8 @@ def _build_into(recipe: Recipe, resolution: Resolution, key: str, image_dir: Pat
     entries["/etc/passwd"] = Entry.file("/etc/passwd", b"root:x:0:0:root:/root:/bin/sh\n")
     entries["/etc/group"] = Entry.file("/etc/group", b"root:x:0:\n")
     entries["/dev/console"] = Entry.chardev("/dev/console", 5, 1)
+    if guest is not None:
+        entries.update(host.guest_entries(guest.path, guest.manifest))
     dirs = set(BASE_DIRS)
     for path in list(entries):
         parent = posixpath.dirname(path.strip("/"))
@@ -460,6 +471,8 @@ def _build_into(recipe: Recipe, resolution: Resolution, key: str, image_dir: Pat
                          for p in sorted({resolution.kernel, *used}, key=lambda p: p.name)],
             "initrd_files": len(entries),
         }
+        if guest is not None:
+            manifest["guest"] = host.guest_record(guest.manifest)
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
         _write_record(tmp / VERIFIED, {name: cachefs.stat_fingerprint(tmp / name) for name in artifacts})
         if image_dir.exists() or image_dir.is_symlink():  # damaged (the caller holds the image's lock)

@@ -1,0 +1,95 @@
+"""The guest's QEMU command line and the shell line that starts it on the host: pure functions.
+
+The lab's line, on the MaaXBoard (arm64; amd64 is the same on a PC with VT-x)::
+
+    qemu-system-aarch64 -M virt,gic-version=3 -cpu host -enable-kvm -smp 1 -m 512M -nographic
+        -serial mon:stdio -kernel /guest/Image -initrd /guest/initrd.cpio.gz
+        -append 'console=ttyAMA0 quiet' -netdev user,id=n0,hostfwd=tcp::5201-:5201,...
+        -device virtio-net-device,netdev=n0
+
+``virtio-net-device`` is on the MMIO bus and needs no option ROM (``virtio-net-pci`` asks for
+``efi-virtio.rom``; on amd64 ``romfile=`` turns that off). QEMU runs in the foreground of the
+host's console: the guest's serial console is the board's, ``Ctrl-A x`` quits QEMU.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from typing import Iterable, Mapping
+
+from .spec import GuestSpec
+
+QEMU_BINARIES = {"arm64": "qemu-system-aarch64", "amd64": "qemu-system-x86_64"}
+CONSOLES = {"arm64": "ttyAMA0", "amd64": "ttyS0"}
+MACHINES = {"arm64": "virt,gic-version=3", "amd64": "q35"}
+NICS = {"arm64": "virtio-net-device,netdev=n0", "amd64": "virtio-net-pci,netdev=n0,romfile="}
+#: printed by the line that starts QEMU: the pinning of each vCPU thread, and QEMU's exit status
+PIN_LINE = re.compile(rb"FARM-PIN vcpu=(\d+) tid=(\d+) cpu=(\d+)")
+PIN_FAILED = re.compile(rb"FARM-PIN-FAILED[^\r\n]*")
+EXIT_LINE = re.compile(rb"FARM-QEMU-EXIT=(\d+)")
+
+
+def guest_forwards(ports: Iterable[int], taken: Mapping[int, int] | None = None) -> dict[int, int]:
+    """Host port -> guest port for each port a benchmark listens on in the guest.
+
+    Identity by default: the load generator that reaches the host's port P reaches the guest's P, so
+    the benchmarks need not know they run in a guest. ``taken`` (host ports already used on the host,
+    e.g. by its own sshd) moves a port to the next free one above it."""
+    used = dict(taken or {})
+    forwards: dict[int, int] = {}
+    for port in sorted(set(ports)):
+        host = port
+        while host in used or host in forwards:
+            host += 1
+            if host > 65535:
+                raise ValueError(f"no free host port for guest port {port}")
+        forwards[host] = port
+    return forwards
+
+
+def qemu_command(spec: GuestSpec, kernel: str, initrd: str, forwards: Mapping[int, int],
+                 bootargs: Iterable[str] = (), arch: str = "arm64") -> list[str]:
+    """QEMU's argument vector for the guest of ``spec`` (kernel and initrd: paths on the host)."""
+    if arch not in QEMU_BINARIES:
+        raise ValueError(f"no guest command line for architecture {arch!r}")
+    accel = ["-enable-kvm"] if spec.accel == "kvm" else ["-accel", "tcg"]
+    append = " ".join([f"console={CONSOLES[arch]}", "quiet", *spec.bootargs, *bootargs])
+    netdev = "user,id=n0" + "".join(f",hostfwd={proto}::{host}-:{guest}"
+                                    for host, guest in sorted(forwards.items()) for proto in ("tcp", "udp"))
+    return [QEMU_BINARIES[arch], "-M", MACHINES[arch], "-cpu", spec.cpu, *accel,
+            "-smp", str(spec.vcpus), "-m", f"{spec.memory_mb}M", "-nographic", "-serial", "mon:stdio",
+            "-no-reboot", "-name", "guest,debug-threads=on",
+            "-kernel", kernel, "-initrd", initrd, "-append", append,
+            "-netdev", netdev, "-device", NICS[arch], *spec.extra_args]
+
+
+def pin_script(pin: tuple[int, ...] | None, vcpus: int, tries: int = 100) -> str:
+    """Shell text (busybox sh) that waits for QEMU's vCPU threads (``-name guest,debug-threads=on``
+    names them ``CPU <i>/KVM``, ``CPU <i>/TCG``) under the process ``$$`` and pins vCPU i's thread
+    to ``pin[i]`` with taskset, printing ``FARM-PIN vcpu=i tid=T cpu=C`` for each; without ``pin`` it
+    only reports the threads (``cpu=-1`` is never printed: unpinned threads are not listed)."""
+    if not pin:
+        return ""
+    cores = " ".join(str(c) for c in pin)
+    return (f"(n=0; while [ $n -lt {tries} ]; do "
+            f"found=$(grep -l '^CPU [0-9]*/' /proc/$$/task/*/comm 2>/dev/null | wc -l); "
+            f"[ \"$found\" -ge {vcpus} ] && break; n=$((n+1)); sleep 0.1; done; "
+            f"i=0; for core in {cores}; do "
+            f"for t in /proc/$$/task/*; do case \"$(cat $t/comm)\" in \"CPU $i/\"*) "
+            f"tid=${{t##*/}}; if taskset -p -c $core $tid >/dev/null 2>&1; "
+            f"then echo \"FARM-PIN vcpu=$i tid=$tid cpu=$core\"; "
+            f"else echo \"FARM-PIN-FAILED vcpu=$i core=$core\"; fi;; esac; done; "
+            f"i=$((i+1)); done) &")
+
+
+def start_line(command: list[str], pin: tuple[int, ...] | None, vcpus: int) -> str:
+    """The line typed on the host's shell: QEMU in the foreground of the console (``exec`` keeps its
+    pid, so the pinner finds its threads under ``$$``), its exit status printed when it ends."""
+    inner = f"{pin_script(pin, vcpus)} exec {shlex.join(command)}".strip()
+    return f"sh -c {shlex.quote(inner)}; echo FARM-QEMU-EXIT=$?"
+
+
+def parse_pins(text: bytes) -> dict[int, tuple[int, int]]:
+    """vCPU -> (thread id, host core) from the pinner's lines."""
+    return {int(m.group(1)): (int(m.group(2)), int(m.group(3))) for m in PIN_LINE.finditer(text)}
