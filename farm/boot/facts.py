@@ -70,3 +70,13 @@ def pin_frequency_command(khz: int) -> str:
         f"echo {khz} > $c/scaling_max_freq && echo {khz} > $c/scaling_min_freq || exit 4; fi; done; "
         "cat /sys/devices/system/cpu/cpu0/cpufreq/scaling_cur_freq"
     )
+
+
+def pin_frequency(shell, name: str, khz: int) -> None:
+    """A setup's CPU frequency, through cpufreq; a board without it cannot run this setup."""
+    from ..errors import TestFailure
+
+    output, _, code = shell.run(pin_frequency_command(khz), timeout=30)
+    if code != 0:
+        why = {3: "it has no cpufreq", 4: "cpufreq refused the value"}.get(code, " | ".join(output[-3:]))
+        raise TestFailure(f"{name}: cannot pin the CPUs to {khz} kHz: {why}")

@@ -21,5 +21,5 @@ def drop_console_input(console) -> None:
 
 # Subclasses farm owns use their labgrid parent's internals, each covered by a test that boots a twin:
 #   TwinQEMUDriver (farm.boot.qemu)        QEMUDriver's ``_child`` and ``_clientsocket``   tests/boot/test_twin_boot.py
-#   FarmShellDriver (farm.boot.shell)      ShellDriver's ``_check_prompt``                 tests/boot/test_twin_boot.py
+#   FarmShellDriver (farm.boot.shell)      ShellDriver's ``_check_prompt``, ``_inject_run``   tests/boot/test_twin_boot.py, tests/guest
 #   FarmUBootDriver (farm.boot.ubootdriver) UBootDriver's ``_run`` and ``_status``         tests/boot/test_twin_boot.py

@@ -112,6 +112,12 @@ class BootedTarget:
     failed_attempts: list[str] = attrs.field(factory=list)  # infrastructure failures retried before it
     total_seconds: float = 0.0  # staging and every attempt
     retyped: list[str] = attrs.field(factory=list)  # bootloader commands whose echo differed, typed again
+    #: what was booted beyond the image (a guest: QEMU's command line, accel, pinning, both kernels)
+    topology: dict = attrs.field(factory=dict)
+    #: where the lab host reaches the benchmarks' ports when it is not the shell's own address (a guest's
+    #: ports are forwarded from its host)
+    reach_address: str | None = None
+    guest_seconds: float | None = None  # host ready -> guest ready
 
     def run(self, command: str, timeout: float = 60) -> list[str]:
         """Run a shell command on the target; a non-zero exit raises labgrid's ExecutionError."""

@@ -29,6 +29,18 @@ class FarmShellDriver(ShellDriver):
         self._at_prompt = False
         super().on_deactivate()
 
+    def release_console(self) -> None:
+        """Another program takes the console over (a guest's QEMU): the next command checks the prompt."""
+        self._at_prompt = False
+
+    def resync(self) -> None:
+        """Take over the shell now on the console (a guest's, or the host's again after it): check its
+        prompt with a fresh marker and define labgrid's ``run`` helper there, which that shell never saw."""
+        self._at_prompt = False
+        self._check_prompt()
+        self._inject_run()
+        self._at_prompt = True
+
     def _run(self, cmd, *, timeout=30.0, codec="utf-8", decodeerrors="strict"):
         if not self._at_prompt:
             self._check_prompt()

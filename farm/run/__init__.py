@@ -29,7 +29,7 @@ from .events import Hooks, Listener
 from .listeners import PlaceGuard, Progress
 from .model import Pipeline, Setup, load_pipeline
 from .rundir import RunDir, RunInfo, Stage, new_run, new_run_id, reopen_run, sha256_of
-from .runner import Runner, default_flow, plan_boots
+from .runner import Runner, plan_boots
 
 __all__ = ["FarmRequest", "Progress", "RunDir", "load_pipeline", "new_run_id", "run_pipeline"]
 
@@ -180,7 +180,7 @@ def run_pipeline(pipeline_path: str | Path, *, out: Path | None = None, env_over
             progress.say(f"--force: the old content of {run.path} moved to {run.info.replaced}")
         progress.say(f"run {run.run_id} -> {run.path}")
     hooks = Hooks([run, progress, *(listeners or [])])
-    runner = Runner(pipeline, run, hooks, flow_for=flow_for or default_flow, done=resumed_work(run),
+    runner = Runner(pipeline, run, hooks, flow_for=flow_for, done=resumed_work(run),
                     **({"registry": registry} if registry is not None else {}))
     stopped_by: FarmError | None = None
     interrupted = False

@@ -14,6 +14,7 @@ import attrs
 from ..bench.registry import BENCHMARKS
 from ..config import Node, field, load_yaml, reject_unknown, require, string_list
 from ..errors import JobError
+from ..guest.spec import GuestSpec, guest_of
 from ..images.recipe import ARCHES
 from ..values import bootarg_problem, name_problem, number_problem
 
@@ -36,11 +37,13 @@ class Setup:
     bootargs: tuple[str, ...] = ()
     image: Path | None = None
     cpu_frequency_khz: int | None = None  # pinned through cpufreq after boot, where the board has it
+    #: a Linux guest under QEMU/KVM on the booted target: the benchmarks run in it (docs/guest.md)
+    guest: GuestSpec | None = None
 
     def describe(self) -> dict[str, Any]:
         """The setup as run.json records it."""
         return {"bootargs": list(self.bootargs), "image": str(self.image) if self.image else None,
-                "cpu_frequency_khz": self.cpu_frequency_khz}
+                "cpu_frequency_khz": self.cpu_frequency_khz, "guest": self.guest.to_json() if self.guest else None}
 
 
 ANY_ARCH = "*"
@@ -112,7 +115,7 @@ def load_pipeline(path: str | Path, registry: Mapping[str, Any] | None = None) -
             raise doc.error("setups", f"item {i} must be a mapping with a name")
         if not hasattr(item, "key_lines"):
             item.key_lines, item.file, item.path = {}, str(path), f"setups[{i}]"
-        reject_unknown(item, {"name", "bootargs", "image", "cpu_frequency_khz"})
+        reject_unknown(item, {"name", "bootargs", "image", "cpu_frequency_khz", "guest"})
         setup_image = field(item, "image", str, None)
         khz = field(item, "cpu_frequency_khz", int, None)
         if khz is not None and (problem := number_problem(khz, 0, MAX_FREQUENCY_HZ / 1e3, whole=True, low_open=True,
@@ -123,7 +126,8 @@ def load_pipeline(path: str | Path, registry: Mapping[str, Any] | None = None) -
             raise item.error("name", f"{setup_name!r} is already the name of setups[{first}]: results are "
                              "keyed by setup name, two setups of one name would be pooled into one median")
         setups.append(Setup(setup_name, tuple(string_list(item, "bootargs", check=bootarg_problem)),
-                            _relative(item, "image", setup_image) if setup_image else None, khz))
+                            _relative(item, "image", setup_image) if setup_image else None, khz,
+                            guest_of(item, Path(path).parent)))
     benchmarks = []
     for i, item in enumerate(require(doc, "benchmarks", list)):
         if not isinstance(item, Node) or len(item) != 1:

@@ -20,10 +20,10 @@ from ..bench import BenchmarkError
 from ..bench.context import BenchContext
 from ..bench.registry import BENCHMARKS
 from ..boot.console_log import ConsoleLog
-from ..boot.facts import TargetFacts, pin_frequency_command, read_facts
+from ..boot.facts import TargetFacts, pin_frequency, read_facts
 from ..boot.flow import BootFlow, BootRequest, NetbootFlow
 from ..boot.session import EnvFile
-from ..errors import EXIT_TEST_FAILURE, FarmError, InfrastructureError, JobError, TestFailure
+from ..errors import EXIT_TEST_FAILURE, FarmError, InfrastructureError, JobError
 from ..images.build import Image, build
 from ..results.cycles import cycles_per_byte
 from ..results.junit import Case
@@ -67,16 +67,12 @@ def bench_case_name(suite: str, bench: str, label: str) -> str:
     return f"{suite}.{bench} {label}"
 
 
-def default_flow(setup: Setup) -> BootFlow:
-    return NetbootFlow()
-
-
 @attrs.define
 class Runner:
     pipeline: Pipeline
     run: RunDir
     hooks: Hooks
-    flow_for: Callable[[Setup], BootFlow] = default_flow
+    flow_for: Callable[[Setup], BootFlow] | None = None  # None: Runner.flow
     registry: Mapping[str, Any] = BENCHMARKS
     #: (label, benchmark) pairs that passed in the run being resumed: not measured again
     done: frozenset[tuple[str, str]] = frozenset()
@@ -103,27 +99,63 @@ class Runner:
         return result
 
     def build_images(self, envs: list[EnvFile], given: dict[str, Image],
-                     builder: Callable[[Path], Image] | None = None) -> Callable[[EnvFile, Setup], Image]:
-        """Build every recipe the boots need, once each; ``--image`` gives an architecture's image built."""
+                     builder: Callable[..., Image] | None = None) -> Callable[[EnvFile, Setup], Image]:
+        """Build every image the boots need, once each: a setup's own recipe or the pipeline's for the
+        architecture (``--image`` gives that one built), and for a setup with a guest, the guest's image
+        and then the host image (the recipe plus QEMU and the guest, farm.images.host)."""
         builder = builder or build
         images: dict[str, Image] = {}
 
-        def key(env: EnvFile, setup: Setup) -> str:  # a setup's own image is built even with --image
+        def bare(env: EnvFile, setup: Setup) -> str:  # a setup's own image is built even with --image
             return f"--image {env.arch}" if setup.image is None and env.arch in given \
                 else str(self.pipeline.recipe_for(env.arch, setup))
 
-        keys = list(dict.fromkeys(key(e, s) for e in envs for s in self.pipeline.setups))
-        for k in keys:
-            name = "build" if len(keys) == 1 else f"build {Path(k).stem}"
-            if k.startswith("--image "):
+        def key(env: EnvFile, setup: Setup) -> str:
+            if setup.guest is None:
+                return bare(env, setup)
+            guest = str(setup.guest.image) if setup.guest.image else bare(env, setup)
+            return f"{self.pipeline.recipe_for(env.arch, attrs.evolve(setup, guest=None))} +guest {guest}"
+
+        def get(k: str) -> Image:
+            if k in images:
+                return images[k]
+            if " +guest " in k:
+                host, guest = k.split(" +guest ")
+                guest_image = get(guest)
+                name = f"build {Path(host).stem} (host of {guest_image.name})"
+                images[k] = self.stage(name, "farm.build", lambda: builder(Path(host), guest=guest_image))
+            elif k.startswith("--image "):
                 image = given[k.split()[-1]]
                 self.hooks.say(f"build: --image {image.path} ({image.name}, {image.arch}): not rebuilt")
-                images[k] = self.stage(name, "farm.build", lambda i=image: i)
+                images[k] = self.stage(name_of(k), "farm.build", lambda: image)
                 self.hooks.image_built(image.name, {"dir": str(image.path), **image.manifest, "given": True})
+                return images[k]
             else:
-                images[k] = self.stage(name, "farm.build", lambda r=Path(k): builder(r))
-                self.hooks.image_built(images[k].name, {"dir": str(images[k].path), **images[k].manifest})
+                images[k] = self.stage(name_of(k), "farm.build", lambda: builder(Path(k)))
+            self.hooks.image_built(images[k].name, {"dir": str(images[k].path), **images[k].manifest})
+            return images[k]
+
+        keys = list(dict.fromkeys(key(e, s) for e in envs for s in self.pipeline.setups))
+        many = len(keys) > 1 or any(" +guest " in k for k in keys)
+
+        def name_of(k: str) -> str:
+            return f"build {Path(k).stem}" if many else "build"
+
+        for k in keys:
+            get(k)
         return lambda env, setup: images[key(env, setup)]
+
+    def flow(self, setup: Setup) -> BootFlow:
+        """The setup's boot flow: the injected one, else netboot, or host-then-guest for a setup with a guest."""
+        if self.flow_for is not None:
+            return self.flow_for(setup)
+        if setup.guest is None:
+            return NetbootFlow()
+        from ..boot.guestflow import GuestFlow
+
+        ports = tuple(dict.fromkeys(p for b in self.pipeline.benchmarks
+                                    for p in getattr(self.registry[b.name], "ports", ())))
+        return GuestFlow(setup.guest, ports, host_cpu_khz=setup.cpu_frequency_khz)
 
     # --- a boot and its benchmarks ---
     def boot_and_bench(self, plan: BootPlan, image: Image, console: ConsoleLog) -> None:
@@ -132,7 +164,7 @@ class Runner:
         if self.done and all(n in self.done for n in names):
             self.hooks.say(f"boot {label}: done in the resumed run, skipped")
             return
-        flow = self.flow_for(setup)
+        flow = self.flow(setup)
         t0 = time.monotonic()
         booted_ok = False
         guarded = False  # past the lock check: a failure from here on is the place's (its health record)
@@ -145,16 +177,19 @@ class Runner:
             request = BootRequest(env, image, f"{self.run.run_id}-{plan.job}", console, setup.bootargs,
                                   self.pipeline.boot_attempts)
             with flow.boot(request) as booted:
-                if setup.cpu_frequency_khz:
-                    pin_frequency(booted, setup.cpu_frequency_khz)
+                if setup.cpu_frequency_khz and setup.guest is None:  # a guest flow pins its host
+                    pin_frequency(booted.shell, booted.name, setup.cpu_frequency_khz)
                 facts = read_facts(booted.shell)
+                if getattr(booted, "reach_address", None):  # a guest: the lab host reaches it through its host's address
+                    facts = attrs.evolve(facts, address=booted.reach_address)
                 frequency, source = cpu_frequency(facts, self.pipeline, env)
                 self.hooks.boot_recorded(env.target_name, str(env.path), env.arch, {
                     "label": label, "setup": setup.name, "repeat": plan.repeat, "image": image.name,
                     "image_key": image.manifest["key"], "flow": flow.kind,
                     "boot_seconds": round(booted.boot_seconds, 3), "failed_attempts": booted.failed_attempts,
                     "retyped": booted.retyped, **facts.as_dict(), "frequency_hz": frequency,
-                    "frequency_source": source, **({"topology": t} if (t := getattr(booted, "topology", None)) else {})})
+                    "frequency_source": source, **({"topology": t} if (t := getattr(booted, "topology", None)) else {}),
+                    **({"guest_seconds": round(g, 3)} if (g := getattr(booted, "guest_seconds", None)) else {})})
                 self.hooks.stage_ended(Stage(Case(boot_name, "farm.boot", time.monotonic() - t0, "pass", output="\n".join(
                     [*(f"retried after {f}" for f in booted.failed_attempts),
                      *(f"retyped (echo differed): {line}" for line in booted.retyped)])), label))
@@ -241,14 +276,6 @@ class Runner:
         else:
             ended("pass", output="\n".join(f"{r.metric}[{r.params}] = {r.value:g} {r.unit}" for r in records))
         self.hooks.say(f"{name} ok in {time.monotonic() - t0:.1f}s: {len(records)} records")
-
-
-def pin_frequency(booted, khz: int) -> None:
-    """The setup's CPU frequency, through cpufreq; a board without it cannot run this setup."""
-    output, _, code = booted.shell.run(pin_frequency_command(khz), timeout=30)
-    if code != 0:
-        why = {3: "it has no cpufreq", 4: "cpufreq refused the value"}.get(code, " | ".join(output[-3:]))
-        raise TestFailure(f"{booted.name}: cannot pin the CPUs to {khz} kHz: {why}")
 
 
 def params_text(params: dict[str, Any]) -> dict[str, str]:
