@@ -30,7 +30,7 @@ from .spec import GuestSpec
 
 READY = re.compile(rb"FARM-READY kernel=(\S+) cpus=(\d+)")
 #: the guest dying while it boots: a test failure of the guest's image (as on the bare board)
-GUEST_FATAL = (rb"Kernel panic - not syncing[^\r\n]*", rb"Attempted to kill init[^\r\n]*")
+GUEST_FATAL = (rb"Kernel panic - not syncing[^\r\n]*[\r\n]", rb"Attempted to kill init[^\r\n]*[\r\n]")  # the whole line
 #: dmesg lines that say whether Linux can run KVM guests (arm64; x86 says "kvm: ..." lines)
 KVM_DMESG = "started at EL|Hyp mode|HYP mode|kvm"
 KVM_READY = re.compile(r"Hyp mode initialized|VHE mode initialized|kvm: (?!no hardware support|disabled)")
