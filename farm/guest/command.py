@@ -26,7 +26,7 @@ MACHINES = {"arm64": "virt,gic-version=3", "amd64": "q35"}
 NICS = {"arm64": "virtio-net-device,netdev=n0", "amd64": "virtio-net-pci,netdev=n0,romfile="}
 #: printed by the line that starts QEMU: the pinning of each vCPU thread, and QEMU's exit status
 PIN_LINE = re.compile(rb"FARM-PIN vcpu=(\d+) tid=(\d+) cpu=(\d+)")
-PIN_FAILED = re.compile(rb"FARM-PIN-FAILED[^\r\n]*")
+PIN_FAILED = re.compile(rb"FARM-PIN-FAILED vcpu=\d+ core=\d+")  # digits: never the typed line's echo
 EXIT_LINE = re.compile(rb"FARM-QEMU-EXIT=(\d+)")
 
 
@@ -85,9 +85,12 @@ def pin_script(pin: tuple[int, ...] | None, vcpus: int, tries: int = 100) -> str
 
 def start_line(command: list[str], pin: tuple[int, ...] | None, vcpus: int) -> str:
     """The line typed on the host's shell: QEMU in the foreground of the console (``exec`` keeps its
-    pid, so the pinner finds its threads under ``$$``), its exit status printed when it ends."""
+    pid, so the pinner finds its threads under ``$$``), its exit status printed when it ends.
+
+    QEMU's stdio keeps the tty's output processing, so the host's ``onlcr`` would turn each of the
+    guest's ``\r\n`` into ``\r\r\n``: it is off while QEMU runs."""
     inner = f"{pin_script(pin, vcpus)} exec {shlex.join(command)}".strip()
-    return f"sh -c {shlex.quote(inner)}; echo FARM-QEMU-EXIT=$?"
+    return f"stty -onlcr 2>/dev/null; sh -c {shlex.quote(inner)}; s=$?; stty onlcr 2>/dev/null; echo FARM-QEMU-EXIT=$s"
 
 
 def parse_pins(text: bytes) -> dict[int, tuple[int, int]]:

@@ -30,7 +30,7 @@ from .spec import GuestSpec
 
 READY = re.compile(rb"FARM-READY kernel=(\S+) cpus=(\d+)")
 #: the guest dying while it boots: a test failure of the guest's image (as on the bare board)
-GUEST_FATAL = (rb"Kernel panic - not syncing[^\r\n]*", rb"Attempted to kill init[^\r\n]*")
+GUEST_FATAL = (rb"Kernel panic - not syncing[^\r\n]*[\r\n]", rb"Attempted to kill init[^\r\n]*[\r\n]")  # the whole line
 #: dmesg lines that say whether Linux can run KVM guests (arm64; x86 says "kvm: ..." lines)
 KVM_DMESG = "started at EL|Hyp mode|HYP mode|kvm"
 KVM_READY = re.compile(r"Hyp mode initialized|VHE mode initialized|kvm: (?!no hardware support|disabled)")
@@ -148,8 +148,7 @@ def start_guest(shell, console, spec: GuestSpec, guest_kernel: str, guest_initrd
     if spec.pin and len(pins) != spec.vcpus:
         _back_to_host(shell, console)
         raise InfrastructureError(f"pinned {len(pins)} of {spec.vcpus} vCPU threads (QEMU's threads not found)")
-    use_guest_shell(shell)
-    shell.run_check(GUEST_MARK)
+    use_guest_shell(shell, mark=GUEST_MARK)
     return GuestInfo(command=tuple(command), line=line, qemu_version=host.qemu_version, accel=spec.accel,
                      vcpus=spec.vcpus, memory_mb=spec.memory_mb, pinning={v: c for v, (_, c) in pins.items()},
                      threads={v: t for v, (t, _) in pins.items()}, forwards=dict(forwards),
@@ -183,12 +182,16 @@ def _await_guest(console, spec: GuestSpec, line: str):
     return match, seen
 
 
-def use_guest_shell(shell) -> None:
+def use_guest_shell(shell, mark: str | None = None) -> None:
     """Sync the FarmShellDriver to the shell now on its console (the guest's, or the host's again):
     check the prompt with a fresh marker and define labgrid's ``run`` helper in that shell (the
-    guest's shell never saw the host's)."""
+    guest's shell never saw the host's). ``mark``: a line for that shell itself (labgrid's ``run``
+    runs each command in a child ``sh -c``, where an ``export`` would not last)."""
     shell._at_prompt = False
     shell._check_prompt()
+    if mark:
+        shell.console.sendline(mark)
+        shell.console.expect(shell.prompt, timeout=10)
     shell._inject_run()
     shell._at_prompt = True
 
@@ -250,7 +253,7 @@ def console_buffer(console) -> bytes:
 
 def _after_line(before: bytes, line: str) -> bytes:
     """What came after the typed line's echo (QEMU's own messages), not the long line itself."""
-    end = before.rfind(b"FARM-QEMU-EXIT=$?")
+    end = before.rfind(b"FARM-QEMU-EXIT=$s")
     if end < 0:
         return before
     newline = before.find(b"\n", end)

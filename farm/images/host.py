@@ -78,3 +78,12 @@ def guest_record(guest_manifest: dict) -> dict:
     return {"name": guest_manifest["name"], "arch": guest_manifest["arch"], "key": guest_manifest["key"],
             "kernel_version": guest_manifest.get("kernel_version"), "paths": guest_paths(guest_manifest),
             "artifacts": {n: dict(a) for n, a in sorted(guest_manifest["artifacts"].items())}}
+
+
+def guest_files(host_manifest: dict) -> tuple[str, str]:
+    """The guest's kernel and initrd paths on a host image (what start_guest is given)."""
+    guest = host_manifest.get("guest")
+    if not isinstance(guest, dict):
+        raise JobError(f"image '{host_manifest.get('name')}' is not a host image (no guest in its manifest): "
+                       "build it with a guest (farm build RECIPE --guest GUEST_RECIPE)")
+    return guest["paths"]["kernel"], guest["paths"]["initrd"]

@@ -83,7 +83,8 @@ def test_start_line_pins_each_vcpu_thread_and_reports_the_exit(tmp_path):
 
 def test_start_line_without_pinning_only_runs_qemu():
     line = start_line(["qemu-system-aarch64", "-M", "virt"], None, 1)
-    assert line == "sh -c 'exec qemu-system-aarch64 -M virt'; echo FARM-QEMU-EXIT=$?"
+    assert line == ("stty -onlcr 2>/dev/null; sh -c 'exec qemu-system-aarch64 -M virt'; s=$?; "
+                    "stty onlcr 2>/dev/null; echo FARM-QEMU-EXIT=$s")
     proc = subprocess.run(["sh", "-c", line.replace("qemu-system-aarch64 -M virt", "false")],
                           capture_output=True, timeout=10)
     assert EXIT_LINE.search(proc.stdout).group(1) == b"1"

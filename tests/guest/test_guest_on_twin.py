@@ -1,0 +1,117 @@
+"""A guest under KVM on the MaaXBoard twin's Linux, for real: the EL2 twin (TCG) boots the host image
+(the bench recipe + QEMU + the guest's kernel and initrd) through U-Boot, and the host's QEMU runs the
+same bench image as a KVM guest on the board's serial console, with the lab's command line.
+
+One host boot serves the module's guest tests (each nested boot costs CPU); the no-KVM test boots the
+bare twin (no EL2) with the same host image.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from farm.boot.console_log import ConsoleLog
+from farm.boot.session import EnvFile, boot_target
+from farm.errors import InfrastructureError, TestFailure
+from farm.guest.command import guest_forwards
+from farm.guest.spec import GuestSpec
+from farm.guest.start import GuestSetupError, QemuExited, start_guest, stop_guest
+from farm.images.build import build
+from farm.images.host import guest_files
+
+pytestmark = pytest.mark.boot
+
+
+@pytest.fixture(scope="module")
+def host_image(project_root, maaxboard_image):
+    return build(project_root / "images" / "maaxboard-bench.yaml", guest=maaxboard_image)
+
+
+@pytest.fixture(scope="module")
+def el2_host(project_root, host_image, tftp_root, tmp_path_factory):
+    env = EnvFile.load(project_root / "env" / "qemu-maaxboard-el2.yaml")
+    console_dir = tmp_path_factory.mktemp("console")
+    with ConsoleLog(console_dir) as console:
+        with boot_target(env, host_image, "t-guest-el2", console) as booted:
+            yield booted
+
+
+def _paths(host_image):
+    return guest_files(host_image.manifest)
+
+
+def test_host_image_holds_qemu_and_the_guest(host_image, maaxboard_image):
+    guest = host_image.manifest["guest"]
+    assert guest["key"] == maaxboard_image.manifest["key"]
+    assert guest["artifacts"] == maaxboard_image.manifest["artifacts"]
+    names = {p["name"] for p in host_image.manifest["packages"]}
+    assert {"qemu-system-arm", "util-linux"} <= names
+    assert host_image.name == "maaxboard-bench-host"
+
+
+def test_guest_panic_is_a_test_failure_and_the_host_shell_comes_back(el2_host, host_image):
+    kernel, initrd = _paths(host_image)
+    spec = GuestSpec(bootargs=("init=/nonexistent",), boot_timeout=120)
+    with pytest.raises(TestFailure) as info:
+        start_guest(el2_host.shell, el2_host.shell.console, spec, kernel, initrd, {})
+    assert "Kernel panic - not syncing" in str(info.value)
+    assert not isinstance(info.value, InfrastructureError)
+    # QEMU was quit (Ctrl-A x) and the shell is the host's again: its 4 cores, its /dev/kvm
+    assert el2_host.run("grep -c ^processor /proc/cpuinfo") == ["4"]
+    assert el2_host.run("test -c /dev/kvm && echo kvm") == ["kvm"]
+
+
+def test_qemu_dying_is_an_infrastructure_error_with_its_lines(el2_host, host_image):
+    kernel, initrd = _paths(host_image)
+    spec = GuestSpec(memory_mb=512 * 1024)  # 512 GiB on a host of 2: QEMU cannot set up the guest's RAM
+    with pytest.raises(QemuExited) as info:
+        start_guest(el2_host.shell, el2_host.shell.console, spec, kernel, initrd, {})
+    message = str(info.value)
+    assert isinstance(info.value, InfrastructureError)
+    assert "QEMU exited with status 1" in message
+    assert re.search(r"qemu-system-aarch64: .*(memory|RAM|allocate)", message), message
+    assert el2_host.run("grep -c ^processor /proc/cpuinfo") == ["4"]
+
+
+def test_kvm_guest_runs_commands_pinned_and_stops(el2_host, host_image, maaxboard_image):
+    kernel, initrd = _paths(host_image)
+    spec = GuestSpec(vcpus=1, memory_mb=512, pin=(2,))
+    forwards = guest_forwards([5201])
+    info = start_guest(el2_host.shell, el2_host.shell.console, spec, kernel, initrd, forwards)
+    try:
+        assert info.accel == "kvm" and "-enable-kvm" in info.command
+        assert info.qemu_version.startswith("QEMU emulator version")
+        assert info.pinning == {0: 2} and info.threads[0] > 0
+        assert info.forwards == {5201: 5201} and "hostfwd=tcp::5201-:5201" in " ".join(info.command)
+        assert info.kernel == maaxboard_image.manifest["kernel_version"] and info.cpus == 1
+        assert 0 < info.boot_seconds < 120
+        # the same FarmShellDriver now runs commands in the guest: 1 vCPU, no /dev/kvm of its own
+        uname = el2_host.run("uname -a")[0]
+        assert uname.startswith("Linux farm-target ") and "aarch64" in uname
+        assert el2_host.run("grep -c ^processor /proc/cpuinfo") == ["1"]
+        assert el2_host.run("test -c /dev/kvm && echo kvm || echo none") == ["none"]
+        speed = el2_host.run("openssl speed -seconds 1 sha256", timeout=120)
+        assert any(line.startswith("sha256") for line in speed), speed
+    finally:
+        status = stop_guest(el2_host.shell, el2_host.shell.console)
+    assert status == 0
+    assert el2_host.run("grep -c ^processor /proc/cpuinfo") == ["4"]  # the host's shell again
+    log = el2_host.console.path(el2_host.name).read_text(errors="replace")
+    assert log.count("FARM-READY") >= 2 and "qemu-system-aarch64 -M virt,gic-version=3" in log
+    print(f"guest boot (host ready -> guest FARM-READY): {info.boot_seconds:.1f} s")
+
+
+def test_no_kvm_on_the_host_is_a_setup_error_quoting_dmesg(project_root, host_image, tftp_root, tmp_path):
+    env = EnvFile.load(project_root / "env" / "qemu-maaxboard.yaml")  # the bare twin: no EL2
+    kernel, initrd = _paths(host_image)
+    with ConsoleLog(tmp_path / "console") as console:
+        with boot_target(env, host_image, "t-guest-nokvm", console) as booted:
+            with pytest.raises(GuestSetupError) as info:
+                start_guest(booted.shell, booted.shell.console, GuestSpec(), kernel, initrd, {})
+            message = str(info.value)
+            assert "accel: kvm" in message and "no /dev/kvm" in message
+            assert "started at EL1" in message, message
+            assert info.value.exit_code == 2
+            # tcg is the explicit opt-in that works without KVM (not booted here: it costs minutes)
