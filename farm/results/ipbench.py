@@ -72,6 +72,10 @@ IMPORT_METHOD = "import:ipbench"
 # --- records -> wide rows --------------------------------------------------------------------
 
 
+#: the row a failed benchmark leaves in results.csv (farm.run.runner)
+FAILED_METRIC = "failed"
+
+
 def sweep_rows(records: Iterable[Record]) -> list[dict[str, float | None]]:
     """Pivot the ``sweep`` records of one sweep into wide rows, one per requested load (and
     packet size, when the sweep has several), sorted by requested load then packet size.
@@ -86,7 +90,7 @@ def sweep_rows(records: Iterable[Record]) -> list[dict[str, float | None]]:
     rows: dict[tuple[float, float | None], dict[str, float | None]] = {}
     origin: dict[tuple[tuple[float, float | None], str], Record] = {}
     for record in records:
-        if record.benchmark != BENCHMARK:
+        if record.benchmark != BENCHMARK or record.metric == FAILED_METRIC:  # a failed sweep has no points
             continue
         params = parse_params(record.params)
         if "requested" not in params:
