@@ -9,7 +9,7 @@ from labgrid.driver.exception import ExecutionError
 
 from ..boot.facts import TargetFacts
 from ..boot.network import reach
-from . import BenchmarkError
+from ..measure import BenchmarkError
 
 
 @attrs.define

@@ -7,9 +7,8 @@ import shlex
 from typing import Any, Mapping
 
 from ..errors import JobError
-from ..results.cycles import cpufreq_clock, measured_cycles_per_byte
-from ..results.record import Measurement
-from . import isal, openssl
+from ..measure import Measurement, isal, openssl
+from ..measure.clock import cpufreq_clock, measured_cycles_per_byte
 from .context import BenchContext
 
 

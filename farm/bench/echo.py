@@ -36,9 +36,8 @@ from typing import Any, Callable, Mapping
 
 import attrs
 
-from farm.bench import BenchmarkError, check_value
 from farm.errors import JobError, ParseError
-from farm.results.record import Measurement
+from farm.measure import BenchmarkError, Measurement, check_value
 
 TOOL = "farm_load"
 RESPONDER = "farm_echo"

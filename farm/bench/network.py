@@ -19,8 +19,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Mapping
 
 from ..errors import JobError
-from ..results.record import Measurement
-from . import BenchmarkError, cpustat, echo, iperf3, rtt
+from ..measure import BenchmarkError, Measurement, cpustat, iperf3
+from . import echo, rtt
 from .context import BenchContext
 
 IPERF3_PORT = 5201

@@ -6,7 +6,7 @@ from typing import Any, Callable, Mapping
 
 import attrs
 
-from ..results.record import Measurement
+from ..measure import Measurement
 from . import check_measurements
 from .context import BenchContext
 from .crypto import isal_command, openssl_runs, run_isal, run_openssl_speed

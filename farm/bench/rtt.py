@@ -69,9 +69,8 @@ from typing import Any, Mapping
 
 import attrs
 
-from farm.bench import BenchmarkError, check_value
 from farm.errors import JobError, ParseError
-from farm.results.record import Measurement
+from farm.measure import BenchmarkError, Measurement, check_value
 
 TOOL = "sockperf"
 DEFAULT_PORT = 11111  # sockperf's own default

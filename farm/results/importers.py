@@ -17,10 +17,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
-from farm.bench import BenchmarkError, ImpossibleValue, check_measurements
-from farm.bench.isal import corpus_average, corpus_sizes, parse_perf
-from farm.bench.openssl import parse_speed_mr
-from farm.bench.vmexit import parse_vmexit
+from farm.measure import BenchmarkError, ImpossibleValue, check_measurements
+from farm.measure.isal import corpus_average, corpus_sizes, parse_perf
+from farm.measure.openssl import parse_speed_mr
+from farm.measure.vmexit import parse_vmexit
 from farm.errors import JobError, ParseError
 from farm.results.csvout import write_records
 from farm.results.record import Measurement, Record, RunContext, to_json, write_text_atomic
@@ -35,12 +35,12 @@ SUITE_VMEXIT = "virt"
 
 def import_openssl(path: PathLike, setup: str, target: str = UNKNOWN) -> list[Record]:
     """Records from a saved ``openssl speed -mr`` output
-    (:func:`~farm.bench.openssl.parse_speed_mr`)."""
+    (:func:`~farm.measure.openssl.parse_speed_mr`)."""
     return _import(path, setup, target, SUITE_OPENSSL, parse_speed_mr)
 
 
 def import_isal(path: PathLike, setup: str, target: str = UNKNOWN) -> list[Record]:
-    """Records from saved ISA-L perf lines (:func:`~farm.bench.isal.parse_perf`): isal_bench's
+    """Records from saved ISA-L perf lines (:func:`~farm.measure.isal.parse_perf`): isal_bench's
     output or an upstream ``perf_report_*.perf`` file; isal_bench's igzip corpus averages too."""
     return _import(path, setup, target, SUITE_ISAL, parse_isal)
 
@@ -53,7 +53,7 @@ def parse_isal(text: str) -> list[Measurement]:
 
 def import_vmexit(path: PathLike, setup: str, target: str = UNKNOWN) -> list[Record]:
     """Records from a saved kvm-unit-tests vmexit console
-    (:func:`~farm.bench.vmexit.parse_vmexit`)."""
+    (:func:`~farm.measure.vmexit.parse_vmexit`)."""
     return _import(path, setup, target, SUITE_VMEXIT, parse_vmexit)
 
 

@@ -39,8 +39,8 @@ from typing import Any, Callable, Iterable, Mapping
 
 import attrs
 
-from farm.bench import ImpossibleValue, check_measurements, iperf3
-from farm.bench.cpustat import cycles_utilisation
+from farm.measure import ImpossibleValue, check_measurements, iperf3
+from farm.measure.cpustat import cycles_utilisation
 from farm.errors import JobError, ParseError
 from farm.results.record import Measurement, Record, RunContext, parse_params, write_text_atomic
 
@@ -272,7 +272,7 @@ def import_iperf3(path: PathLike, *, setup: str, target: str = "unknown", arch: 
                   image: str = "unknown") -> list[Record]:
     """Records from a saved iperf3 client output: JSON (``-J``, the text begins with ``{``) or the
     human text of one or several runs pasted together, read by
-    :func:`farm.bench.iperf3.parse_json` / :func:`~farm.bench.iperf3.parse_text`.
+    :func:`farm.measure.iperf3.parse_json` / :func:`~farm.measure.iperf3.parse_text`.
 
     Benchmark ``iperf3``, suite ``network``, ``run_id`` ``import-<sha12 of the file>``, timestamp
     the file's modification time. Text runs keep their ``run=<n>`` param and get ``repeat`` = n.

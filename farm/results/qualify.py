@@ -59,7 +59,8 @@ import attrs
 
 from farm.errors import JobError
 from farm.results.junit import Case, write_junit
-from farm.results.record import FAILED_METRIC, Record, check_unique, impossible, key_params, write_text_atomic
+from farm.measure import impossible
+from farm.results.record import FAILED_METRIC, Record, check_unique, key_params, write_text_atomic
 from farm.results.report import human
 from farm.results.report import md_escape as _md
 from farm.results.stats import Summary, mann_whitney_u, median, ranges_overlap
@@ -78,7 +79,7 @@ _HIGHER_UNITS = {
 _LOWER_UNITS = {
     "ns", "us", "µs", "μs", "usec", "ms", "msec", "s", "sec", "seconds",
     "cycles", "cycle", "cycles/byte", "cycles/b", "cpb", "cycles/packet", "cycles/op",
-    "ticks", "ticks/byte",  # ISA-L's perf output (farm.bench.isal)
+    "ticks", "ticks/byte",  # ISA-L's perf output (farm.measure.isal)
 }
 _PERCENT_UNITS = {"percent", "%"}
 # a percentage is a loss or a utilisation (lower is better) only when the metric says so

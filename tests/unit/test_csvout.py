@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from farm.bench.iperf3 import parse_json
+from farm.measure.iperf3 import parse_json
 from farm.errors import ParseError
 from farm.results.csvout import append_records, read_records, write_records
 from farm.results.record import RECORD_FIELDS, Measurement, Record, RunContext

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from farm.bench import BenchmarkError, cpustat, echo
+from farm.bench import echo
+from farm.measure import BenchmarkError, cpustat
 from farm.bench.network import check_sweep
 from farm.errors import JobError, ParseError
 from farm.results.record import Record

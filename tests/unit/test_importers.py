@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from farm.bench import BenchmarkError
 from farm.errors import JobError, ParseError
+from farm.measure import BenchmarkError
 from farm.results.compare import compare, load_result_dir
 from farm.results.csvout import read_records
 from farm.results.importers import import_isal, import_openssl, import_vmexit, write_import

@@ -8,12 +8,12 @@ import math
 
 import pytest
 
-from farm.bench import BenchmarkError, ImpossibleValue, check_value
+from farm.measure import BenchmarkError, ImpossibleValue, Measurement, check_value, impossible
 from farm.bench.registry import BENCHMARKS, BenchmarkSpec
 from farm.errors import EXIT_TEST_FAILURE
 from farm.pipeline import Benchmark, Progress, RunDir, _run_benchmark
 from farm.results.csvout import read_records
-from farm.results.record import Measurement, RunContext, impossible
+from farm.results.record import RunContext
 
 
 @pytest.mark.parametrize("value, why", [(math.nan, "is NaN (not measured)"), (math.inf, "is infinite"),

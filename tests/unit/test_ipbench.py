@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from farm.bench import BenchmarkError
 from farm.errors import EXIT_JOB_ERROR, JobError, ParseError
+from farm.measure import BenchmarkError
 from farm.results.ipbench import (
     METRICS, WIDE_COLUMNS, import_iperf3, read_ipbench_csv, sweep_rows, write_wide_csv,
 )

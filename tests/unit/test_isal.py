@@ -1,4 +1,4 @@
-"""farm.bench.isal against real isal_bench output (tests/data/isal-perf-host.txt) and upstream's
+"""farm.measure.isal against real isal_bench output (tests/data/isal-perf-host.txt) and upstream's
 perf_print() line shapes."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from farm.bench import ImpossibleValue
-from farm.bench.isal import (CORPUS_FILE, IGZIP_TESTS, clock_of, corpus_average, corpus_sizes,
+from farm.measure import ImpossibleValue
+from farm.measure.isal import (CORPUS_FILE, IGZIP_TESTS, clock_of, corpus_average, corpus_sizes,
                              parse_clocks, parse_perf, perf_name)
 from farm.errors import ParseError
 

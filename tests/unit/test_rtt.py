@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from farm.bench import BenchmarkError
+from farm.measure import BenchmarkError
 from farm.bench.rtt import (
     RttStats, client_command, measure_rtt, parse_sockperf, parse_sockperf_log, rtt_stats,
     server_command, strip_ansi,

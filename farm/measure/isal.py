@@ -27,9 +27,9 @@ import math
 import re
 from typing import Any, Mapping
 
-from farm.bench import ImpossibleValue, merge_params
 from farm.errors import ParseError
-from farm.results.record import Measurement
+from farm.measure import ImpossibleValue, Measurement, merge_params
+from farm.measure.clock import Clock, combined_clock
 
 BENCHMARK = "isal"
 MB = 1_000_000  # ISA-L's perf_print(): total_units / (1000000 * seconds)
@@ -139,13 +139,11 @@ def _split_name(name: str) -> tuple[str, str | None]:
 
 
 
-def parse_clocks(text: str) -> dict[str, "Clock"]:
+def parse_clocks(text: str) -> dict[str, Clock]:
     """isal_bench's ``<test>: cpufreq cpu=N before_khz=X after_khz=Y`` lines: the clock of the
     CPU each test ran on, read right before and right after its timed part, by test name as
     printed (``crc32_ieee_cold``, ``igzip_file_perf@GPL-3``). A test without such a line (no
     cpufreq on the target) is absent. A test named twice raises :class:`ParseError`."""
-    from farm.results.cycles import Clock
-
     clocks: dict[str, Clock] = {}
     for number, raw in enumerate(text.splitlines(), start=1):
         match = _CPUFREQ.match(raw.strip())
@@ -201,12 +199,10 @@ def perf_name(m: Measurement) -> str:
     return f"{name}@{m.params['file']}" if "file" in m.params else name
 
 
-def clock_of(m: Measurement, clocks: Mapping[str, "Clock"]) -> "Clock | None":
+def clock_of(m: Measurement, clocks: Mapping[str, Clock]) -> "Clock | None":
     """The clock around measurement ``m``; for a corpus average, the files' clocks together: the
     lowest and the highest of their readings when they differ by more than the tolerance (so the
     average is warned about too), else the means. None when a clock is missing."""
-    from farm.results.cycles import combined_clock
-
     if m.params.get("file") != CORPUS_FILE:
         return clocks.get(perf_name(m))
     prefix = f"{m.params['function']}@"

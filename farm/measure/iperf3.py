@@ -34,9 +34,8 @@ from typing import Any, Mapping
 
 import attrs
 
-from farm.bench import BenchmarkError, check_value, merge_params
 from farm.errors import JobError, ParseError
-from farm.results.record import Measurement
+from farm.measure import BenchmarkError, Measurement, check_value, merge_params
 
 BENCHMARK = "iperf3"
 PROTOCOLS = ("tcp", "udp")

@@ -10,9 +10,8 @@ import re
 import shlex
 from typing import Any, Mapping, Sequence
 
-from farm.bench import BenchmarkError, check_value, merge_params
 from farm.errors import JobError, ParseError
-from farm.results.record import Measurement
+from farm.measure import BenchmarkError, Measurement, check_value, merge_params
 
 BENCHMARK = "openssl-speed"
 _ALGORITHM = re.compile(r"^[a-z0-9-]+$")

@@ -35,9 +35,8 @@ from typing import Any, Mapping
 
 import attrs
 
-from farm.bench import ImpossibleValue, merge_params
 from farm.errors import ParseError
-from farm.results.record import Measurement
+from farm.measure import ImpossibleValue, Measurement, merge_params
 
 BENCHMARK = "vmexit"
 _NAME = r"(?:[A-Za-z0-9_.-]+:)?[A-Za-z][A-Za-z0-9_-]*"
