@@ -38,6 +38,7 @@ import attrs
 
 from farm.errors import JobError, ParseError
 from farm.measure import BenchmarkError, Measurement, check_value
+from farm.measure.ipbench import BENCHMARK as SWEEP
 
 TOOL = "farm_load"
 RESPONDER = "farm_echo"
@@ -88,7 +89,7 @@ class LoadResult:
     lost: int
     clients: tuple[ClientCounts, ...]
 
-    def measurements(self, params: Mapping[str, Any] | None = None, *, benchmark: str = "sweep") -> list[Measurement]:
+    def measurements(self, params: Mapping[str, Any] | None = None, *, benchmark: str = SWEEP) -> list[Measurement]:
         """The sweep point's metrics under ``params`` (plus ``method`` and ``n``)."""
         point = {**(params or {}), "method": METHOD, "n": self.samples}
         values = (("requested_throughput", self.requested, "bit/s"), ("sent_throughput", self.send, "bit/s"),

@@ -71,6 +71,7 @@ import attrs
 
 from farm.errors import JobError, ParseError
 from farm.measure import BenchmarkError, Measurement, check_value
+from farm.measure.ipbench import BENCHMARK as SWEEP
 
 TOOL = "sockperf"
 DEFAULT_PORT = 11111  # sockperf's own default
@@ -92,7 +93,7 @@ class RttStats:
     samples: int
 
     def measurements(self, params: Mapping[str, Any] | None = None, *,
-                     benchmark: str = "sweep") -> list[Measurement]:
+                     benchmark: str = SWEEP) -> list[Measurement]:
         """The five ``rtt_*`` metrics (unit ``us``) of a sweep point, under ``params``."""
         values = (("rtt_min", self.min_us), ("rtt_avg", self.avg_us), ("rtt_max", self.max_us),
                   ("rtt_stdev", self.stdev_us), ("rtt_median", self.median_us))

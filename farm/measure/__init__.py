@@ -92,3 +92,10 @@ def check_measurements(tool: str, measurements: Iterable[Measurement]) -> list[M
         check_value(tool, f"{m.benchmark} {m.metric}{f'[{params}]' if params else ''} = {m.value!r} {m.unit}:",
                     m.value)
     return out
+
+
+# which way a unit is better, for farm qualify (the registrations declare it per unit:
+# farm.bench.registry); a unit of no known direction is compared, never a regression
+HIGHER_IS_BETTER = 1
+LOWER_IS_BETTER = -1
+UNKNOWN_DIRECTION = 0

@@ -384,3 +384,9 @@ def _whole_seconds(name: str, value: float, minimum: int, maximum: int) -> str:
         raise JobError(f"iperf3 {name} {value!r}: expected whole seconds, {minimum}-{maximum} "
                        "(iperf3 truncates fractions and refuses more)")
     return str(int(value))
+
+
+def parse_output(text: str, *, params: Mapping[str, Any] | None = None) -> list[Measurement]:
+    """A saved iperf3 client output of either kind: JSON (``-J``, the text begins with ``{``,
+    :func:`parse_json`) or the human text of one or several runs pasted together (:func:`parse_text`)."""
+    return (parse_json if text.lstrip().startswith("{") else parse_text)(text, params=params)

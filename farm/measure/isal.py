@@ -29,7 +29,7 @@ from typing import Any, Mapping
 
 from farm.errors import ParseError
 from farm.measure import ImpossibleValue, Measurement, merge_params
-from farm.measure.clock import Clock, combined_clock
+from farm.measure.clock import Clock, combined_clock, measured_cycles_per_byte
 
 BENCHMARK = "isal"
 MB = 1_000_000  # ISA-L's perf_print(): total_units / (1000000 * seconds)
@@ -210,3 +210,19 @@ def clock_of(m: Measurement, clocks: Mapping[str, Clock]) -> "Clock | None":
     if not mine or len(mine) != m.params.get("files"):
         return None
     return combined_clock(mine)
+
+
+def isal_measurements(text: str) -> list[Measurement]:
+    """Throughput (per test, and the corpus averages) and measured cycles/byte from isal_bench's
+    output or an upstream ``perf_report`` (pure): what a live run records and ``farm import isal``
+    imports."""
+    measurements = parse_perf(text)
+    measurements += corpus_average(measurements, corpus_sizes(text))
+    clocks = parse_clocks(text)
+    cycles = []
+    for m in measurements:
+        clock = clock_of(m, clocks)
+        sibling = measured_cycles_per_byte(m, clock) if clock else None
+        if sibling:
+            cycles.append(sibling)
+    return measurements + cycles

@@ -191,7 +191,8 @@ def test_clock_lines_are_read_by_test_name():
 
 # --- the suite: command line and records ---------------------------------------------------------
 
-from farm.bench.crypto import DEFAULT_CORPUS, isal_command, isal_measurements  # noqa: E402
+from farm.bench.crypto import DEFAULT_CORPUS, isal_command  # noqa: E402
+from farm.measure.isal import isal_measurements  # noqa: E402
 from farm.errors import JobError  # noqa: E402
 
 
@@ -234,7 +235,7 @@ def test_live_records_join_an_imported_perf_report_in_compare(tmp_path):
     """The lab's `make perf_report` lines (upstream's names and perf_print format) and a live
     isal_bench run share (suite, benchmark, params, metric, unit), so compare puts them in one row."""
     from farm.results.compare import compare
-    from farm.results.importers import import_isal
+    from farm.results.importers import import_file
     from farm.results.record import RunContext
 
     report = tmp_path / "perf_report_lab_241101.perf"
@@ -244,7 +245,7 @@ def test_live_records_join_an_imported_perf_report_in_compare(tmp_path):
         "crc32_ieee_warm: runtime =    3000092 usecs, bandwidth 19662 MB in 3.0001 sec = 6553.80 MB/s",
         "erasure_code_decode_cold: runtime =    3000405 usecs, bandwidth 1637 MB in 3.0004 sec = 545.60 MB/s",
     ]) + "\n")
-    lab = import_isal(report, "lab-2024", target="maaxboard")
+    lab = import_file("isal", report, setup="lab-2024", target="maaxboard")
     context = RunContext(run_id="r1", target="maaxboard-twin", arch="arm64", setup="twin", image="img",
                          suite="storage")
     live = [context.record(m) for m in isal_measurements(TWIN)]
