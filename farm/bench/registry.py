@@ -163,28 +163,45 @@ REGISTRATIONS: tuple[BenchmarkSpec, ...] = (
 )
 
 
-def _by_name(specs: Sequence[BenchmarkSpec]) -> dict[str, BenchmarkSpec]:
-    named: dict[str, BenchmarkSpec] = {}
-    for spec in specs:
-        if spec.name in named:
-            raise ValueError(f"two registrations of benchmark {spec.name!r}")
-        named[spec.name] = spec
-    return named
-
-
 #: every registered benchmark by name
-REGISTERED: dict[str, BenchmarkSpec] = _by_name(REGISTRATIONS)
+REGISTERED: dict[str, BenchmarkSpec] = {}
 #: the benchmarks a pipeline can name: those that run on a target
-BENCHMARKS: dict[str, BenchmarkSpec] = {name: spec for name, spec in REGISTERED.items() if spec.run is not None}
+BENCHMARKS: dict[str, BenchmarkSpec] = {}
 #: ``farm import`` kinds: name -> (the benchmark, its importer)
 IMPORTERS: dict[str, tuple[BenchmarkSpec, Importer]] = {}
+
+
+def register(spec: BenchmarkSpec) -> BenchmarkSpec:
+    """Add ``spec`` to the indexes above (a second benchmark or importer of one name is a ValueError:
+    a programming error, found when farm is imported)."""
+    if spec.name in REGISTERED:
+        raise ValueError(f"two registrations of benchmark {spec.name!r}")
+    taken = [i.name for i in spec.importers if i.name in IMPORTERS]
+    if taken or len({i.name for i in spec.importers}) != len(spec.importers):
+        raise ValueError(f"benchmark {spec.name!r}: importer name taken: {taken or [i.name for i in spec.importers]}")
+    REGISTERED[spec.name] = spec
+    if spec.run is not None:
+        BENCHMARKS[spec.name] = spec
+    IMPORTERS.update({i.name: (spec, i) for i in spec.importers})
+    return spec
+
+
+def unregister(name: str) -> None:
+    """Remove benchmark ``name`` from the indexes (for tests that register one of their own)."""
+    spec = REGISTERED.pop(name)
+    BENCHMARKS.pop(name, None)
+    for i in spec.importers:
+        IMPORTERS.pop(i.name, None)
+
+
 for _spec in REGISTRATIONS:
-    for _importer in _spec.importers:
-        if _importer.name in IMPORTERS:
-            raise ValueError(f"two importers named {_importer.name!r}")
-        IMPORTERS[_importer.name] = (_spec, _importer)
-del _spec, _importer
-SUITES: tuple[str, ...] = tuple(dict.fromkeys(spec.suite for spec in REGISTRATIONS))
+    register(_spec)
+del _spec
+
+
+def suites() -> tuple[str, ...]:
+    """The suites of the registered benchmarks, in registration order."""
+    return tuple(dict.fromkeys(spec.suite for spec in REGISTERED.values()))
 
 
 def importer(name: str) -> tuple[BenchmarkSpec, Importer]:
