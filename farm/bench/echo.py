@@ -115,7 +115,7 @@ def parse_load(text: str) -> LoadResult:
     Raises :class:`~farm.errors.ParseError` naming the line for a malformed line or value, a
     second ``result`` line (two runs pasted together), no ``result`` line (the run was cut short)
     or per-client counts that do not add up to the result. Zero samples is
-    :class:`~farm.bench.BenchmarkError` (nothing came back: is the responder running?).
+    :class:`~farm.measure.BenchmarkError` (nothing came back: is the responder running?).
     """
     result: tuple[int, dict[str, float]] | None = None
     clients: list[ClientCounts] = []

@@ -93,7 +93,7 @@ def parse_json(text: str, *, params: Mapping[str, Any] | None = None) -> list[Me
     which had only ``end.sum`` for UDP.
 
     A document with an ``"error"`` key (e.g. "unable to connect to server: Connection refused")
-    raises :class:`~farm.bench.BenchmarkError` with iperf3's message. Note iperf3 3.12 exits 0 in
+    raises :class:`~farm.measure.BenchmarkError` with iperf3's message. Note iperf3 3.12 exits 0 in
     that case when ``-J`` is given, so this check is the one that catches it. Text that is not
     JSON raises :class:`~farm.errors.ParseError` naming the line.
     """
@@ -275,7 +275,7 @@ def parse_text(text: str, *, params: Mapping[str, Any] | None = None) -> list[Me
     runs stay distinct records. The text rounds to 3 digits; prefer :func:`parse_json` when
     you control the command. UDP loss is recomputed from lost/total (the printed percent is
     ``%.2g``). ``--bidir`` runs give both directions (param ``bidir``); an ``iperf3: error - ...`` line raises
-    :class:`~farm.bench.BenchmarkError`.
+    :class:`~farm.measure.BenchmarkError`.
     """
     runs: list[_Run] = []
     state = "outside"  # "outside" | "summary" | "server" (skipping --get-server-output)
@@ -327,7 +327,7 @@ def _read_summary_line(run: _Run, number: int, line: str) -> None:
 
 def _loss_percent(number: int, lost: str, total: str, printed: str) -> float:
     """Lost / total datagrams in percent; a negative count (reordering) or a NaN (nothing sent)
-    is not a loss that can be measured: :class:`~farm.bench.ImpossibleValue` naming the line."""
+    is not a loss that can be measured: :class:`~farm.measure.ImpossibleValue` naming the line."""
     if int(total):
         loss = 100.0 * int(lost) / int(total)
     else:

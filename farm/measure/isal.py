@@ -76,7 +76,7 @@ def parse_perf(text: str, *, params: Mapping[str, Any] | None = None) -> list[Me
     timestamp) are ignored: headers, "Start timed tests", make's chatter. A line with it that
     does not end like a perf line or measures a function and mode already measured higher up
     raises :class:`~farm.errors.ParseError` naming its line; one whose rate is not a finite
-    positive number raises :class:`~farm.bench.ImpossibleValue` naming its line: a duplicate would otherwise count twice in
+    positive number raises :class:`~farm.measure.ImpossibleValue` naming its line: a duplicate would otherwise count twice in
     medians. (make's terminal output during ``perf_report`` repeats every line under "Summary:";
     read the ``perf_report_*.perf`` file it writes instead.) Output with no perf line gives
     ``[]``: the caller knows whether it expected some.

@@ -45,7 +45,7 @@ def parse_speed_mr(text: str, *, params: Mapping[str, Any] | None = None) -> lis
     per key size, not throughput per block, and the benchmarks here use ``-evp`` ciphers and
     digests only. Other ``+`` lines are ignored. A malformed ``+H``/``+F`` line raises
     :class:`~farm.errors.ParseError` naming its line; output with no result line at all raises
-    :class:`~farm.bench.BenchmarkError` with openssl's ``speed: ...`` message if there is one.
+    :class:`~farm.measure.BenchmarkError` with openssl's ``speed: ...`` message if there is one.
     """
     blocks: list[int] | None = None
     seen: dict[tuple[str, int], int] = {}  # (algorithm, block) -> line, to refuse duplicates

@@ -70,7 +70,7 @@ def read_vmexit(text: str, *, params: Mapping[str, Any] | None = None) -> Vmexit
     Each ``<test> <n>`` line gives metric ``cycles`` in ``cycles`` with params ``test``; an
     ``ipi``/``eoi`` sub-line gives the same with params ``test`` and ``part`` (``ipi`` or
     ``eoi``), all merged over ``params``. A negative value raises
-    :class:`~farm.bench.ImpossibleValue` naming the line: vmexit casts the per-iteration TSC
+    :class:`~farm.measure.ImpossibleValue` naming the line: vmexit casts the per-iteration TSC
     delta to ``int``, so it means the delta overflowed (more than 2^31 cycles per iteration) or
     the TSC went backwards, and no median may count it.
 

@@ -53,8 +53,36 @@ def test_read_sample_gives_live_sweep_records():
     assert first["requested_throughput"].value == 10_000_000.0
 
 
-def test_import_is_reproducible():
-    assert import_file("ipbench", SAMPLE, setup="x") == import_file("ipbench", SAMPLE, setup="x")
+def test_the_same_capture_imports_to_the_same_results_wherever_it_lies(tmp_path):
+    """Two copies of one capture, at other paths and imported at other times, give byte-identical
+    results.csv (run id from the content,
+    timestamp from the file's mtime); one changed value gives another run id."""
+    import csv
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    sample = SAMPLE
+    first, second = tmp_path / "a" / "lab.csv", tmp_path / "b" / "other-name.csv"
+    for copy in (first, second):
+        copy.parent.mkdir()
+        shutil.copyfile(sample, copy)
+        os.utime(copy, ns=(1_700_000_000_000_000_000, 1_700_000_000_000_000_000))
+    outs = []
+    for i, copy in enumerate((first, second)):
+        out = tmp_path / f"out{i}"
+        proc = subprocess.run([sys.executable, "-m", "farm.cli", "import", "ipbench", str(copy), "--setup", "lab",
+                               "--out", str(out)], capture_output=True, text=True, cwd=Path(__file__).resolve().parents[2])
+        assert proc.returncode == 0, proc.stderr
+        outs.append((out / "results.csv").read_bytes())
+    assert outs[0] == outs[1]
+    rows = list(csv.DictReader(outs[0].decode().splitlines()))
+    assert {r["timestamp"] for r in rows} == {"2023-11-14T22:13:20.000+00:00"}
+    changed = tmp_path / "changed.csv"
+    changed.write_text(sample.read_text().replace("9995659", "9995658", 1))
+    assert {r.run_id for r in import_file("ipbench", changed, setup="lab")} != {rows[0]["run_id"]}
+    assert [r.value for r in import_file("ipbench", changed, setup="lab")][:3] != [float(r["value"]) for r in rows[:3]]
 
 
 def test_missing_column_names_file_and_column():
