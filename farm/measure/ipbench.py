@@ -113,7 +113,7 @@ def parse_csv(text: str, *, cpu_fraction: bool = False,
             values["CPU_Utilisation"] *= 100.0
         point = (values["Requested_Throughput"], values["Packet_Size"])
         repeat = seen[point] = seen.get(point, -1) + 1
-        params = {"requested": _text(point[0]), "packet_size": _text(point[1]), "method": IMPORT_METHOD}
+        params = {"requested": number_text(point[0]), "packet_size": number_text(point[1]), "method": IMPORT_METHOD}
         found += [(repeat, Measurement(BENCHMARK, metric, values[column], unit, params))
                   for column, (metric, unit) in METRICS.items() if column in values]
     return found
@@ -154,6 +154,6 @@ def _number(line: int, column: str, text: str, *, first: bool) -> float:
     return value
 
 
-def _text(value: float) -> str:
+def number_text(value: float) -> str:
     """Whole numbers as integers (``requested=100000000``, as a live sweep writes them)."""
     return str(int(value)) if value.is_integer() else repr(value)

@@ -62,8 +62,10 @@ def import_file(kind: str, path: PathLike, *, setup: str, target: str = UNKNOWN,
     try:
         captured = list(imp.read(text, options))
         check_measurements(spec.name, (m for _, m in captured))
-    except (ParseError, JobError) as e:
-        raise type(e)(f"{path}: {e}") from None
+    except ParseError as e:
+        raise ParseError(f"{path}: {e}") from None
+    except JobError as e:  # a header the importer cannot use (ipbench: a missing column)
+        raise JobError(f"{path}: {e}") from None
     except ImpossibleValue as e:  # bad input, not a failed benchmark: exit 2 naming file and line
         raise ParseError(f"{path}: {e.message}") from None
     except BenchmarkError as e:  # the capture is of a failed run, e.g. openssl's "speed: ..."

@@ -16,7 +16,7 @@ import os
 from typing import Any, Iterable, Mapping
 
 from farm.errors import JobError
-from farm.measure.ipbench import BENCHMARK, IMPORT_METHOD, METRICS, WIDE_COLUMNS, _text  # noqa: F401
+from farm.measure.ipbench import BENCHMARK, METRICS, WIDE_COLUMNS, number_text
 from farm.results.record import Record, parse_params, write_text_atomic
 
 PathLike = str | os.PathLike[str]
@@ -56,7 +56,7 @@ def sweep_rows(records: Iterable[Record]) -> list[dict[str, float | None]]:
             continue  # loss, jitter, ...: not part of the wide form
         first = origin.setdefault((key, column), record)
         if first is not record and first.value != record.value:
-            raise JobError(f"sweep point requested={_text(requested)}: two values of {record.metric} "
+            raise JobError(f"sweep point requested={number_text(requested)}: two values of {record.metric} "
                            f"({first.value} from run {first.run_id} setup {first.setup} repeat "
                            f"{first.repeat}, {record.value} from run {record.run_id} setup "
                            f"{record.setup} repeat {record.repeat}); pass one run's records")
