@@ -59,10 +59,10 @@ from typing import Iterable, Mapping, Sequence
 
 import attrs
 
-from farm.errors import JobError
-from farm.results.junit import Case, write_junit
 from farm.bench import registry
+from farm.errors import JobError
 from farm.measure import HIGHER_IS_BETTER, LOWER_IS_BETTER, UNKNOWN_DIRECTION, impossible
+from farm.results.junit import Case, write_junit
 from farm.results.record import FAILED_METRIC, Record, check_unique, key_params, write_text_atomic
 from farm.results.report import human
 from farm.results.report import md_escape as _md

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from farm.measure.cpustat import CpuTimes, cycles_utilisation, parse_proc_stat, utilisation
 from farm.errors import ParseError
+from farm.measure.cpustat import CpuTimes, cycles_utilisation, parse_proc_stat, utilisation
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 

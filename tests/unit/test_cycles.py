@@ -69,8 +69,8 @@ def test_metric_names():
 
 # --- per process, and the clock read around each measurement ---------------------------------
 
+from farm.measure import Measurement  # noqa: E402
 from farm.measure.clock import Clock, measured_cycles_per_byte, processes  # noqa: E402
-from farm.results.record import Measurement  # noqa: E402
 
 
 def test_multi_process_throughput_is_per_process():

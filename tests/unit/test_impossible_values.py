@@ -8,9 +8,9 @@ import math
 
 import pytest
 
-from farm.measure import BenchmarkError, ImpossibleValue, Measurement, check_value, impossible
 from farm.bench.registry import BENCHMARKS, BenchmarkSpec
 from farm.errors import EXIT_TEST_FAILURE
+from farm.measure import BenchmarkError, ImpossibleValue, Measurement, check_value, impossible
 from farm.pipeline import Benchmark, Progress, RunDir, _run_benchmark
 from farm.results.csvout import read_records
 from farm.results.record import RunContext

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from farm.errors import ParseError
 from farm.measure import ImpossibleValue
 from farm.measure.isal import (CORPUS_FILE, IGZIP_TESTS, clock_of, corpus_average, corpus_sizes,
                              parse_clocks, parse_perf, perf_name)
-from farm.errors import ParseError
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 HOST = (DATA / "isal-perf-host.txt").read_text()
@@ -192,8 +192,8 @@ def test_clock_lines_are_read_by_test_name():
 # --- the suite: command line and records ---------------------------------------------------------
 
 from farm.bench.crypto import DEFAULT_CORPUS, isal_command  # noqa: E402
-from farm.measure.isal import isal_measurements  # noqa: E402
 from farm.errors import JobError  # noqa: E402
+from farm.measure.isal import isal_measurements  # noqa: E402
 
 
 def test_command_names_the_corpus_and_quotes_an_empty_filter():

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from farm.errors import JobError, ParseError
 from farm.measure import BenchmarkError
 from farm.measure.openssl import parse_speed_mr, speed_command
-from farm.errors import JobError, ParseError
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 AES = (DATA / "openssl-aes-128-gcm-mr.txt").read_text()

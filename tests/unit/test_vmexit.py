@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from farm.errors import ParseError
 from farm.measure import ImpossibleValue
 from farm.measure.vmexit import parse_vmexit, read_vmexit
-from farm.errors import ParseError
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 CONSOLE = (DATA / "vmexit-x86.txt").read_text()
