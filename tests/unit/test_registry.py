@@ -264,3 +264,24 @@ def test_once_and_by_param_number_the_repeats():
     ms = [Measurement("b", "m", 1.0, "u", {"run": 2}), Measurement("b", "m", 2.0, "u", {})]
     assert [r for r, _ in once(lambda text: ms)("", None)] == [0, 0]
     assert [r for r, _ in by_param(lambda text: ms, "run")("", None)] == [2, 0]
+
+
+def test_measure_sits_below_bench_and_bench_below_results():
+    """The layering that ends the bench <-> results import cycle, checked in a fresh interpreter:
+    farm.measure loads neither farm.bench nor farm.results; farm.bench (the registrations with their
+    run functions) does not load farm.results; and none of them loads labgrid (the CLI reads the
+    registrations for its choices, and `farm --help` stays quick)."""
+    check = """
+import importlib, pkgutil, sys
+import farm.measure
+for m in pkgutil.iter_modules(farm.measure.__path__, "farm.measure."):
+    importlib.import_module(m.name)
+loaded = lambda prefix: sorted(n for n in sys.modules if n == prefix or n.startswith(prefix + "."))
+assert not loaded("farm.bench") and not loaded("farm.results"), loaded("farm.bench") + loaded("farm.results")
+import farm.bench.registry
+assert not loaded("farm.results"), loaded("farm.results")
+assert not loaded("labgrid"), loaded("labgrid")[:3]
+print("layered")
+"""
+    proc = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, cwd=ROOT)
+    assert proc.stdout.strip() == "layered", proc.stderr
