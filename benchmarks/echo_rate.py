@@ -38,7 +38,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from farm.bench import echo  # noqa: E402
-from farm.bench.iperf3 import parse_json  # noqa: E402
+from farm.measure.iperf3 import parse_json  # noqa: E402
 
 
 def free_udp_port() -> int:

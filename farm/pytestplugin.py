@@ -181,7 +181,8 @@ def farm_target(request, env, target, farm_image, farm_results):
 def farm_record(request, env, target, farm_results) -> Callable[..., None]:
     """``farm_record(metric, value, unit, params=None, benchmark=None)``: one measured value."""
     from .results.csvout import append_records
-    from .results.record import Measurement, RunContext, impossible
+    from .measure import Measurement, impossible
+    from .results.record import RunContext
 
     arch = str(env.config.get_target_option(target.name, "arch", "unknown"))
     context = RunContext(run_id=farm_results.run_id, target=target.name, arch=arch, setup="default",

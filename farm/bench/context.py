@@ -2,24 +2,26 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import attrs
-from labgrid.driver.exception import ExecutionError
 
-from ..boot.facts import TargetFacts
-from ..boot.network import reach
-from . import BenchmarkError
+from ..measure import BenchmarkError
+
+if TYPE_CHECKING:
+    from ..boot.facts import TargetFacts
 
 
 @attrs.define
 class BenchContext:
     booted: object  # farm.boot.session.BootedTarget
-    facts: TargetFacts
+    facts: "TargetFacts"
     say: Callable[[str], None] = lambda text: None  # live progress, e.g. one line per sweep point
 
     def run(self, command: str, *, timeout: float = 60, tool: str = "target") -> list[str]:
         """Run on the target's shell; a non-zero exit is a :class:`BenchmarkError` with the output."""
+        from labgrid.driver.exception import ExecutionError  # labgrid loads in ~0.3 s: not for `farm --help`
+
         try:
             return self.booted.shell.run_check(command, timeout=timeout)
         except ExecutionError as exc:
@@ -28,6 +30,8 @@ class BenchContext:
 
     def reach(self, port: int, protos: tuple[str, ...] = ("tcp",)) -> tuple[str, int]:
         """(host, port) at which the lab host reaches ``port`` on the target."""
+        from ..boot.network import reach
+
         if not self.facts.address:
             raise BenchmarkError("network", "the target has no IPv4 address (did DHCP answer? see the console log)")
         return reach(self.booted.target, self.facts.address, port, protos)

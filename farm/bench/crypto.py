@@ -7,9 +7,8 @@ import shlex
 from typing import Any, Mapping
 
 from ..errors import JobError
-from ..results.cycles import cpufreq_clock, measured_cycles_per_byte
-from ..results.record import Measurement
-from . import isal, openssl
+from ..measure import Measurement, isal, openssl
+from ..measure.clock import cpufreq_clock, measured_cycles_per_byte
 from .context import BenchContext
 
 
@@ -101,19 +100,4 @@ def run_isal(ctx: BenchContext, params: Mapping[str, Any]) -> list[Measurement]:
     command = isal_command(params)
     tests = _TESTS_FIXED + _TESTS_PER_FILE * len(params.get("corpus", DEFAULT_CORPUS))
     lines = ctx.run(command, timeout=tests * (seconds * 3 + 10) + 120, tool="isal_bench")
-    return isal_measurements("\n".join(lines))
-
-
-def isal_measurements(text: str) -> list[Measurement]:
-    """Throughput (per test, and the corpus averages) and measured cycles/byte from isal_bench's
-    output (pure)."""
-    measurements = isal.parse_perf(text)
-    measurements += isal.corpus_average(measurements, isal.corpus_sizes(text))
-    clocks = isal.parse_clocks(text)
-    cycles = []
-    for m in measurements:
-        clock = isal.clock_of(m, clocks)
-        sibling = measured_cycles_per_byte(m, clock) if clock else None
-        if sibling:
-            cycles.append(sibling)
-    return measurements + cycles
+    return isal.isal_measurements("\n".join(lines))

@@ -36,9 +36,9 @@ from typing import Any, Callable, Mapping
 
 import attrs
 
-from farm.bench import BenchmarkError, check_value
 from farm.errors import JobError, ParseError
-from farm.results.record import Measurement
+from farm.measure import BenchmarkError, Measurement, check_value
+from farm.measure.ipbench import BENCHMARK as SWEEP
 
 TOOL = "farm_load"
 RESPONDER = "farm_echo"
@@ -89,7 +89,7 @@ class LoadResult:
     lost: int
     clients: tuple[ClientCounts, ...]
 
-    def measurements(self, params: Mapping[str, Any] | None = None, *, benchmark: str = "sweep") -> list[Measurement]:
+    def measurements(self, params: Mapping[str, Any] | None = None, *, benchmark: str = SWEEP) -> list[Measurement]:
         """The sweep point's metrics under ``params`` (plus ``method`` and ``n``)."""
         point = {**(params or {}), "method": METHOD, "n": self.samples}
         values = (("requested_throughput", self.requested, "bit/s"), ("sent_throughput", self.send, "bit/s"),
@@ -115,7 +115,7 @@ def parse_load(text: str) -> LoadResult:
     Raises :class:`~farm.errors.ParseError` naming the line for a malformed line or value, a
     second ``result`` line (two runs pasted together), no ``result`` line (the run was cut short)
     or per-client counts that do not add up to the result. Zero samples is
-    :class:`~farm.bench.BenchmarkError` (nothing came back: is the responder running?).
+    :class:`~farm.measure.BenchmarkError` (nothing came back: is the responder running?).
     """
     result: tuple[int, dict[str, float]] | None = None
     clients: list[ClientCounts] = []

@@ -19,8 +19,9 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Mapping
 
 from ..errors import JobError
-from ..results.record import Measurement
-from . import BenchmarkError, cpustat, echo, iperf3, rtt
+from ..measure import BenchmarkError, Measurement, cpustat, iperf3
+from ..measure.ipbench import BENCHMARK as SWEEP
+from . import echo, rtt
 from .context import BenchContext
 
 IPERF3_PORT = 5201
@@ -186,10 +187,10 @@ def run_echo_sweep(ctx: BenchContext, params: Mapping[str, Any], *,
         tagged = {**point, "method": echo.METHOD, "n": result.samples}
         (_, before), (_, after) = edges["start"], edges["end"]
         cpu = cpustat.utilisation(before["cpu"], after["cpu"])
-        found.append(Measurement("sweep", "cpu_utilisation", cpu, "percent", tagged))
+        found.append(Measurement(SWEEP, "cpu_utilisation", cpu, "percent", tagged))
         for core in sorted((c for c in before if c != "cpu"), key=lambda c: int(c[3:])):
             if core in after:
-                found.append(Measurement("sweep", f"{core}_utilisation",
+                found.append(Measurement(SWEEP, f"{core}_utilisation",
                                          cpustat.utilisation(before[core], after[core]), "percent", tagged))
         measurements += found
         ctx.say(f"  sweep {load:g} Mb/s: sent {result.send / 1e6:.1f}, received {result.receive / 1e6:.1f} Mb/s, "
@@ -244,12 +245,12 @@ def run_iperf3_sweep(ctx: BenchContext, params: Mapping[str, Any]) -> list[Measu
             stats = probe.result()
         after = _cpu_times(ctx)
         found = iperf3.parse_json(output, params=point)
-        measurements.append(Measurement("sweep", "requested_throughput", load * 1e6, "bit/s", point))
-        measurements += [Measurement("sweep", m.metric, m.value, m.unit, point) for m in found
+        measurements.append(Measurement(SWEEP, "requested_throughput", load * 1e6, "bit/s", point))
+        measurements += [Measurement(SWEEP, m.metric, m.value, m.unit, point) for m in found
                          if m.metric in ("sent_throughput", "received_throughput", "loss", "jitter")]
         measurements += stats.measurements({**point, "n": stats.samples})
         cpu = cpustat.utilisation(before, after)
-        measurements.append(Measurement("sweep", "cpu_utilisation", cpu, "percent", point))
+        measurements.append(Measurement(SWEEP, "cpu_utilisation", cpu, "percent", point))
         received = next((m.value for m in found if m.metric == "received_throughput"), 0.0)
         ctx.say(f"  sweep {load:g} Mb/s: received {received / 1e6:.1f} Mb/s, RTT median {stats.median_us:.0f} us "
                 f"(max {stats.max_us:.0f}), CPU {cpu:.0f} %")

@@ -1,47 +1,219 @@
-"""The benchmarks a pipeline can name, with their suite and the parameters they accept."""
+"""The benchmarks farm knows: one registration each, from which everything that lists them derives.
+
+A :class:`BenchmarkSpec` says all farm needs to know of a benchmark: its name and suite, how it runs
+on a booted target (``run``), the parameters a pipeline may give it and their check, its pure
+parsers, how ``farm import`` reads a captured output of it (:class:`Importer`), which way each of
+its units is better (for ``farm qualify``), whether its throughputs get cycles/byte, and the ports
+it needs on the target. The pipeline file's benchmark names (:data:`BENCHMARKS`), ``farm import``'s
+kinds (:data:`IMPORTERS`), qualify's directions (:func:`direction`) and ``--frequency``'s
+cycles/byte all read these registrations; no other module lists benchmarks or suites.
+
+Adding a benchmark: a parser (in :mod:`farm.measure`), a run function (in a suite module here),
+one :class:`BenchmarkSpec` in :data:`REGISTRATIONS`, and their tests.
+"""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+import sys
+from typing import Any, Callable, Mapping, Sequence
 
 import attrs
 
-from ..results.record import Measurement
-from . import check_measurements
+from ..errors import JobError
+from ..measure import (HIGHER_IS_BETTER, LOWER_IS_BETTER, UNKNOWN_DIRECTION, Measurement, check_measurements,
+                       ipbench, iperf3, isal, openssl, vmexit)
+from . import echo, rtt
 from .context import BenchContext
 from .crypto import isal_command, openssl_runs, run_isal, run_openssl_speed
-from .network import check_sweep, iperf3_argv, run_iperf3, run_sweep
+from .network import IPERF3_PORT, SOCKPERF_PORT, check_sweep, iperf3_argv, run_iperf3, run_sweep
+
+RunFunction = Callable[[BenchContext, Mapping[str, Any]], list[Measurement]]
+Parser = Callable[[str], list[Measurement]]
+
+# the suites: the first part of a benchmark's testcase name (crypto.openssl-speed) and of its metrics
+NETWORK, CRYPTO, STORAGE, VIRT = "network", "crypto", "storage", "virt"
 
 
-def _checked(name: str, run: Callable[[BenchContext, Mapping[str, Any]], list[Measurement]]):
+def _checked(name: str, run: RunFunction | None) -> RunFunction | None:
     """``run``, whose measurements are all checked: an impossible value (NaN, infinite, negative)
-    is an :class:`~farm.bench.ImpossibleValue`, so the runner records a failed benchmark, not the value."""
+    is an :class:`~farm.measure.ImpossibleValue`, so the runner records a failed benchmark, not the value."""
+    if run is None:
+        return None
+
     def checked(ctx: BenchContext, params: Mapping[str, Any]) -> list[Measurement]:
         return check_measurements(name, run(ctx, params))
     checked.__doc__ = run.__doc__
+    checked.__wrapped__ = run  # type: ignore[attr-defined]
     return checked
+
+
+def _no_check(params: Mapping[str, Any]) -> None:
+    return None
+
+
+def _warn_stderr(text: str) -> None:
+    print(f"farm: warning: {text}", file=sys.stderr)
+
+
+@attrs.frozen
+class ImportOptions:
+    """What ``farm import`` passes an importer besides the text: options of some importers only
+    (:attr:`Importer.options` names those it reads) and where its warnings go."""
+
+    cpu_fraction: bool = False  # ipbench: the CPU column is a 0..1 fraction, not percent
+    warn: Callable[[str], None] = _warn_stderr
+
+
+Captured = Sequence[tuple[int, Measurement]]  # (repeat, measurement): a capture can hold repeats
+
+
+@attrs.frozen
+class Importer:
+    """How ``farm import NAME FILE`` reads a captured output of a benchmark (pure: text in, the
+    repeat and measurement of each value out; the import path reads the file and names it in errors)."""
+
+    name: str
+    what: str  # what the file is, for --help: "the lab's wide CSV"
+    read: Callable[[str, ImportOptions], Captured]
+    options: frozenset[str] = frozenset()  # the ImportOptions fields it reads
+
+
+def once(parse: Parser) -> Callable[[str, ImportOptions], Captured]:
+    """An importer's ``read`` for a capture of one run: every measurement repeat 0."""
+    return lambda text, options: [(0, m) for m in parse(text)]
+
+
+def by_param(parse: Parser, name: str) -> Callable[[str, ImportOptions], Captured]:
+    """An importer's ``read`` for a capture of several runs whose parser numbers them in param ``name``."""
+    return lambda text, options: [(int(m.params.get(name, 0)), m) for m in parse(text)]
 
 
 @attrs.frozen
 class BenchmarkSpec:
+    """One benchmark (see the module docstring)."""
+
     name: str
     suite: str
-    run: Callable[[BenchContext, Mapping[str, Any]], list[Measurement]] = attrs.field(
+    #: runs it on a booted target; None for a benchmark farm only imports (vmexit: kvm-unit-tests)
+    run: RunFunction | None = attrs.field(
         converter=attrs.Converter(lambda run, self_: _checked(self_.name, run), takes_self=True))  # type: ignore[misc]
-    params: Mapping[str, type | tuple[type, ...]]  # allowed parameters and their types
-    check: Callable[[Mapping[str, Any]], object]  # raises JobError for a bad value, before any boot
+    params: Mapping[str, type | tuple[type, ...]] = attrs.field(factory=dict)  # allowed parameters, their types
+    check: Callable[[Mapping[str, Any]], object] = _no_check  # raises JobError for a bad value, before any boot
+    parsers: tuple[Parser, ...] = ()  # the pure parsers of its tools' outputs (text -> measurements)
+    importers: tuple[Importer, ...] = ()
+    #: unit -> which way is better (farm.measure.HIGHER_IS_BETTER, LOWER_IS_BETTER, UNKNOWN_DIRECTION:
+    #: compared, never a regression); every unit its measurements can have
+    units: Mapping[str, int] = attrs.field(factory=dict)
+    cycles_per_byte: bool = False  # its throughputs also get cycles/byte at the target's clock
+    ports: tuple[int, ...] = ()  # the target's ports it needs reached from the lab host (forwarded into a guest)
+
+    def direction(self, unit: str) -> int | None:
+        """Which way ``unit`` of this benchmark is better; None when the registration does not say."""
+        return self.units.get(unit)
 
 
-BENCHMARKS: dict[str, BenchmarkSpec] = {spec.name: spec for spec in (
-    BenchmarkSpec("iperf3", "network", run_iperf3, {
-        "protocol": str, "duration": (int, float), "bitrate": str, "length": int, "reverse": bool,
-        "omit": (int, float)}, iperf3_argv),
-    BenchmarkSpec("sweep", "network", run_sweep, {
-        "method": str, "protocol": str, "loads": list, "packet_size": int, "duration": (int, float),
-        "samples": int, "warmup": (int, float), "cooldown": (int, float), "clients": int, "echo_priority": int,
-        "echo_cpu": int, "rtt_rate": int},
-        check_sweep),
-    BenchmarkSpec("openssl-speed", "crypto", run_openssl_speed, {
-        "algorithms": list, "seconds": int, "block": int, "decrypt": bool, "multi": int}, openssl_runs),
-    BenchmarkSpec("isal", "storage", run_isal, {"seconds": (int, float), "only": str, "corpus": list}, isal_command),
-)}
+#: iperf3's units: goodput, TCP retransmits (a count: no direction), UDP loss and both CPUs in
+#: percent, jitter in ms
+_IPERF3_UNITS = {"bit/s": HIGHER_IS_BETTER, "count": UNKNOWN_DIRECTION, "percent": LOWER_IS_BETTER,
+                 "ms": LOWER_IS_BETTER}
+
+REGISTRATIONS: tuple[BenchmarkSpec, ...] = (
+    BenchmarkSpec(
+        ipbench.BENCHMARK, NETWORK, run_sweep,
+        {"method": str, "protocol": str, "loads": list, "packet_size": int, "duration": (int, float),
+         "samples": int, "warmup": (int, float), "cooldown": (int, float), "clients": int, "echo_priority": int,
+         "echo_cpu": int, "rtt_rate": int},
+        check_sweep,
+        parsers=(lambda text: echo.parse_load(text).measurements(), lambda text: rtt.parse_sockperf(text).measurements(),
+                 lambda text: [m for _, m in ipbench.parse_csv(text)]),
+        importers=(Importer("ipbench", "the lab's wide CSV",
+                            lambda text, o: ipbench.parse_csv(text, cpu_fraction=o.cpu_fraction, warn=o.warn),
+                            frozenset({"cpu_fraction"})),),
+        # throughputs, RTTs, CPU utilisation (whole and per core); lost packets: a count, no direction
+        units={"bit/s": HIGHER_IS_BETTER, "us": LOWER_IS_BETTER, "percent": LOWER_IS_BETTER,
+               "count": UNKNOWN_DIRECTION},
+        ports=(echo.ECHO_PORT, IPERF3_PORT, SOCKPERF_PORT)),  # ipbench-echo's; iperf3-sockperf's
+    BenchmarkSpec(
+        iperf3.BENCHMARK, NETWORK, run_iperf3,
+        {"protocol": str, "duration": (int, float), "bitrate": str, "length": int, "reverse": bool,
+         "omit": (int, float)},
+        iperf3_argv,
+        parsers=(iperf3.parse_json, iperf3.parse_text),
+        importers=(Importer("iperf3", "-J JSON, or the text of one or more runs",
+                            by_param(iperf3.parse_output, "run")),),
+        units=_IPERF3_UNITS, ports=(IPERF3_PORT,)),
+    BenchmarkSpec(
+        openssl.BENCHMARK, CRYPTO, run_openssl_speed,
+        {"algorithms": list, "seconds": int, "block": int, "decrypt": bool, "multi": int}, openssl_runs,
+        parsers=(openssl.parse_speed_mr,),
+        importers=(Importer("openssl", "speed -mr", once(openssl.parse_speed_mr)),),
+        units={"bytes/s": HIGHER_IS_BETTER, "cycles/byte": LOWER_IS_BETTER}, cycles_per_byte=True),
+    BenchmarkSpec(
+        isal.BENCHMARK, STORAGE, run_isal, {"seconds": (int, float), "only": str, "corpus": list}, isal_command,
+        parsers=(isal.isal_measurements,),
+        importers=(Importer("isal", "ISA-L perf lines: isal_bench's output or a perf_report",
+                            once(isal.isal_measurements)),),
+        units={"bytes/s": HIGHER_IS_BETTER, "ticks/byte": LOWER_IS_BETTER, "cycles/byte": LOWER_IS_BETTER},
+        cycles_per_byte=True),
+    BenchmarkSpec(
+        vmexit.BENCHMARK, VIRT, None,
+        parsers=(vmexit.parse_vmexit,),
+        importers=(Importer("vmexit", "a kvm-unit-tests vmexit console", once(vmexit.parse_vmexit)),),
+        units={"cycles": LOWER_IS_BETTER}),
+)
+
+
+#: every registered benchmark by name
+REGISTERED: dict[str, BenchmarkSpec] = {}
+#: the benchmarks a pipeline can name: those that run on a target
+BENCHMARKS: dict[str, BenchmarkSpec] = {}
+#: ``farm import`` kinds: name -> (the benchmark, its importer)
+IMPORTERS: dict[str, tuple[BenchmarkSpec, Importer]] = {}
+
+
+def register(spec: BenchmarkSpec) -> BenchmarkSpec:
+    """Add ``spec`` to the indexes above (a second benchmark or importer of one name is a ValueError:
+    a programming error, found when farm is imported)."""
+    if spec.name in REGISTERED:
+        raise ValueError(f"two registrations of benchmark {spec.name!r}")
+    taken = [i.name for i in spec.importers if i.name in IMPORTERS]
+    if taken or len({i.name for i in spec.importers}) != len(spec.importers):
+        raise ValueError(f"benchmark {spec.name!r}: importer name taken: {taken or [i.name for i in spec.importers]}")
+    REGISTERED[spec.name] = spec
+    if spec.run is not None:
+        BENCHMARKS[spec.name] = spec
+    IMPORTERS.update({i.name: (spec, i) for i in spec.importers})
+    return spec
+
+
+def unregister(name: str) -> None:
+    """Remove benchmark ``name`` from the indexes (for tests that register one of their own)."""
+    spec = REGISTERED.pop(name)
+    BENCHMARKS.pop(name, None)
+    for i in spec.importers:
+        IMPORTERS.pop(i.name, None)
+
+
+for _spec in REGISTRATIONS:
+    register(_spec)
+del _spec
+
+
+def suites() -> tuple[str, ...]:
+    """The suites of the registered benchmarks, in registration order."""
+    return tuple(dict.fromkeys(spec.suite for spec in REGISTERED.values()))
+
+
+def importer(name: str) -> tuple[BenchmarkSpec, Importer]:
+    """The benchmark and importer of ``farm import NAME``; an unknown name is a JobError listing the known ones."""
+    try:
+        return IMPORTERS[name]
+    except KeyError:
+        raise JobError(f"import {name!r}: unknown kind (known: {', '.join(IMPORTERS)})") from None
+
+
+def direction(benchmark: str, unit: str) -> int | None:
+    """Which way ``unit`` of ``benchmark`` is better, as its registration says; None for a benchmark
+    farm does not register (a pytest test's ``farm_record``) or a unit its registration does not name."""
+    spec = REGISTERED.get(benchmark)
+    return spec.direction(unit) if spec else None

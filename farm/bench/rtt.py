@@ -69,9 +69,9 @@ from typing import Any, Mapping
 
 import attrs
 
-from farm.bench import BenchmarkError, check_value
 from farm.errors import JobError, ParseError
-from farm.results.record import Measurement
+from farm.measure import BenchmarkError, Measurement, check_value
+from farm.measure.ipbench import BENCHMARK as SWEEP
 
 TOOL = "sockperf"
 DEFAULT_PORT = 11111  # sockperf's own default
@@ -93,7 +93,7 @@ class RttStats:
     samples: int
 
     def measurements(self, params: Mapping[str, Any] | None = None, *,
-                     benchmark: str = "sweep") -> list[Measurement]:
+                     benchmark: str = SWEEP) -> list[Measurement]:
         """The five ``rtt_*`` metrics (unit ``us``) of a sweep point, under ``params``."""
         values = (("rtt_min", self.min_us), ("rtt_avg", self.avg_us), ("rtt_max", self.max_us),
                   ("rtt_stdev", self.stdev_us), ("rtt_median", self.median_us))
@@ -161,7 +161,7 @@ def parse_sockperf(text: str) -> RttStats:
     ``--full-log`` file with :func:`parse_sockperf_log` and pass it to :func:`rtt_stats`.
     Newer sockperf adds ``mean-ad=...`` etc. after ``std-dev`` on the same line; they are ignored.
 
-    Raises :class:`~farm.bench.BenchmarkError` with sockperf's words when it says nothing came back
+    Raises :class:`~farm.measure.BenchmarkError` with sockperf's words when it says nothing came back
     or it refused an argument, and :class:`~farm.errors.ParseError` naming the line for anything
     unreadable, a missing summary line, or statistics of more than one server (``--srv-num``).
     """
@@ -305,7 +305,7 @@ def measure_rtt(host: str, port: int, *, rate_pps: int, size: int, duration: flo
     RTT statistics of its per-packet log (:func:`rtt_stats`, ipbench definitions).
 
     Meant to run in a thread while iperf3 loads the link. Raises
-    :class:`~farm.bench.BenchmarkError` when sockperf is missing, overruns ``timeout`` (default
+    :class:`~farm.measure.BenchmarkError` when sockperf is missing, overruns ``timeout`` (default
     ``duration`` + 30 s) or reports that nothing came back.
     """
     with tempfile.TemporaryDirectory(prefix="farm-sockperf-") as tmp:

@@ -6,11 +6,11 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..bench.registry import IMPORTERS
 from ..results.outdir import OutDir, prepare_out_dir
 from ..store.hook import ingest_after
 from ..values import name_arg, out_dir_arg
 
-IMPORTERS = ("ipbench", "iperf3", "openssl", "isal", "vmexit")
 COMPARE_FILES = frozenset({"compare.csv", "compare.md", "compare.png"})
 
 
@@ -46,15 +46,10 @@ def _frequency_arg(text: str) -> float:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from ..results import importers, ipbench
+    from ..results import importers
 
-    if args.kind == "ipbench":
-        records = ipbench.read_ipbench_csv(args.file, setup=args.setup, target=args.target,
-                                           cpu_fraction=args.cpu_fraction)
-    elif args.kind == "iperf3":
-        records = ipbench.import_iperf3(args.file, setup=args.setup, target=args.target)
-    else:
-        records = getattr(importers, f"import_{args.kind}")(args.file, args.setup, args.target)
+    records = importers.import_file(args.kind, args.file, setup=args.setup, target=args.target,
+                                    cpu_fraction=args.cpu_fraction)
     if args.frequency is not None:
         records = importers.with_cycles(records, args.frequency, args.kind)
     _say_moved(prepare_out_dir(args.out, force=args.force))  # after reading: bad input moves nothing
@@ -77,12 +72,16 @@ def register(sub) -> None:
                    "DIR.replaced-<time> and start it anew")
     p.set_defaults(func=cmd_compare)
 
+    kinds = ", ".join(f"{name} ({importer.what}; benchmark {spec.suite}.{spec.name})"
+                      for name, (spec, importer) in IMPORTERS.items())
+    with_option = {option: [name for name, (_, i) in IMPORTERS.items() if option in i.options]
+                   for option in ("cpu_fraction",)}
+    cycles = [name for name, (spec, _) in IMPORTERS.items() if spec.cycles_per_byte]
     p = sub.add_parser("import", help="turn a captured tool output into a result directory",
                        description="Read an output captured by hand or by the lab's old tools and write "
                        "DIR/results.csv in the same record form as a live run, so `farm compare` and `farm "
-                       "qualify` can use it. KIND: ipbench (the lab's wide CSV), iperf3 (-J JSON, or the text of "
-                       "one or more runs), openssl (speed -mr), isal (ISA-L perf lines), vmexit (kvm-unit-tests).")
-    p.add_argument("kind", choices=IMPORTERS, metavar="KIND", help=" | ".join(IMPORTERS))
+                       f"qualify` can use it. KIND: {kinds}.")
+    p.add_argument("kind", choices=list(IMPORTERS), metavar="KIND", help=" | ".join(IMPORTERS))
     p.add_argument("file", help="the captured output")
     p.add_argument("--setup", required=True, type=name_arg,
                    help="setup name the records carry (e.g. bare-linux, kvm-guest): letters, digits and . _ -")
@@ -92,8 +91,8 @@ def register(sub) -> None:
     p.add_argument("--force", action="store_true", help="--out DIR holds something (an earlier import or run): "
                    "start it anew; its old content is moved aside to DIR.replaced-<time>")
     p.add_argument("--cpu-fraction", action="store_true",
-                   help="ipbench: CPU_Utilisation is a 0-1 fraction, not percent")
+                   help=f"{', '.join(with_option['cpu_fraction'])}: CPU_Utilisation is a 0-1 fraction, not percent")
     p.add_argument("--frequency", type=_frequency_arg, metavar="HZ",
-                   help="openssl, isal: the CPU clock of the capture (1.5GHz, 1500MHz, 1500000000); adds "
+                   help=f"{', '.join(cycles)}: the CPU clock of the capture (1.5GHz, 1500MHz, 1500000000); adds "
                    "cycles/byte per throughput, per process for openssl -multi, as a live run does")
     p.set_defaults(func=cmd_import)

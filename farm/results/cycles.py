@@ -5,8 +5,8 @@ different reasons; ``f / throughput`` says how much work per byte each core does
 crypto and checksum code is usually compared (cycles/byte in the OpenSSL and ISA-L literature).
 The frequency is the caller's: the nominal or fixed clock of each target (a governor that
 scales the clock makes the result an estimate, and farm does not guess it), or, better, the
-clock read on the CPU right before and right after each measurement (:class:`Clock`, from
-isal_bench's cpufreq lines): then the figure is of that measurement, and a clock that changed
+clock read on the CPU right before and right after each measurement (:class:`farm.measure.clock.Clock`,
+from isal_bench's cpufreq lines): then the figure is of that measurement, and a clock that changed
 during it is a warning on the record (``warning=frequency-changed``).
 
 Cycles/byte is the cost **on one core**: a throughput summed over N processes (``openssl speed
@@ -21,100 +21,8 @@ from typing import Iterable, Mapping
 
 import attrs
 
-from farm.errors import JobError
-from farm.results.record import Measurement, Record, parse_params
-
-METRIC = "cycles_per_byte"
-UNIT = "cycles/byte"
-# throughput units -> bytes per unit: bytes/s as is, bit/s divided by 8
-_BYTES_PER_UNIT = {"bytes/s": 1.0, "byte/s": 1.0, "bit/s": 1 / 8, "bits/s": 1 / 8}
-#: a clock that moved by more than this (relative) during a measurement gets a warning
-CLOCK_TOLERANCE = 0.01
-WARNING_CHANGED = "frequency-changed"
-WARNING_MIGRATED = "cpu-migrated"
-
-
-@attrs.frozen
-class Clock:
-    """The CPU clock around one measurement: read right before and right after it."""
-
-    before_hz: float
-    after_hz: float
-    source: str = "cpufreq"
-    migrated: bool = False  # the process ended on another CPU than it started on
-
-    @property
-    def hz(self) -> float:
-        """The clock used: the mean of the two readings."""
-        return (self.before_hz + self.after_hz) / 2
-
-    @property
-    def changed(self) -> bool:
-        """The clock moved by more than :data:`CLOCK_TOLERANCE` between the two readings."""
-        return abs(self.after_hz - self.before_hz) > CLOCK_TOLERANCE * min(self.before_hz, self.after_hz)
-
-
-def combined_clock(clocks: Iterable[Clock]) -> Clock | None:
-    """One clock for a figure made of several measurements (a corpus average; processes on several
-    CPUs): the lowest and the highest reading when any clock moved or they differ by more than the
-    tolerance (so the figure is warned about too), else the means. None for no clocks."""
-    clocks = list(clocks)
-    if not clocks:
-        return None
-    readings = [hz for c in clocks for hz in (c.before_hz, c.after_hz)]
-    migrated = any(c.migrated for c in clocks)
-    if any(c.changed for c in clocks) or Clock(min(readings), max(readings)).changed:
-        return Clock(before_hz=min(readings), after_hz=max(readings), source=clocks[0].source, migrated=migrated)
-    return Clock(before_hz=sum(c.before_hz for c in clocks) / len(clocks),
-                 after_hz=sum(c.after_hz for c in clocks) / len(clocks), source=clocks[0].source, migrated=migrated)
-
-
-def cpufreq_clock(before_khz: Iterable[int], after_khz: Iterable[int]) -> Clock | None:
-    """The clock around a measurement from every CPU's ``scaling_cur_freq`` (kHz) read before and
-    after it, CPU by CPU (:func:`combined_clock`); None when cpufreq gave nothing or the two
-    readings do not list the same CPUs."""
-    before, after = list(before_khz), list(after_khz)
-    if not before or len(before) != len(after) or min(before + after) <= 0:
-        return None
-    return combined_clock(Clock(b * 1e3, a * 1e3) for b, a in zip(before, after))
-
-
-def processes(params: Mapping[str, object]) -> int:
-    """How many processes a throughput is the sum of: ``multi`` (openssl speed -multi), else 1."""
-    value = params.get("multi", 1)
-    try:
-        n = int(str(value))
-    except ValueError:
-        raise JobError(f"params multi={value!r}: expected a whole number of processes") from None
-    if n < 1:
-        raise JobError(f"params multi={value!r}: expected at least 1 process")
-    return n
-
-
-def measured_cycles_per_byte(m: Measurement, clock: Clock) -> Measurement | None:
-    """The cycles/byte sibling of throughput measurement ``m`` at the clock read around it:
-    ``clock.hz * processes / bytes_per_second``, the same params, plus ``warning=`` when the
-    clock changed during the measurement (``frequency-changed``) or the process moved to another
-    CPU (``cpu-migrated``), so that no one reads it as exact. None where :func:`cycles_per_byte`
-    gives nothing (another unit, a rate that is not positive and finite)."""
-    scale = _BYTES_PER_UNIT.get(m.unit)
-    if scale is None:
-        return None
-    bytes_per_second = m.value * scale
-    if not math.isfinite(bytes_per_second) or bytes_per_second <= 0:
-        return None
-    _check_hz("the measured clock", clock.before_hz)
-    _check_hz("the measured clock", clock.after_hz)
-    warnings = [w for w, on in ((WARNING_CHANGED, clock.changed), (WARNING_MIGRATED, clock.migrated)) if on]
-    params = {**m.params, **({"warning": ",".join(warnings)} if warnings else {})}
-    return Measurement(m.benchmark, metric_for(m.metric), clock.hz * processes(m.params) / bytes_per_second,
-                       UNIT, params)
-
-
-def _check_hz(what: str, frequency: object) -> None:
-    if (isinstance(frequency, bool) or not isinstance(frequency, (int, float))
-            or not math.isfinite(frequency) or frequency <= 0):
-        raise JobError(f"frequency of {what}: {frequency!r} is not a positive number of Hz")
+from farm.measure.clock import _BYTES_PER_UNIT, UNIT, _check_hz, metric_for, processes
+from farm.results.record import Record, parse_params
 
 
 def cycles_per_byte(records: Iterable[Record],
@@ -124,13 +32,13 @@ def cycles_per_byte(records: Iterable[Record],
     Every record with unit ``bytes/s`` or ``bit/s`` (``byte/s``, ``bits/s`` too; bits are divided
     by 8) whose target has a frequency in ``frequency_hz_by_target`` gets a sibling: the same
     run, target, setup, suite, benchmark, params, repeat and timestamp, unit ``cycles/byte``,
-    value ``f_Hz * processes / bytes_per_second`` (:func:`processes`: ``multi`` of the params, else
-    1), and the metric named by :func:`metric_for`
+    value ``f_Hz * processes / bytes_per_second`` (:func:`~farm.measure.clock.processes`: ``multi`` of the params, else
+    1), and the metric named by :func:`~farm.measure.clock.metric_for`
     (``throughput`` -> ``cycles_per_byte``). Records in other units, of targets with no
     frequency given, or whose throughput is zero, negative or not finite (no meaningful cost per
     byte) give nothing. The input is not changed and not included: the caller decides whether to
     write both. A throughput record that already has a cycles/byte sibling among ``records`` (a
-    benchmark that measured its clock, :func:`measured_cycles_per_byte`) gets none here. A
+    benchmark that measured its clock, :func:`~farm.measure.clock.measured_cycles_per_byte`) gets none here. A
     frequency that is not a finite positive number raises
     :class:`~farm.errors.JobError` naming the target.
     """
@@ -161,15 +69,6 @@ def cycles_per_byte(records: Iterable[Record],
 def _without_warning(params: str) -> str:
     return ";".join(item for item in params.split(";") if not item.startswith("warning=")) if params else params
 
-
-def metric_for(metric: str) -> str:
-    """The sibling's metric: ``throughput`` in the name becomes ``cycles_per_byte``
-    (``throughput`` -> ``cycles_per_byte``, iperf3's ``sent_throughput`` ->
-    ``sent_cycles_per_byte``), any other name gets ``_cycles_per_byte`` appended. One rate metric
-    per name in, one name out: iperf3's sent and received rates must not collide."""
-    if "throughput" in metric:
-        return metric.replace("throughput", METRIC, 1)
-    return f"{metric}_{METRIC}"
 
 
 _FREQUENCY_UNITS = {"hz": 1.0, "khz": 1e3, "mhz": 1e6, "ghz": 1e9}

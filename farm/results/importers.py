@@ -1,5 +1,10 @@
 """Import benchmark output captured by hand (a board outside the farm, a colleague's laptop, a
-mailing-list post) as farm records, so that ``farm compare`` can put it beside a farm run.
+mailing-list post, the lab's old ipbench CSVs) as farm records, so that ``farm compare`` and
+``farm qualify`` can put it beside a farm run.
+
+One path for every kind: the kind names an importer of a benchmark's registration
+(:data:`farm.bench.registry.IMPORTERS`), whose pure ``read`` turns the text into measurements; this
+module reads the file, names it in every error, and stamps the measurements into records.
 
 An import is reproducible and recognisable: its ``run_id`` is ``import-`` + the first 12 hex digits
 of the file's SHA-256 (importing the same file twice gives the same id; a changed file a new one),
@@ -17,85 +22,73 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
-from farm.bench import BenchmarkError, ImpossibleValue, check_measurements
-from farm.bench.isal import corpus_average, corpus_sizes, parse_perf
-from farm.bench.openssl import parse_speed_mr
-from farm.bench.vmexit import parse_vmexit
+import attrs
+
+from farm.bench.registry import IMPORTERS, ImportOptions, importer
 from farm.errors import JobError, ParseError
+from farm.measure import BenchmarkError, ImpossibleValue, check_measurements
 from farm.results.csvout import write_records
-from farm.results.record import Measurement, Record, RunContext, to_json, write_text_atomic
+from farm.results.record import Record, RunContext, to_json, write_text_atomic
 
 PathLike = str | os.PathLike[str]
 UNKNOWN = "unknown"
-# suite of each importer: what the farm's own suites call these benchmarks
-SUITE_OPENSSL = "crypto"
-SUITE_ISAL = "storage"
-SUITE_VMEXIT = "virt"
 
 
-def import_openssl(path: PathLike, setup: str, target: str = UNKNOWN) -> list[Record]:
-    """Records from a saved ``openssl speed -mr`` output
-    (:func:`~farm.bench.openssl.parse_speed_mr`)."""
-    return _import(path, setup, target, SUITE_OPENSSL, parse_speed_mr)
+def import_file(kind: str, path: PathLike, *, setup: str, target: str = UNKNOWN, cpu_fraction: bool = False,
+                warn: Callable[[str], None] | None = None) -> list[Record]:
+    """Records from the captured output ``path`` of importer ``kind`` (``farm import KIND``), as a
+    live run of its benchmark would have written them: its suite and benchmark, ``repeat`` as the
+    importer numbers the runs in the capture. ``cpu_fraction`` is an option of the ipbench importer
+    only (another kind refuses it); ``warn`` gets each warning, the file named (default: stderr).
 
-
-def import_isal(path: PathLike, setup: str, target: str = UNKNOWN) -> list[Record]:
-    """Records from saved ISA-L perf lines (:func:`~farm.bench.isal.parse_perf`): isal_bench's
-    output or an upstream ``perf_report_*.perf`` file; isal_bench's igzip corpus averages too."""
-    return _import(path, setup, target, SUITE_ISAL, parse_isal)
-
-
-def parse_isal(text: str) -> list[Measurement]:
-    """ISA-L perf lines and, for isal_bench's igzip corpus, its weighted averages."""
-    measurements = parse_perf(text)
-    return measurements + corpus_average(measurements, corpus_sizes(text))
-
-
-def import_vmexit(path: PathLike, setup: str, target: str = UNKNOWN) -> list[Record]:
-    """Records from a saved kvm-unit-tests vmexit console
-    (:func:`~farm.bench.vmexit.parse_vmexit`)."""
-    return _import(path, setup, target, SUITE_VMEXIT, parse_vmexit)
-
-
-def _import(path: PathLike, setup: str, target: str, suite: str,
-            parse: Callable[[str], list[Measurement]]) -> list[Record]:
+    Errors name the file: it cannot be read, is not UTF-8 (a leading BOM is dropped), its text is
+    not the tool's output (:class:`~farm.errors.ParseError`, exit 2) or holds no measurement, or
+    is the capture of a failed run (the tool's own message, :class:`~farm.measure.BenchmarkError`)."""
+    spec, imp = importer(kind)
     path = Path(path)
     for name, value in (("setup", setup), ("target", target)):
         if not isinstance(value, str) or not value.strip():
             raise JobError(f"import {path}: {name} {value!r}: expected a non-empty name")
+    if cpu_fraction and "cpu_fraction" not in imp.options:
+        with_it = [n for n, (_, i) in IMPORTERS.items() if "cpu_fraction" in i.options]
+        raise JobError(f"import {kind}: --cpu-fraction applies to {' and '.join(with_it)} imports only")
     data = _read(path)
     try:
-        text = data.decode("utf-8")
+        text = data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
         raise ParseError(f"{path}: not UTF-8 text ({e})") from None
+    say = warn or ImportOptions().warn
+    options = ImportOptions(cpu_fraction=cpu_fraction, warn=lambda text: say(f"{path}: {text}"))
     try:
-        measurements = check_measurements(suite, parse(text))
+        captured = list(imp.read(text, options))
+        check_measurements(spec.name, (m for _, m in captured))
     except ParseError as e:
         raise ParseError(f"{path}: {e}") from None
+    except JobError as e:  # a header the importer cannot use (ipbench: a missing column)
+        raise JobError(f"{path}: {e}") from None
     except ImpossibleValue as e:  # bad input, not a failed benchmark: exit 2 naming file and line
         raise ParseError(f"{path}: {e.message}") from None
     except BenchmarkError as e:  # the capture is of a failed run, e.g. openssl's "speed: ..."
         raise BenchmarkError(e.tool, f"{path}: {e.message}") from None
-    if not measurements:
-        raise ParseError(f"{path}: no {suite} measurement found in it")
+    if not captured:
+        raise ParseError(f"{path}: no {spec.suite}.{spec.name} measurement found in it")
     context = RunContext(run_id=run_id(data), target=target, arch=UNKNOWN, setup=setup, image="",
-                         suite=suite, repeat=0)
+                         suite=spec.suite)
     timestamp = mtime_iso(path)
-    return [context.record(m, timestamp) for m in measurements]
-
-
-#: the importers whose throughputs get cycles/byte with ``farm import --frequency`` (the suites a
-#: live run gives cycles/byte: crypto and storage)
-CYCLES_KINDS = ("openssl", "isal")
+    return [attrs.evolve(context, repeat=repeat).record(m, timestamp) for repeat, m in captured]
 
 
 def with_cycles(records: list[Record], frequency_hz: float, kind: str) -> list[Record]:
     """``records`` and their cycles/byte siblings at ``frequency_hz`` (per process for ``multi``),
-    as a live run adds them; for a kind without cycles/byte, :class:`~farm.errors.JobError`."""
+    as a live run adds them, for a kind whose benchmark's registration has ``cycles_per_byte``;
+    for another kind, :class:`~farm.errors.JobError`."""
     from farm.results.cycles import cycles_per_byte
 
-    if kind not in CYCLES_KINDS:
-        raise JobError(f"import {kind}: --frequency gives cycles/byte of {' and '.join(CYCLES_KINDS)} imports only")
+    spec, _ = importer(kind)
+    if not spec.cycles_per_byte:
+        with_cycles_kinds = [name for name, (s, _) in IMPORTERS.items() if s.cycles_per_byte]
+        raise JobError(f"import {kind}: --frequency gives cycles/byte of {' and '.join(with_cycles_kinds)} "
+                       "imports only")
     targets = {r.target for r in records}
     return records + cycles_per_byte(records, {target: frequency_hz for target in targets})
 

@@ -18,7 +18,9 @@ Both conditions are needed: the threshold keeps a tiny but consistent change (a 
 test with 30 repeats will call significant) from failing a release, the statistics keep one noisy
 run from doing so. Every comparison records which rule decided it.
 
-**Direction** comes from the unit (:func:`direction`): higher is better for rates (bit/s, bytes/s,
+**Direction** comes from the benchmark's registration, which names the direction of each of its
+units (:data:`farm.bench.registry.REGISTRATIONS`); for a benchmark farm does not register (a pytest
+test's ``farm_record``) from the unit (:func:`direction`): higher is better for rates (bit/s, bytes/s,
 MB/s, ops/s, ...), lower is better for times (us, ms, s, ...), cycles, ticks and per-byte costs, and for
 percentages of loss or CPU utilisation. A unit with no known direction (``count``, e.g. TCP
 retransmits, or any unit farm does not know) is compared and its change reported, but it is never
@@ -57,16 +59,18 @@ from typing import Iterable, Mapping, Sequence
 
 import attrs
 
+from farm.bench import registry
 from farm.errors import JobError
+from farm.measure import HIGHER_IS_BETTER, LOWER_IS_BETTER, UNKNOWN_DIRECTION, impossible
 from farm.results.junit import Case, write_junit
-from farm.results.record import FAILED_METRIC, Record, check_unique, impossible, key_params, write_text_atomic
+from farm.results.record import FAILED_METRIC, Record, check_unique, key_params, write_text_atomic
 from farm.results.report import human
 from farm.results.report import md_escape as _md
 from farm.results.stats import Summary, mann_whitney_u, median, ranges_overlap
 
-HIGHER_IS_BETTER = 1
-LOWER_IS_BETTER = -1
-UNKNOWN_DIRECTION = 0
+# every unit a registered benchmark measures has its direction in the benchmark's registration
+# (farm.bench.registry); these tables are for the rest (a pytest test's farm_record, a unit a
+# registration does not name)
 
 _HIGHER_UNITS = {
     "bit/s", "bits/s", "bps", "kbit/s", "mbit/s", "gbit/s", "kb/s", "mb/s", "gb/s",
@@ -78,7 +82,7 @@ _HIGHER_UNITS = {
 _LOWER_UNITS = {
     "ns", "us", "µs", "μs", "usec", "ms", "msec", "s", "sec", "seconds",
     "cycles", "cycle", "cycles/byte", "cycles/b", "cpb", "cycles/packet", "cycles/op",
-    "ticks", "ticks/byte",  # ISA-L's perf output (farm.bench.isal)
+    "ticks", "ticks/byte",  # ISA-L's perf output (farm.measure.isal)
 }
 _PERCENT_UNITS = {"percent", "%"}
 # a percentage is a loss or a utilisation (lower is better) only when the metric says so
@@ -95,8 +99,13 @@ RULE_MWU = "mann-whitney"
 RULE_RANGES = "ranges"
 
 
-def direction(metric: str, unit: str) -> int:
-    """:data:`HIGHER_IS_BETTER`, :data:`LOWER_IS_BETTER` or :data:`UNKNOWN_DIRECTION`."""
+def direction(metric: str, unit: str, benchmark: str = "") -> int:
+    """:data:`HIGHER_IS_BETTER`, :data:`LOWER_IS_BETTER` or :data:`UNKNOWN_DIRECTION`: as the
+    registration of ``benchmark`` says for ``unit``, else from the unit (and, for a percentage,
+    the metric's name)."""
+    registered = registry.direction(benchmark, unit)
+    if registered is not None:
+        return registered
     u = unit.strip().lower()
     if u in _HIGHER_UNITS:
         return HIGHER_IS_BETTER
@@ -302,7 +311,7 @@ def compare(key: MetricKey, baseline_setup: str, candidate_setup: str, baseline:
             candidate: Sequence[float], *, threshold: float, alpha: float) -> Comparison:
     """Compare one metric's two samples (see the module docstring for the rules)."""
     base, cand = Sample(tuple(baseline)), Sample(tuple(candidate))
-    sign = direction(key.metric, key.unit)
+    sign = direction(key.metric, key.unit, key.benchmark)
     change = relative_change(base.median, cand.median)
     test = mann_whitney_u(base.values, cand.values)
     if test.can_reach(alpha):
@@ -447,11 +456,11 @@ def csv_text(q: Qualification) -> str:
         for u in items:
             writer.writerow({**_key_row(u.key), f"{side}_setup": u.setup, f"{side}_n": u.n,
                              f"{side}_median": repr(u.median),
-                             "direction": _DIRECTION_WORD[direction(u.key.metric, u.key.unit)],
+                             "direction": _DIRECTION_WORD[direction(u.key.metric, u.key.unit, u.key.benchmark)],
                              "verdict": f"only in {side}"})
     for b in q.broken:
         writer.writerow({**_key_row(b.key), "candidate_setup": b.setup, "candidate_n": b.n,
-                         "direction": _DIRECTION_WORD[direction(b.key.metric, b.key.unit)],
+                         "direction": _DIRECTION_WORD[direction(b.key.metric, b.key.unit, b.key.benchmark)],
                          "verdict": "failed" if b.key.metric == FAILED_METRIC else f"broken: {b.reason}"})
     return buf.getvalue()
 

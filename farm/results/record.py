@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import os
 import tempfile
 from datetime import datetime, timezone
@@ -18,6 +17,7 @@ from typing import IO, Any, Iterable, Iterator, Mapping
 import attrs
 
 from farm.errors import JobError
+from farm.measure import Measurement, impossible  # noqa: F401  (older callers import them from here)
 from farm.secrets import mask
 
 RECORD_FIELDS = (
@@ -27,23 +27,6 @@ RECORD_FIELDS = (
 
 #: the metric of the record a failed benchmark leaves in results.csv (value 1, unit count)
 FAILED_METRIC = "failed"
-
-
-def impossible(value: float) -> str | None:
-    """Why ``value`` cannot be a measurement, or None when it can be one.
-
-    Every quantity farm records (rates, times, RTTs, cycles, ticks, percentages, counts) is a
-    finite number of 0 or more: NaN means nothing was measured, an infinity a division by a zero
-    time, a negative value an overflow or a clock that went backwards. None of them may enter a
-    median or a gate as if it were measured.
-    """
-    if math.isnan(value):
-        return "is NaN (not measured)"
-    if math.isinf(value):
-        return "is infinite"
-    if value < 0:
-        return f"is negative ({value:g})"
-    return None
 
 
 def check_unique(records: Iterable["Record"], what: str) -> None:
@@ -87,17 +70,6 @@ def key_params(text: str) -> str:
     if not any(f"{name}=" in text for name in RUN_LENGTH_PARAMS):
         return text
     return format_params({k: v for k, v in parse_params(text).items() if k not in RUN_LENGTH_PARAMS})
-
-
-@attrs.frozen
-class Measurement:
-    """What a parser found: ``benchmark`` measured ``metric`` = ``value`` ``unit`` under ``params``."""
-
-    benchmark: str
-    metric: str
-    value: float
-    unit: str
-    params: Mapping[str, Any] = attrs.field(factory=dict)
 
 
 @attrs.frozen

@@ -16,7 +16,7 @@ from typing import Any, Callable, Mapping
 
 import attrs
 
-from ..bench import BenchmarkError
+from ..measure import BenchmarkError
 from ..bench.context import BenchContext
 from ..bench.registry import BENCHMARKS
 from ..boot.console_log import ConsoleLog
@@ -27,14 +27,11 @@ from ..errors import EXIT_TEST_FAILURE, FarmError, InfrastructureError, JobError
 from ..images.build import Image, build
 from ..results.cycles import cycles_per_byte
 from ..results.junit import Case
-from ..results.record import Measurement, RunContext
+from ..measure import Measurement
+from ..results.record import RunContext
 from .events import Hooks
 from .model import Benchmark, Pipeline, Setup
 from .rundir import RunDir, Stage
-
-#: suites whose throughput records also get cycles/byte (the cost of the function per byte)
-CYCLES_SUITES = ("crypto", "storage")
-
 
 @attrs.frozen
 class BootPlan:
@@ -153,8 +150,7 @@ class Runner:
             return NetbootFlow()
         from ..boot.guestflow import GuestFlow
 
-        ports = tuple(dict.fromkeys(p for b in self.pipeline.benchmarks
-                                    for p in getattr(self.registry[b.name], "ports", ())))
+        ports = tuple(dict.fromkeys(p for b in self.pipeline.benchmarks for p in self.registry[b.name].ports))
         return GuestFlow(setup.guest, ports, host_cpu_khz=setup.cpu_frequency_khz)
 
     # --- a boot and its benchmarks ---
@@ -267,7 +263,7 @@ class Runner:
             self.hooks.say(f"{name} {kind.upper()}: {str(exc).splitlines()[0]}")
             raise exc
         records = [rc.record(m) for m in measurements]
-        if frequency and getattr(spec, "cycles_per_byte", rc.suite in CYCLES_SUITES):
+        if frequency and spec.cycles_per_byte:  # the registration says whether cycles/byte applies
             records += cycles_per_byte(records, {rc.target: frequency})
         self.hooks.records(records)
         if not records:

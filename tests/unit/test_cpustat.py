@@ -1,4 +1,4 @@
-"""farm.bench.cpustat against two real /proc/stat snapshots of this host (tests/data/proc-stat-*)."""
+"""farm.measure.cpustat against two real /proc/stat snapshots of this host (tests/data/proc-stat-*)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from farm.bench.cpustat import CpuTimes, cycles_utilisation, parse_proc_stat, utilisation
 from farm.errors import ParseError
+from farm.measure.cpustat import CpuTimes, cycles_utilisation, parse_proc_stat, utilisation
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 

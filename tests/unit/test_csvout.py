@@ -6,10 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from farm.bench.iperf3 import parse_json
 from farm.errors import ParseError
+from farm.measure import Measurement
+from farm.measure.iperf3 import parse_json
 from farm.results.csvout import append_records, read_records, write_records
-from farm.results.record import RECORD_FIELDS, Measurement, Record, RunContext
+from farm.results.record import RECORD_FIELDS, Record, RunContext
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 CTX = RunContext(run_id="r1", target="qemu-arm64", arch="arm64", setup="qemu", image="minimal",

@@ -69,8 +69,8 @@ def test_metric_names():
 
 # --- per process, and the clock read around each measurement ---------------------------------
 
-from farm.results.cycles import Clock, measured_cycles_per_byte, processes  # noqa: E402
-from farm.results.record import Measurement  # noqa: E402
+from farm.measure import Measurement  # noqa: E402
+from farm.measure.clock import Clock, measured_cycles_per_byte, processes  # noqa: E402
 
 
 def test_multi_process_throughput_is_per_process():
@@ -119,7 +119,7 @@ def test_measured_clock_must_be_positive():
 
 
 def test_cpufreq_of_every_cpu_before_and_after():
-    from farm.results.cycles import cpufreq_clock
+    from farm.measure.clock import cpufreq_clock
 
     same = cpufreq_clock([1500000] * 4, [1500000] * 4)
     assert (same.hz, same.changed) == (1.5e9, False)

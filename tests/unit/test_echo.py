@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from farm.bench import BenchmarkError, cpustat, echo
+from farm.bench import echo
 from farm.bench.network import check_sweep
 from farm.errors import JobError, ParseError
+from farm.measure import BenchmarkError, cpustat
 from farm.results.record import Record
 from farm.results.sweeps import point_params, run_sweeps
 

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from farm.bench import BenchmarkError
 from farm.errors import JobError, ParseError
+from farm.measure import BenchmarkError
 from farm.results.compare import compare, load_result_dir
 from farm.results.csvout import read_records
-from farm.results.importers import import_isal, import_openssl, import_vmexit, write_import
+from farm.results.importers import import_file, write_import
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 MTIME = 1714557600.25  # 2024-05-01T10:00:00.250Z
@@ -34,7 +34,7 @@ def sha(path: Path) -> str:
 
 def test_openssl(tmp_path):
     path = capture(tmp_path, "openssl-sha256-mr.txt")
-    rs = import_openssl(path, "laptop")
+    rs = import_file("openssl", path, setup="laptop")
     assert len(rs) == 6
     first = rs[0]
     assert first.run_id == f"import-{sha(path)[:12]}"
@@ -49,7 +49,7 @@ def test_openssl(tmp_path):
 
 def test_isal_and_target(tmp_path):
     path = capture(tmp_path, "isal-perf-host.txt")
-    rs = import_isal(path, "host", target="devbox")
+    rs = import_file("isal", path, setup="host", target="devbox")
     assert len(rs) == 26 + 4 * 5 + 4  # 13 functions cold and warm, 4 igzip tests x 5 files, 4 averages
     assert {(r.suite, r.target, r.benchmark) for r in rs} == {("storage", "devbox", "isal")}
     assert rs[1].params == "function=crc32_ieee;mode=cold"
@@ -59,7 +59,7 @@ def test_isal_and_target(tmp_path):
 
 def test_vmexit(tmp_path):
     path = capture(tmp_path, "vmexit-x86.txt")
-    rs = import_vmexit(path, "nested-kvm")
+    rs = import_file("vmexit", path, setup="nested-kvm")
     assert len(rs) == 41
     assert {r.suite for r in rs} == {"virt"}
     assert (rs[0].params, rs[0].metric, rs[0].value, rs[0].unit) == ("test=cpuid", "cycles", 70591.0, "cycles")
@@ -69,20 +69,20 @@ def test_same_content_same_run_id(tmp_path):
     a = capture(tmp_path, "isal-perf-host.txt")
     b = tmp_path / "copy.txt"
     shutil.copyfile(a, b)
-    assert import_isal(a, "x")[0].run_id == import_isal(b, "x")[0].run_id
+    assert import_file("isal", a, setup="x")[0].run_id == import_file("isal", b, setup="x")[0].run_id
     b.write_text(a.read_text() + "\n")
-    assert import_isal(a, "x")[0].run_id != import_isal(b, "x")[0].run_id
+    assert import_file("isal", a, setup="x")[0].run_id != import_file("isal", b, setup="x")[0].run_id
 
 
 def test_write_import_makes_a_result_dir(tmp_path):
     path = capture(tmp_path, "isal-perf-host.txt")
-    records = import_isal(path, "host")
+    records = import_file("isal", path, setup="host")
     out = write_import(records, tmp_path / "imported", path)
     assert read_records(out / "results.csv") == records
     assert json.loads((out / "run.json").read_text()) == {
         "imported_from": str(path.resolve()), "sha256": sha(path), "setup": "host"}
     # and compare can read it beside another import
-    other = write_import(import_isal(path, "again"), tmp_path / "again", path)
+    other = write_import(import_file("isal", path, setup="again"), tmp_path / "again", path)
     c = compare([load_result_dir(out), load_result_dir(other)])
     assert c.labels == ("host", "again")
     assert {r.ratio for r in c.rows} == {1.0}
@@ -90,39 +90,39 @@ def test_write_import_makes_a_result_dir(tmp_path):
 
 def test_missing_file_names_it(tmp_path):
     with pytest.raises(JobError, match=f"{tmp_path / 'nope.txt'}: captured output not found"):
-        import_isal(tmp_path / "nope.txt", "x")
+        import_file("isal", tmp_path / "nope.txt", setup="x")
     with pytest.raises(JobError, match="is not a regular file"):
-        import_isal(tmp_path, "x")
+        import_file("isal", tmp_path, setup="x")
 
 
 def test_malformed_file_names_file_and_line(tmp_path):
     path = tmp_path / "bad.txt"
     path.write_text("header\nxor_gen_warm: runtime = 1 usecs, bandwidth 2 MB in x sec = 3 MB/s\n")
     with pytest.raises(ParseError, match=f"{path}: ISA-L perf output line 2: cannot parse"):
-        import_isal(path, "x")
+        import_file("isal", path, setup="x")
 
 
 def test_file_without_measurements(tmp_path):
     path = tmp_path / "empty.txt"
     path.write_text("enabling apic\n")
-    with pytest.raises(ParseError, match=f"{path}: no virt measurement found"):
-        import_vmexit(path, "x")
+    with pytest.raises(ParseError, match=f"{path}: no virt.vmexit measurement found"):
+        import_file("vmexit", path, setup="x")
     path.write_bytes(b"\xff\xfe")
     with pytest.raises(ParseError, match="not UTF-8"):
-        import_vmexit(path, "x")
+        import_file("vmexit", path, setup="x")
 
 
 def test_failed_openssl_capture(tmp_path):
     path = tmp_path / "fail.txt"
     path.write_text("speed: foo is an unknown cipher or digest\n")
     with pytest.raises(BenchmarkError, match=f"openssl: {path}: foo is an unknown cipher"):
-        import_openssl(path, "x")
+        import_file("openssl", path, setup="x")
 
 
 def test_setup_is_required(tmp_path):
     path = capture(tmp_path, "isal-perf-host.txt")
     with pytest.raises(JobError, match="setup '': expected a non-empty name"):
-        import_isal(path, "")
+        import_file("isal", path, setup="")
     with pytest.raises(JobError, match="no records to write"):
         write_import([], tmp_path / "o", path)
 

@@ -7,15 +7,15 @@ import math
 
 import pytest
 
-from farm.bench import BenchmarkError, ImpossibleValue, check_value
 from farm.bench.registry import BENCHMARKS, BenchmarkSpec
 from farm.errors import EXIT_TEST_FAILURE
+from farm.measure import BenchmarkError, ImpossibleValue, Measurement, check_value, impossible
 from farm.run.events import Hooks
 from farm.run.model import Benchmark
 from farm.run.rundir import RunDir, RunInfo
 from farm.run.runner import Runner
 from farm.results.csvout import read_records
-from farm.results.record import Measurement, RunContext, impossible
+from farm.results.record import RunContext
 
 
 @pytest.mark.parametrize("value, why", [(math.nan, "is NaN (not measured)"), (math.inf, "is infinite"),

@@ -1,4 +1,4 @@
-"""farm.bench.iperf3 against real iperf3 3.12 output captured on 127.0.0.1 (tests/data/iperf3-*)."""
+"""farm.measure.iperf3 against real iperf3 3.12 output captured on 127.0.0.1 (tests/data/iperf3-*)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from farm.bench import BenchmarkError
-from farm.bench.iperf3 import client_command, parse_json, parse_text, rate_to_bits_per_second
 from farm.errors import EXIT_TEST_FAILURE, JobError, ParseError, TestFailure
-from farm.results.record import Measurement
+from farm.measure import BenchmarkError, Measurement
+from farm.measure.iperf3 import client_command, parse_json, parse_text, rate_to_bits_per_second
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 

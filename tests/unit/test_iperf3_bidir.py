@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from farm.bench import iperf3
 from farm.errors import ParseError
+from farm.measure import iperf3
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 ROOT = DATA.parents[1]

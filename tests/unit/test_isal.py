@@ -1,4 +1,4 @@
-"""farm.bench.isal against real isal_bench output (tests/data/isal-perf-host.txt) and upstream's
+"""farm.measure.isal against real isal_bench output (tests/data/isal-perf-host.txt) and upstream's
 perf_print() line shapes."""
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from farm.bench import ImpossibleValue
-from farm.bench.isal import (CORPUS_FILE, IGZIP_TESTS, clock_of, corpus_average, corpus_sizes,
-                             parse_clocks, parse_perf, perf_name)
 from farm.errors import ParseError
+from farm.measure import ImpossibleValue
+from farm.measure.isal import (CORPUS_FILE, IGZIP_TESTS, clock_of, corpus_average, corpus_sizes,
+                             parse_clocks, parse_perf, perf_name)
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 HOST = (DATA / "isal-perf-host.txt").read_text()
@@ -191,8 +191,9 @@ def test_clock_lines_are_read_by_test_name():
 
 # --- the suite: command line and records ---------------------------------------------------------
 
-from farm.bench.crypto import DEFAULT_CORPUS, isal_command, isal_measurements  # noqa: E402
+from farm.bench.crypto import DEFAULT_CORPUS, isal_command  # noqa: E402
 from farm.errors import JobError  # noqa: E402
+from farm.measure.isal import isal_measurements  # noqa: E402
 
 
 def test_command_names_the_corpus_and_quotes_an_empty_filter():
@@ -234,7 +235,7 @@ def test_live_records_join_an_imported_perf_report_in_compare(tmp_path):
     """The lab's `make perf_report` lines (upstream's names and perf_print format) and a live
     isal_bench run share (suite, benchmark, params, metric, unit), so compare puts them in one row."""
     from farm.results.compare import compare
-    from farm.results.importers import import_isal
+    from farm.results.importers import import_file
     from farm.results.record import RunContext
 
     report = tmp_path / "perf_report_lab_241101.perf"
@@ -244,7 +245,7 @@ def test_live_records_join_an_imported_perf_report_in_compare(tmp_path):
         "crc32_ieee_warm: runtime =    3000092 usecs, bandwidth 19662 MB in 3.0001 sec = 6553.80 MB/s",
         "erasure_code_decode_cold: runtime =    3000405 usecs, bandwidth 1637 MB in 3.0004 sec = 545.60 MB/s",
     ]) + "\n")
-    lab = import_isal(report, "lab-2024", target="maaxboard")
+    lab = import_file("isal", report, setup="lab-2024", target="maaxboard")
     context = RunContext(run_id="r1", target="maaxboard-twin", arch="arm64", setup="twin", image="img",
                          suite="storage")
     live = [context.record(m) for m in isal_measurements(TWIN)]

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from farm.bench.isal import parse_perf
+from farm.measure.isal import parse_perf
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 CAPTURES = ["isal-maaxboard-twin.txt", "isal-x86-twin.txt", "isal-perf-host.txt"]

@@ -1,4 +1,4 @@
-"""farm.bench.openssl against real OpenSSL 3.0 ``speed -mr`` output (tests/data/openssl-*)."""
+"""farm.measure.openssl against real OpenSSL 3.0 ``speed -mr`` output (tests/data/openssl-*)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from farm.bench import BenchmarkError
-from farm.bench.openssl import parse_speed_mr, speed_command
 from farm.errors import JobError, ParseError
+from farm.measure import BenchmarkError
+from farm.measure.openssl import parse_speed_mr, speed_command
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 AES = (DATA / "openssl-aes-128-gcm-mr.txt").read_text()

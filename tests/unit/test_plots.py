@@ -8,7 +8,8 @@ import pytest
 from matplotlib.image import imread
 
 from farm.errors import JobError
-from farm.results.ipbench import read_ipbench_csv, sweep_rows
+from farm.results.importers import import_file
+from farm.results.ipbench import sweep_rows
 from farm.results.plots import plot_sweep
 
 DATA = Path(__file__).resolve().parent.parent / "data"
@@ -16,7 +17,7 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
 def board_rows() -> list[dict]:
-    return sweep_rows(read_ipbench_csv(DATA / "ipbench-sample.csv", setup="maaxboard"))
+    return sweep_rows(import_file("ipbench", DATA / "ipbench-sample.csv", setup="maaxboard"))
 
 
 def twin_rows() -> list[dict]:

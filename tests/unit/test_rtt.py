@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from farm.bench import BenchmarkError
 from farm.bench.rtt import (
     RttStats, client_command, measure_rtt, parse_sockperf, parse_sockperf_log, rtt_stats,
     server_command, strip_ansi,
 )
 from farm.errors import JobError, ParseError
+from farm.measure import BenchmarkError
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 

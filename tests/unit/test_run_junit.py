@@ -107,7 +107,7 @@ def test_a_defect_of_farm_still_leaves_a_red_junit(pipeline, tmp_path, monkeypat
 
 
 def test_a_passing_run_stays_green(pipeline, tmp_path, monkeypatch):
-    from farm.results.record import Measurement
+    from farm.measure import Measurement
 
     monkeypatch.setattr(farm.boot.flow, "boot_target", booting())
     monkeypatch.setattr(farm.run.runner, "read_facts", lambda shell: FACTS)

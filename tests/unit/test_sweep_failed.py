@@ -9,14 +9,15 @@ from pathlib import Path
 import attrs
 
 from farm.results.csvout import write_records
-from farm.results.ipbench import read_ipbench_csv, sweep_rows
+from farm.results.importers import import_file
+from farm.results.ipbench import sweep_rows
 from farm.results.publish import publish
 
 SAMPLE = Path(__file__).resolve().parent.parent / "data" / "ipbench-sample.csv"
 
 
 def test_a_failed_sweep_row_is_not_a_sweep_point(tmp_path):
-    good = read_ipbench_csv(SAMPLE, setup="bare", target="twin")
+    good = import_file("ipbench", SAMPLE, setup="bare", target="twin")
     failed = attrs.evolve(good[0], setup="kvm-guest", metric="failed", value=1.0, unit="count",
                           params="duration=2;loads=10,50;packet_size=1472")
     assert sweep_rows(good + [failed]) == sweep_rows(good)

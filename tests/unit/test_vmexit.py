@@ -1,4 +1,4 @@
-"""farm.bench.vmexit against real kvm-unit-tests x86/vmexit consoles (tests/data/vmexit-x86.txt)
+"""farm.measure.vmexit against real kvm-unit-tests x86/vmexit consoles (tests/data/vmexit-x86.txt)
 and the example output published in kvm-unit-tests commit 00bfecaa."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from farm.bench import ImpossibleValue
-from farm.bench.vmexit import parse_vmexit, read_vmexit
 from farm.errors import ParseError
+from farm.measure import ImpossibleValue
+from farm.measure.vmexit import parse_vmexit, read_vmexit
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 CONSOLE = (DATA / "vmexit-x86.txt").read_text()

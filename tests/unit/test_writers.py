@@ -9,8 +9,9 @@ import stat
 import pytest
 
 from farm.errors import JobError
+from farm.measure import Measurement
 from farm.results.csvout import append_records, read_records
-from farm.results.record import Measurement, RunContext, write_text_atomic
+from farm.results.record import RunContext, write_text_atomic
 
 CTX = RunContext(run_id="r1", target="t", arch="arm64", setup="s", image="i", suite="network", repeat=0)
 

@@ -34,9 +34,8 @@ from typing import Any, Mapping
 
 import attrs
 
-from farm.bench import BenchmarkError, check_value, merge_params
 from farm.errors import JobError, ParseError
-from farm.results.record import Measurement
+from farm.measure import BenchmarkError, Measurement, check_value, merge_params
 
 BENCHMARK = "iperf3"
 PROTOCOLS = ("tcp", "udp")
@@ -94,7 +93,7 @@ def parse_json(text: str, *, params: Mapping[str, Any] | None = None) -> list[Me
     which had only ``end.sum`` for UDP.
 
     A document with an ``"error"`` key (e.g. "unable to connect to server: Connection refused")
-    raises :class:`~farm.bench.BenchmarkError` with iperf3's message. Note iperf3 3.12 exits 0 in
+    raises :class:`~farm.measure.BenchmarkError` with iperf3's message. Note iperf3 3.12 exits 0 in
     that case when ``-J`` is given, so this check is the one that catches it. Text that is not
     JSON raises :class:`~farm.errors.ParseError` naming the line.
     """
@@ -276,7 +275,7 @@ def parse_text(text: str, *, params: Mapping[str, Any] | None = None) -> list[Me
     runs stay distinct records. The text rounds to 3 digits; prefer :func:`parse_json` when
     you control the command. UDP loss is recomputed from lost/total (the printed percent is
     ``%.2g``). ``--bidir`` runs give both directions (param ``bidir``); an ``iperf3: error - ...`` line raises
-    :class:`~farm.bench.BenchmarkError`.
+    :class:`~farm.measure.BenchmarkError`.
     """
     runs: list[_Run] = []
     state = "outside"  # "outside" | "summary" | "server" (skipping --get-server-output)
@@ -328,7 +327,7 @@ def _read_summary_line(run: _Run, number: int, line: str) -> None:
 
 def _loss_percent(number: int, lost: str, total: str, printed: str) -> float:
     """Lost / total datagrams in percent; a negative count (reordering) or a NaN (nothing sent)
-    is not a loss that can be measured: :class:`~farm.bench.ImpossibleValue` naming the line."""
+    is not a loss that can be measured: :class:`~farm.measure.ImpossibleValue` naming the line."""
     if int(total):
         loss = 100.0 * int(lost) / int(total)
     else:
@@ -385,3 +384,9 @@ def _whole_seconds(name: str, value: float, minimum: int, maximum: int) -> str:
         raise JobError(f"iperf3 {name} {value!r}: expected whole seconds, {minimum}-{maximum} "
                        "(iperf3 truncates fractions and refuses more)")
     return str(int(value))
+
+
+def parse_output(text: str, *, params: Mapping[str, Any] | None = None) -> list[Measurement]:
+    """A saved iperf3 client output of either kind: JSON (``-J``, the text begins with ``{``,
+    :func:`parse_json`) or the human text of one or several runs pasted together (:func:`parse_text`)."""
+    return (parse_json if text.lstrip().startswith("{") else parse_text)(text, params=params)

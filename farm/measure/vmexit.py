@@ -35,9 +35,8 @@ from typing import Any, Mapping
 
 import attrs
 
-from farm.bench import ImpossibleValue, merge_params
 from farm.errors import ParseError
-from farm.results.record import Measurement
+from farm.measure import ImpossibleValue, Measurement, merge_params
 
 BENCHMARK = "vmexit"
 _NAME = r"(?:[A-Za-z0-9_.-]+:)?[A-Za-z][A-Za-z0-9_-]*"
@@ -71,7 +70,7 @@ def read_vmexit(text: str, *, params: Mapping[str, Any] | None = None) -> Vmexit
     Each ``<test> <n>`` line gives metric ``cycles`` in ``cycles`` with params ``test``; an
     ``ipi``/``eoi`` sub-line gives the same with params ``test`` and ``part`` (``ipi`` or
     ``eoi``), all merged over ``params``. A negative value raises
-    :class:`~farm.bench.ImpossibleValue` naming the line: vmexit casts the per-iteration TSC
+    :class:`~farm.measure.ImpossibleValue` naming the line: vmexit casts the per-iteration TSC
     delta to ``int``, so it means the delta overflowed (more than 2^31 cycles per iteration) or
     the TSC went backwards, and no median may count it.
 

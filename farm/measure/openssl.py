@@ -10,9 +10,8 @@ import re
 import shlex
 from typing import Any, Mapping, Sequence
 
-from farm.bench import BenchmarkError, check_value, merge_params
 from farm.errors import JobError, ParseError
-from farm.results.record import Measurement
+from farm.measure import BenchmarkError, Measurement, check_value, merge_params
 
 BENCHMARK = "openssl-speed"
 _ALGORITHM = re.compile(r"^[a-z0-9-]+$")
@@ -46,7 +45,7 @@ def parse_speed_mr(text: str, *, params: Mapping[str, Any] | None = None) -> lis
     per key size, not throughput per block, and the benchmarks here use ``-evp`` ciphers and
     digests only. Other ``+`` lines are ignored. A malformed ``+H``/``+F`` line raises
     :class:`~farm.errors.ParseError` naming its line; output with no result line at all raises
-    :class:`~farm.bench.BenchmarkError` with openssl's ``speed: ...`` message if there is one.
+    :class:`~farm.measure.BenchmarkError` with openssl's ``speed: ...`` message if there is one.
     """
     blocks: list[int] | None = None
     seen: dict[tuple[str, int], int] = {}  # (algorithm, block) -> line, to refuse duplicates

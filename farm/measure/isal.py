@@ -27,9 +27,9 @@ import math
 import re
 from typing import Any, Mapping
 
-from farm.bench import ImpossibleValue, merge_params
 from farm.errors import ParseError
-from farm.results.record import Measurement
+from farm.measure import ImpossibleValue, Measurement, merge_params
+from farm.measure.clock import Clock, combined_clock, measured_cycles_per_byte
 
 BENCHMARK = "isal"
 MB = 1_000_000  # ISA-L's perf_print(): total_units / (1000000 * seconds)
@@ -76,7 +76,7 @@ def parse_perf(text: str, *, params: Mapping[str, Any] | None = None) -> list[Me
     timestamp) are ignored: headers, "Start timed tests", make's chatter. A line with it that
     does not end like a perf line or measures a function and mode already measured higher up
     raises :class:`~farm.errors.ParseError` naming its line; one whose rate is not a finite
-    positive number raises :class:`~farm.bench.ImpossibleValue` naming its line: a duplicate would otherwise count twice in
+    positive number raises :class:`~farm.measure.ImpossibleValue` naming its line: a duplicate would otherwise count twice in
     medians. (make's terminal output during ``perf_report`` repeats every line under "Summary:";
     read the ``perf_report_*.perf`` file it writes instead.) Output with no perf line gives
     ``[]``: the caller knows whether it expected some.
@@ -139,13 +139,11 @@ def _split_name(name: str) -> tuple[str, str | None]:
 
 
 
-def parse_clocks(text: str) -> dict[str, "Clock"]:
+def parse_clocks(text: str) -> dict[str, Clock]:
     """isal_bench's ``<test>: cpufreq cpu=N before_khz=X after_khz=Y`` lines: the clock of the
     CPU each test ran on, read right before and right after its timed part, by test name as
     printed (``crc32_ieee_cold``, ``igzip_file_perf@GPL-3``). A test without such a line (no
     cpufreq on the target) is absent. A test named twice raises :class:`ParseError`."""
-    from farm.results.cycles import Clock
-
     clocks: dict[str, Clock] = {}
     for number, raw in enumerate(text.splitlines(), start=1):
         match = _CPUFREQ.match(raw.strip())
@@ -201,12 +199,10 @@ def perf_name(m: Measurement) -> str:
     return f"{name}@{m.params['file']}" if "file" in m.params else name
 
 
-def clock_of(m: Measurement, clocks: Mapping[str, "Clock"]) -> "Clock | None":
+def clock_of(m: Measurement, clocks: Mapping[str, Clock]) -> "Clock | None":
     """The clock around measurement ``m``; for a corpus average, the files' clocks together: the
     lowest and the highest of their readings when they differ by more than the tolerance (so the
     average is warned about too), else the means. None when a clock is missing."""
-    from farm.results.cycles import combined_clock
-
     if m.params.get("file") != CORPUS_FILE:
         return clocks.get(perf_name(m))
     prefix = f"{m.params['function']}@"
@@ -214,3 +210,19 @@ def clock_of(m: Measurement, clocks: Mapping[str, "Clock"]) -> "Clock | None":
     if not mine or len(mine) != m.params.get("files"):
         return None
     return combined_clock(mine)
+
+
+def isal_measurements(text: str) -> list[Measurement]:
+    """Throughput (per test, and the corpus averages) and measured cycles/byte from isal_bench's
+    output or an upstream ``perf_report`` (pure): what a live run records and ``farm import isal``
+    imports."""
+    measurements = parse_perf(text)
+    measurements += corpus_average(measurements, corpus_sizes(text))
+    clocks = parse_clocks(text)
+    cycles = []
+    for m in measurements:
+        clock = clock_of(m, clocks)
+        sibling = measured_cycles_per_byte(m, clock) if clock else None
+        if sibling:
+            cycles.append(sibling)
+    return measurements + cycles
