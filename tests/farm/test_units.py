@@ -149,46 +149,6 @@ def test_lab_commands_without_a_lab(tmp_path):
     assert proc.returncode == 2 and "unknown board model 'rpi'" in proc.stderr
 
 
-def test_signal_guard_turns_sigterm_into_an_interrupt_and_holds_signals_during_clean_up():
-    import signal
-
-    from farm.places import Terminated, _SignalGuard
-
-    previous = signal.getsignal(signal.SIGTERM)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    try:
-        guard = _SignalGuard()
-        guard.interrupt_on_sigterm()
-        with pytest.raises(Terminated):
-            signal.raise_signal(signal.SIGTERM)
-        guard.hold()
-        signal.raise_signal(signal.SIGTERM)  # held, not raised: the clean-up goes on
-        signal.raise_signal(signal.SIGINT)
-        guard.restore()
-        assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
-        with pytest.raises(Terminated):
-            guard.deliver_pending()  # the first one held, once the clean-up is done
-
-        class Mine(KeyboardInterrupt):
-            pass
-
-        def mine(signum, frame):
-            raise Mine()
-
-        signal.signal(signal.SIGTERM, mine)  # a caller with its own SIGTERM policy (the farm command) keeps it
-        guard = _SignalGuard()
-        guard.interrupt_on_sigterm()
-        with pytest.raises(Mine):
-            signal.raise_signal(signal.SIGTERM)
-        guard.hold()
-        signal.raise_signal(signal.SIGTERM)
-        guard.restore()
-        with pytest.raises(Mine):
-            guard.deliver_pending()
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
 def test_a_lock_is_the_newest_lease_of_its_owner():
     """After a coordinator restart another job of the same host/user may lock our place: the owner
     matches and our lease is still there (tags outlive the restart); the newer lease is the lock's."""
