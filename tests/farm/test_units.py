@@ -6,7 +6,6 @@ import json
 import signal
 import subprocess
 import sys
-import time
 
 import attrs
 import pytest
@@ -178,7 +177,10 @@ def test_supervise_restarts_a_failed_command_and_passes_sigterm_on(tmp_path):
     assert proc.returncode == 0 and counter.read_text() == "3"  # exit 100, exit 1: restarted; exit 0: done
     assert "exited with 100; starting it again" in proc.stdout and "exited with 1; starting it again" in proc.stdout
 
+    from farm.virtual.processes import children, wait_for
+
     proc = subprocess.Popen([sys.executable, "-m", "farm.virtual.supervise", "--", "sleep", "30"])
-    time.sleep(1)
+    # the supervisor has its handlers and runs the command once the command is its child (a fixed sleep guessed)
+    assert wait_for(lambda: children(proc.pid), 30), "the supervisor never started its command"
     proc.terminate()
     assert proc.wait(timeout=10) == 128 + signal.SIGTERM  # sleep died of the SIGTERM passed on; no restart
