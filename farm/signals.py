@@ -21,9 +21,9 @@ import contextlib
 import os
 import signal
 import threading
-from typing import Iterator
+from typing import Callable, Iterator
 
-from .errors import Terminated
+from .errors import EXIT_INTERRUPTED, Terminated
 
 #: the signals that end a job like Ctrl-C does (SIGINT keeps Python's own handler)
 TERMINATING = (signal.SIGTERM, signal.SIGHUP)
@@ -80,6 +80,18 @@ def deferred(*, deliver: bool = True) -> Iterator[None]:
             signal.signal(sig, handler)
     if pending and deliver:
         _deliver(pending[0], saved[pending[0]])
+
+
+def run(main: Callable[[], int]) -> int:
+    """``main()`` under :func:`interrupts`, for a script: its exit status, or 128 + the signal that
+    ended it (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP) once every clean-up on the way out has run."""
+    try:
+        with interrupts():
+            return main()
+    except Terminated as exc:
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
 
 
 def _deliver(signum: int, handler) -> None:
