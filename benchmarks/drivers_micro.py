@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import signal
 import statistics
 import sys
 import time
@@ -64,7 +63,6 @@ def main() -> int:
     p.add_argument("--log-dir", required=True)
     p.add_argument("-n", type=int, default=20)
     args = p.parse_args()
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
     from farm.boot.console_log import ConsoleLog
     from farm.boot.session import EnvFile, open_target
@@ -120,4 +118,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from farm import signals
+
+    sys.exit(signals.run(main))  # SIGTERM, SIGHUP unwind like Ctrl-C: boot_target powers off; exit 143, 129

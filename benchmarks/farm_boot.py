@@ -15,7 +15,6 @@ import argparse
 import json
 import re
 import resource
-import signal
 import subprocess
 import sys
 import time
@@ -161,7 +160,6 @@ def main() -> int:
     p.add_argument("--iperf", type=int, default=0, help="then this many farm/by-hand iperf3 pairs")
     p.add_argument("--iperf-duration", type=int, default=3)
     args = p.parse_args()
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # unwind: boot_target powers off
 
     import contextlib
 
@@ -230,4 +228,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from farm import signals
+
+    sys.exit(signals.run(main))  # SIGTERM, SIGHUP unwind like Ctrl-C: boot_target powers off; exit 143, 129

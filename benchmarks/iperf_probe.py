@@ -10,7 +10,6 @@ farm makes one per run); by hand after farm's target-side server check (``start_
 from __future__ import annotations
 
 import argparse
-import signal
 import statistics
 import sys
 from pathlib import Path
@@ -30,7 +29,6 @@ def main() -> int:
     p.add_argument("--duration", type=int, default=3)
     p.add_argument("--log-dir", default="results/iperf-probe")
     args = p.parse_args()
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
     from farm.bench.context import BenchContext
     from farm.bench.network import IPERF3_PORT, run_iperf3, start_iperf3_server
@@ -63,4 +61,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from farm import signals
+
+    sys.exit(signals.run(main))  # SIGTERM, SIGHUP unwind like Ctrl-C: boot_target powers off; exit 143, 129

@@ -19,7 +19,11 @@ In one run, on the same image and the same QEMU twin of the MaaXBoard:
 Every phase of every boot is timed from the outside by console markers (benchmarks/markers.py).
 It prints the table (what, farm, baseline, ratio, target, met?) and writes results.json and
 report.md into the output directory. Every process it starts (QEMU included) carries a token in its
-environment and is killed at the end, on Ctrl-C and on SIGTERM.
+environment and is stopped at the end, on Ctrl-C, SIGTERM and SIGHUP (benchmarks/supervision.py, on
+farm.virtual.processes).
+
+The parts: supervision.py (processes), hostload.py (the host's load), variants.py (env file and
+recipe copies, edited as YAML data), speed_report.py (table and report.md), markers.py (phases).
 """
 
 from __future__ import annotations
@@ -30,13 +34,10 @@ import os
 import re
 import shutil
 import signal
-import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-import uuid
 from datetime import datetime
 from pathlib import Path
 
@@ -44,131 +45,21 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
-from markers import PHASES, MarkerClock, phases  # noqa: E402
+from farm import signals  # noqa: E402
+from hostload import LoadSampler  # noqa: E402
+from markers import MarkerClock, phases  # noqa: E402
+from speed_report import build_table, missed, render_report  # noqa: E402
+from supervision import Processes  # noqa: E402
+from variants import env_variant as _env_variant, recipe_variant as _recipe_variant  # noqa: E402
 
 PY = sys.executable
 ENV_TWIN = ROOT / "env" / "qemu-maaxboard.yaml"
 ENV_BOARD = ROOT / "env" / "maaxboard.yaml"
 RECIPE = ROOT / "images" / "maaxboard-bench.yaml"
-TOKEN_VAR = "FARM_BENCH_TOKEN"
-TOKEN = uuid.uuid4().hex
 
 
 def say(text: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
-
-
-def median(values):
-    values = [v for v in values if v is not None]
-    return statistics.median(values) if values else None
-
-
-# --- processes: every child in its own session, all of them (and theirs) killed at the end -----
-
-class Processes:
-    def __init__(self):
-        self.children: list[subprocess.Popen] = []
-        self.env = {**os.environ, TOKEN_VAR: TOKEN}
-
-    def popen(self, argv, **kw) -> subprocess.Popen:
-        kw.setdefault("env", self.env)
-        proc = subprocess.Popen(argv, start_new_session=True, **kw)
-        self.children.append(proc)
-        return proc
-
-    def run(self, argv, timeout: float = 600, **kw) -> tuple[subprocess.CompletedProcess, float]:
-        """Run to the end; returns the completed process and its wall time (start to exit)."""
-        t0 = time.monotonic()
-        proc = self.popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
-        try:
-            out, err = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.stop(proc)
-            out, err = proc.communicate()
-            raise RuntimeError(f"{argv[:3]} did not finish within {timeout:.0f} s") from None
-        finally:
-            if proc in self.children and proc.poll() is not None:
-                self.children.remove(proc)
-        return subprocess.CompletedProcess(argv, proc.returncode, out, err), time.monotonic() - t0
-
-    @staticmethod
-    def stop(proc: subprocess.Popen, grace: float = 10) -> None:
-        if proc.poll() is not None:
-            return
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)  # farm's child unwinds: power off, unstage
-            proc.wait(grace)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            pass
-        if proc.poll() is None:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            proc.wait()
-
-    def tokened_pids(self) -> list[int]:
-        """Processes started by this run at any depth (QEMU in a pexpect session included)."""
-        mine = []
-        needle = f"{TOKEN_VAR}={TOKEN}".encode()
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit() or int(entry) == os.getpid():
-                continue
-            try:
-                with open(f"/proc/{entry}/environ", "rb") as f:
-                    if needle in f.read().split(b"\0"):
-                        mine.append(int(entry))
-            except OSError:
-                continue
-        return mine
-
-    def cleanup(self) -> list[int]:
-        for proc in list(self.children):
-            self.stop(proc)
-        self.children.clear()
-        leftovers = self.tokened_pids()
-        for pid in leftovers:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        return leftovers
-
-
-class LoadSampler(threading.Thread):
-    """The machine's 1-minute load average and the other QEMUs running (not ours), every second."""
-
-    def __init__(self, procs: Processes):
-        super().__init__(daemon=True)
-        self.procs = procs
-        self.samples: list[tuple[float, float, int]] = []  # (time, loadavg1, other qemus)
-        self.stopped = threading.Event()
-
-    def run(self):
-        while not self.stopped.wait(1.0):
-            load = float(Path("/proc/loadavg").read_text().split()[0])
-            self.samples.append((time.monotonic(), load, self._other_qemus()))
-
-    def _other_qemus(self) -> int:
-        mine = set(self.procs.tokened_pids())
-        count = 0
-        for entry in os.listdir("/proc"):
-            if entry.isdigit() and int(entry) not in mine:
-                try:
-                    if Path(f"/proc/{entry}/comm").read_text().startswith("qemu-system"):
-                        count += 1
-                except OSError:
-                    pass
-        return count
-
-    def summary(self, since: float = 0.0) -> dict:
-        rows = [s for s in self.samples if s[0] >= since]
-        if not rows:
-            load = float(Path("/proc/loadavg").read_text().split()[0])
-            return {"load_min": load, "load_median": load, "load_max": load, "other_qemus_max": 0}
-        loads = [r[1] for r in rows]
-        return {"load_min": min(loads), "load_median": statistics.median(loads), "load_max": max(loads),
-                "other_qemus_max": max(r[2] for r in rows)}
 
 
 # --- one boot each way -------------------------------------------------------------------------
@@ -199,7 +90,7 @@ def finish_farm(procs: Processes, proc: subprocess.Popen, t_start: float, timeou
         procs.stop(proc)
         return {"ok": False, "error": "timeout"}
     wall = time.monotonic() - t_start
-    procs.children.remove(proc)
+    procs.forget(proc)
     line = next((l for l in reversed(out.splitlines()) if l.startswith("RESULT ")), None)
     if proc.returncode != 0 or line is None:
         return {"ok": False, "error": (err.strip().splitlines() or ["exit %s" % proc.returncode])[-1][-400:]}
@@ -265,7 +156,7 @@ def run_lava(procs: Processes, out: Path, image: dict, job_id: str) -> dict:
     try:
         done, wall = procs.run(argv, timeout=400)
     finally:
-        _kill_pidfile(pidfile)
+        _kill_pidfile(procs, pidfile)
     log = done.stdout + done.stderr  # lava-run writes its JSON log lines to stderr
     (work / "lava.log").write_text(log)
     ok = bool(re.search(r'"case": "job", "definition": "lava", "result": "pass"', log))
@@ -288,16 +179,22 @@ def run_lava(procs: Processes, out: Path, image: dict, job_id: str) -> dict:
     return result
 
 
-def _kill_pidfile(pidfile: Path) -> None:
+def _kill_pidfile(procs: Processes, pidfile: Path) -> None:
     try:
         pid = int(pidfile.read_text())
     except (OSError, ValueError):
         return
-    try:
-        if TOKEN.encode() in Path(f"/proc/{pid}/environ").read_bytes():  # still ours, not a reused pid
-            os.kill(pid, signal.SIGKILL)
-    except OSError:
-        pass
+    procs.kill_if_ours(pid)  # still ours, not a reused pid
+
+
+# --- env file / recipe variants (temporary copies, benchmarks/variants.py) ----------------------
+
+def env_variant(tmp: Path, name: str, strategy_settings: dict | None = None, bootargs: str | None = None) -> Path:
+    return _env_variant(ENV_TWIN, tmp, name, strategy_settings, bootargs)
+
+
+def recipe_variant(tmp: Path, name: str, *, compress: str | None = None, modules: list | None = None) -> Path:
+    return _recipe_variant(RECIPE, tmp, name, compress=compress, modules=modules)
 
 
 # --- builds --------------------------------------------------------------------------------------
@@ -336,37 +233,6 @@ def measure_builds(procs: Processes, out: Path, cached_n: int, cold_n: int) -> d
             cold.append(wall)
             same.append(image_files(path)["manifest"]["artifacts"] == reference)
     return {"cached": cached, "cached_call": call, "cold": cold, "cold_same_sha256": same}
-
-
-# --- env file / recipe variants (temporary copies) -----------------------------------------------
-
-def env_variant(tmp: Path, name: str, strategy_settings: dict | None = None, bootargs: str | None = None) -> Path:
-    text = ENV_TWIN.read_text()
-    if bootargs is not None:
-        text, n = re.subn(r'(\n\s+bootargs: )"[^"]*"', lambda m: f'{m.group(1)}"{bootargs}"', text)
-        assert n == 1, "bootargs line not found in the env file"
-    if strategy_settings:
-        lines = "".join(f"        {k}: {json.dumps(v)}\n" for k, v in strategy_settings.items())
-        text, n = re.subn(r"(\n      UBootNetbootStrategy:\n)", lambda m: m.group(1) + lines, text)
-        assert n == 1, "UBootNetbootStrategy not found in the env file"
-    path = tmp / f"env-{name}.yaml"
-    path.write_text(text)
-    return path
-
-
-def recipe_variant(tmp: Path, name: str, *, compress: str | None = None, modules: list | None = None) -> Path:
-    import yaml
-
-    doc = yaml.safe_load(RECIPE.read_text())
-    if compress:
-        doc["kernel"]["compress"] = compress
-    if modules is not None:
-        doc["kernel"]["modules"] = modules
-    for program in doc.get("programs") or []:
-        program["source"] = str((RECIPE.parent / program["source"]).resolve())
-    path = tmp / f"recipe-{name}.yaml"
-    path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    return path
 
 
 # --- sections ------------------------------------------------------------------------------------
@@ -509,168 +375,6 @@ def section_levers(procs, out, image, boots) -> dict:
     return {"builds": builds, "results": results, "sizes": sizes, "micro": micro}
 
 
-# --- report --------------------------------------------------------------------------------------
-
-def ok(results):
-    return [r for r in results if r.get("ok")]
-
-
-def med(results, key="seconds"):
-    return median([r[key] for r in ok(results)])
-
-
-def build_table(data: dict) -> list[tuple]:
-    """Rows: (what, farm, baseline, ratio, target, met)."""
-    rows = []
-    main = data.get("main")
-    if main:
-        f, n = med(main["farm"]), med(main["naive"])
-        rows.append(("boot + 2 commands, call to 2nd return (median s)", f, ("naive", n),
-                     f / n if f and n else None, "<= 0.9", lambda r: r <= 0.9))
-        fw, nw = med(main["farm"], "wall"), med(main["naive"], "wall")
-        rows.append(("  same, whole process: start to exit (median s)", fw, ("naive", nw),
-                     fw / nw if fw and nw else None, "(info)", None))
-        if main["lava"]:
-            lw = med(main["lava"], "wall")
-            rows.append(("boot + 2 commands, whole process vs lava-run (median s)", fw, ("LAVA", lw),
-                         fw / lw if fw and lw else None, "<= 0.6", lambda r: r <= 0.6))
-        else:
-            rows.append(("boot + 2 commands vs lava-run", fw, ("LAVA", None), None, "<= 0.6",
-                         "skipped: " + (data.get("lava_skipped") or "")))
-        rss = [r["vm_hwm_kb"] / 1024 for r in ok(main["farm"])]
-        if rss:
-            rows.append(("peak RSS of the farm process (max VmHWM, MB)", max(rss), ("", None), None, "<= 60 MB",
-                         lambda v: v <= 60, "value"))
-    b = data.get("build")
-    if b:
-        c = median(b["cached"])
-        rows.append(("cached rebuild, `farm build` (median s)", c, ("", None), None, "<= 1 s", lambda v: v <= 1.0, "value"))
-        if b["cold"]:
-            rows.append(("cold build, fresh FARM_CACHE + shared debs (median s)", median(b["cold"]), ("", None),
-                         None, "(info)", None))
-    p = data.get("parallel")
-    if p:
-        one = med(p["single"])
-        two = median([max(x["seconds"] for x in pair) for pair in p["pair"] if all(x.get("ok") for x in pair)])
-        skews = [pair[0].get("start_skew") for pair in p["pair"] if pair[0].get("start_skew") is not None]
-        if skews:
-            p["note"] = (p["note"] + "; " if p["note"] else "") + f"the two boots started within {max(skews):.3f} s of each other"
-        rows.append((f"two boards in parallel vs one ({p['mode']}; slower of two, median s)", two,
-                     ("one board", one), two / one if two and one else None, "<= 1.3", lambda r: r <= 1.3))
-    ip = data.get("iperf")
-    if ip and ip.get("ok"):
-        fm, hm = median(ip["iperf_farm_bps"]) / 1e6, median(ip["iperf_hand_bps"]) / 1e6
-        rows.append((f"iperf3 host->twin TCP, {len(ip['iperf_farm_bps'])} runs each, through farm vs by hand "
-                     "(median Mbit/s)", fm, ("by hand", hm), fm / hm, "0.95-1.05", lambda r: 0.95 <= r <= 1.05))
-        pairs = [f / h for f, h in zip(ip["iperf_farm_bps"], ip["iperf_hand_bps"])]
-        rows.append(("  same, median of the ratios of back-to-back pairs", None, ("", None), median(pairs),
-                     "(info)", None))
-    return rows
-
-
-def render_table(rows) -> str:
-    lines = ["| what | farm | baseline | ratio | target | met? |", "|---|---|---|---|---|---|"]
-    for row in rows:
-        what, farm, (bname, base), ratio, target, check = row[:6]
-        on_value = len(row) > 6 and row[6] == "value"
-        if isinstance(check, str):
-            met = check
-        elif check is None:
-            met = ""
-        else:
-            subject = farm if on_value else ratio
-            met = "—" if subject is None else ("yes" if check(subject) else "**no**")
-        lines.append(f"| {what} | {_num(farm)} | {(bname + ' ' + _num(base)) if base is not None else bname or '—'} "
-                     f"| {_num(ratio, 2) if ratio is not None else '—'} | {target} | {met} |")
-    return "\n".join(lines)
-
-
-def _num(v, digits=2):
-    return "—" if v is None else f"{v:.{digits}f}"
-
-
-def render_phases(data: dict) -> str:
-    main = data.get("main")
-    if not main:
-        return ""
-    cols = [(w, main[w]) for w in ("naive", "farm", "lava") if ok(main[w])]
-    lines = ["| phase (median s) | " + " | ".join(f"{w} ({len(ok(res))}/{len(res)} ok)" for w, res in cols) + " |",
-             "|---" * (len(cols) + 1) + "|"]
-    for name, _, _ in PHASES:
-        vals = [median([r["phases"].get(name) for r in ok(res)]) for _, res in cols]
-        lines.append(f"| {name} | " + " | ".join(_num(v) for v in vals) + " |")
-    lines.append("| **call to 2nd command done** | " + " | ".join(_num(med(res)) for _, res in cols) + " |")
-    lines.append("| process start to exit | " + " | ".join(_num(med(res, 'wall')) for _, res in cols) + " |")
-    lines.append("| orchestrator's own CPU (user+sys s) | " + " | ".join(
-        _num(median([r.get("cpu_seconds") for r in ok(res)])) for _, res in cols) + " |")
-    return "\n".join(lines)
-
-
-def render_micro(data: dict) -> str:
-    m = (data.get("levers") or {}).get("micro") or {}
-    if "uboot_run" not in m:
-        return f"driver round trips: not measured ({m.get('error', '')})"
-    ms = lambda k: f"{m[k] * 1000:.1f} ms"  # noqa: E731
-    return "\n".join([
-        f"| labgrid round trip on the twin (median of {m['n']}) | as is | changed |", "|---|---|---|",
-        f"| UBootDriver.run('true') | {ms('uboot_run')} | {ms('uboot_run_nosleep')} (QEMUDriver._read without the 10 ms sleep) |",
-        f"| farm's {len(m['uboot_commands'])} non-TFTP U-Boot commands | {ms('uboot_setup_one_by_one')} one by one | "
-        f"{ms('uboot_setup_batched')} joined with && |",
-        f"| {m.get('shell_driver', 'ShellDriver')}.run('true') | {ms('shell_run')} as farm has it | "
-        f"{ms('shell_run_check_always')} with labgrid's _check_prompt before each command; "
-        f"{ms('shell_run_nosleep')} without the read sleep; {ms('shell_run_check_always_nosleep')} both |",
-    ])
-
-
-UBOOT_PHASES = ("interrupt + dhcp", "tftp kernel", "tftp initrd", "setenv + booti (+ unpack)")
-ACTS_ON = {  # the phases a lever can change: their sum is compared, the rest is the guest's noise
-    "batched": UBOOT_PHASES,  # first: "gzip + batched" acts on all of U-Boot's phases
-    "gzip": ("tftp kernel", "setenv + booti (+ unpack)"),
-    "tftp_": ("tftp kernel", "tftp initrd"),
-    "modules": ("/init: modules + network",),
-    "quiet": ("kernel boot -> /init",),
-    "pass_lease": ("/init: modules + network",),
-    "_check_prompt": ("shell prompt -> 2nd command done",),
-}
-
-
-def acts_on(name: str) -> tuple:
-    for key, phases_ in ACTS_ON.items():
-        if key in name:
-            return phases_
-    return ()
-
-
-def render_levers(data: dict) -> str:
-    lev = data.get("levers")
-    if not lev:
-        return ""
-    base = lev["results"]["farm as configured"]
-    base_total = med(base)
-    keys = ["interrupt + dhcp", "tftp kernel", "tftp initrd", "setenv + booti (+ unpack)", "kernel boot -> /init",
-            "/init: modules + network", "shell prompt -> 2nd command done"]
-    lines = ["| lever | call to 2nd return (median s) | vs farm as configured | phases it acts on: change "
-             "of their summed medians | " + " | ".join(keys) + " | orchestrator CPU s | console reads |",
-             "|---" * (6 + len(keys)) + "|"]
-    for name, res in lev["results"].items():
-        total = med(res)
-        delta = (total - base_total) if (total is not None and base_total is not None) else None
-        cells = [median([r["phases"].get(k) for r in ok(res)]) for k in keys]
-        capped = sorted({r.get("tftp_blocksize_capped_to") for r in ok(res)} - {None})
-        note = f" (U-Boot capped the block size to {capped[0]})" if capped else ""
-        reads = median([r.get("console_reads") for r in ok(res)])
-        acting = acts_on(name)
-        if acting and ok(res) and ok(base):
-            own = sum(median([r["phases"].get(k, 0) for r in ok(res)]) for k in acting)
-            ref = sum(median([r["phases"].get(k, 0) for r in ok(base)]) for k in acting)
-            on_phases = f"{own - ref:+.2f} s ({', '.join(acting)})"
-        else:
-            on_phases = ""
-        lines.append(f"| {name}{note} | {_num(total)} ({len(ok(res))}/{len(res)} ok) | "
-                     f"{'' if delta is None else f'{delta:+.2f} s'} | {on_phases} | " + " | ".join(_num(c) for c in cells)
-                     + f" | {_num(median([r.get('cpu_seconds') for r in ok(res)]))} | {_num(reads, 0)} |")
-    return "\n".join(lines)
-
 
 def main() -> int:
     p = argparse.ArgumentParser(description="farm's own speed vs a hand-written script and LAVA")
@@ -695,12 +399,6 @@ def main() -> int:
     out.mkdir(parents=True, exist_ok=True)
 
     procs = Processes()
-
-    def on_signal(signum, _frame):
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)  # also when started with SIGINT ignored (a background job)
     sampler = LoadSampler(procs)
     sampler.start()
     data: dict = {"started": time.strftime("%Y-%m-%d %H:%M:%S"), "boots": boots, "quick": args.quick,
@@ -746,43 +444,15 @@ def main() -> int:
     data["seconds"] = time.monotonic() - t_start
     data["load"] = sampler.summary()
     rows = build_table(data)
-    load = data["load"]
-    load_line = (f"machine: {os.cpu_count()} CPUs, 1-min loadavg during the run min {load['load_min']:.2f} / "
-                 f"median {load['load_median']:.2f} / max {load['load_max']:.2f}; up to {load['other_qemus_max']} "
-                 f"other QEMU processes (other engineers) running at once; run took {data['seconds']:.0f} s")
-    fv = data["farm_version"]
-    version_line = f"farm at commit {fv['commit']}" + (f" with uncommitted changes in {', '.join(fv['changed'])}"
-                                                       if fv["changed"] else "")
-    report = [f"# farm speed, {data['started']} ({'quick, ' if args.quick else ''}{boots} boots per way)", "",
-              load_line, "", version_line, "", render_table(rows), ""]
-    if "main" in data:
-        report += ["## Where the time goes (console markers)", "", render_phases(data), ""]
-    if "build" in data:
-        b = data["build"]
-        report += [f"build: cached `farm build` CLI {', '.join(f'{v:.2f}' for v in b['cached'])} s (build() call "
-                   f"alone {_num(b['cached_call'], 3)} s); cold {', '.join(f'{v:.1f}' for v in b['cold'])} s, "
-                   f"same sha256 as the cached image: {b['cold_same_sha256']}", ""]
-    if "parallel" in data and data["parallel"]["note"]:
-        report += [f"parallel: {data['parallel']['note']}", ""]
-    if "levers" in data:
-        report += ["## Levers (interleaved rounds, medians)", "", render_levers(data), "", render_micro(data), "",
-                   "variant builds: " + ", ".join(f"{k} {v:.1f} s" for k, v in data["levers"]["builds"].items()), ""]
-    if "sections" in data:
-        report += ["sections: " + "; ".join(f"{k} {v['seconds']:.0f} s (load {v['load_median']:.2f}, "
-                                           f"max {v['load_max']:.2f}, other QEMUs up to {v['other_qemus_max']})"
-                                           for k, v in data["sections"].items()), ""]
-    text = "\n".join(report)
+    text = render_report(data, rows)
     (out / "results.json").write_text(json.dumps(data, indent=1, default=str) + "\n")
     (out / "report.md").write_text(text)
     print(text)
     print(f"\n(results.json and report.md in {out})")
-    failed = [row[0] for row in rows if callable(row[5]) and (row[3] if len(row) < 7 else row[1]) is not None
-              and not row[5](row[3] if len(row) < 7 else row[1])]
-    return 1 if failed else 0
+    return 1 if missed(rows) else 0
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except KeyboardInterrupt:
-        sys.exit(130)
+    # Ctrl-C even when started with SIGINT ignored (a background job); SIGTERM and SIGHUP: farm.signals
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    sys.exit(signals.run(main))

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import signal
 import sys
 
 from . import __version__
-from .errors import EXIT_INTERRUPTED, EXIT_TERMINATED, FarmError, Terminated
+from .errors import EXIT_INTERRUPTED, FarmError, Terminated
 from .secrets import MaskingStream, mask, register_environment
 
 #: command modules under farm.commands, in the order --help lists them
@@ -18,7 +17,7 @@ COMMAND_MODULES = ("images", "boot", "run", "analysis", "results", "places", "he
 EPILOG = """\
 exit codes: 0 passed, 1 a benchmark failed (test), 2 bad input (job: recipe, env or pipeline file),
 3 the lab failed (infrastructure: power, console, TFTP, bootloader), 130 interrupted (Ctrl-C), 143 terminated
-(SIGTERM). Interrupted or not, the board is powered off and what was measured is kept.
+(SIGTERM), 129 hung up (SIGHUP). Interrupted or not, the board is powered off and what was measured is kept.
 
 examples:
   farm build images/maaxboard-bench.yaml
@@ -41,18 +40,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _terminate(signum, frame) -> None:
-    raise Terminated()
-
-
 def main(argv: list[str] | None = None) -> int:
+    from .signals import interrupts
+
     args = build_parser().parse_args(argv)
-    signal.signal(signal.SIGTERM, _terminate)
     # every line any command prints is masked, not only the ones that remember to mask
     stdout, stderr = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = MaskingStream(stdout), MaskingStream(stderr)
     try:
-        return _run(args)
+        with interrupts():  # SIGTERM, SIGHUP: Terminated, unwound like Ctrl-C (the one place it is set up)
+            return _run(args)
     finally:
         sys.stdout, sys.stderr = stdout, stderr
 
@@ -72,7 +69,7 @@ def _run(args: argparse.Namespace) -> int:
         return exc.exit_code
     except KeyboardInterrupt as exc:
         print("farm: terminated" if isinstance(exc, Terminated) else "farm: interrupted", file=sys.stderr)
-        return EXIT_TERMINATED if isinstance(exc, Terminated) else EXIT_INTERRUPTED
+        return exc.exit_code if isinstance(exc, Terminated) else EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

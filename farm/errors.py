@@ -48,5 +48,13 @@ class ParseError(FarmError):
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM (a cancelled CI job): handled like Ctrl-C, so the board is powered off and released;
-    the command exits 143."""
+    """SIGTERM (a cancelled CI job) or SIGHUP (a closed terminal): handled like Ctrl-C, so the board
+    is powered off and released; the command exits 128 + the signal (143, 129). See farm.signals."""
+
+    def __init__(self, signum: int = 15) -> None:
+        super().__init__(f"terminated by signal {signum}")
+        self.signum = signum
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum

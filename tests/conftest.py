@@ -45,3 +45,27 @@ def run_farm(*args: str, cwd: Path = ROOT, timeout: float = 600, env: dict | Non
     """The farm command as a user runs it, in a subprocess."""
     return subprocess.run([sys.executable, "-m", "farm.cli", *args], cwd=cwd, capture_output=True, text=True,
                           timeout=timeout, env={**os.environ, **(env or {})})
+
+
+def wait_for_console_line(log: Path, pattern: str, timeout: float, *,
+                          running: subprocess.Popen | None = None) -> str:
+    """The first text matching ``pattern`` (a regex) in the console log ``log``, once it is there.
+
+    For a test that must act while something runs on the board: the line the tool prints when it
+    starts is there, so it runs (a fixed sleep only guesses). Fails after ``timeout`` seconds, or
+    at once when ``running`` (the process writing the log) has ended, with the log's tail."""
+    import re
+    import time
+
+    deadline = time.monotonic() + timeout
+    while True:
+        text = log.read_text(errors="replace") if log.exists() else ""
+        found = re.search(pattern, text)
+        if found:
+            return found.group(0)
+        ended = running is not None and running.poll() is not None
+        if ended or time.monotonic() >= deadline:
+            tail = "\n".join(text.replace("\r", "").splitlines()[-15:])
+            raise AssertionError(f"no {pattern!r} in {log} " + ("before the process ended" if ended else
+                                 f"within {timeout:g} s") + f"; its last lines:\n{tail}")
+        time.sleep(0.1)

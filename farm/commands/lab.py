@@ -18,12 +18,11 @@ def _say(text: str) -> None:
 
 
 def cmd_up(args: argparse.Namespace) -> int:
-    from ..places import sigterm_as_interrupt
     from ..virtual.boards import parse_board_counts
     from ..virtual.lab import up
 
-    with sigterm_as_interrupt():  # interrupted half-way, up stops what it started
-        lab = up(_dir(args), parse_board_counts(args.boards or []), say=_say)
+    # interrupted half-way (Ctrl-C, or SIGTERM through farm.signals), up stops what it started
+    lab = up(_dir(args), parse_board_counts(args.boards or []), say=_say)
     _say(f"up in {lab.directory}: {', '.join(b.place for b in lab.boards)}; `farm lab down"
          + (f" --dir {lab.directory}" if args.dir else "") + "` stops it")
     print(f"export LG_COORDINATOR={lab.coordinator}")

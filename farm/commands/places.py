@@ -43,11 +43,12 @@ def cmd_places(args: argparse.Namespace) -> int:
 
 def cmd_reserve(args: argparse.Namespace) -> int:
     from ..coordinator import parse_tags
-    from ..places import reserve, sigterm_as_interrupt
+    from ..places import reserve
 
     tags = parse_tags(args.tags)
     wait = args.wait or args.timeout is not None
-    with sigterm_as_interrupt(), _coordinator(args) as coord:  # a killed wait cancels its reservation
+    # a killed wait cancels its reservation: SIGTERM unwinds it like Ctrl-C (farm.signals, set up by farm.cli)
+    with _coordinator(args) as coord:
         reserved = reserve(coord, tags, prio=args.prio, wait=wait, timeout=args.timeout, on_wait=_note,
                            healthy_only=not args.any_health)
     print(f"export LG_TOKEN={shlex.quote(reserved.token)}")

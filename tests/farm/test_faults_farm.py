@@ -35,7 +35,7 @@ from farm.results.csvout import read_records
 from farm.virtual.power import is_on
 from farm.virtual.processes import children, port_open, wait_for
 
-from ..conftest import ROOT, run_farm
+from ..conftest import ROOT, run_farm, wait_for_console_line
 from .conftest import Job, VirtualLab
 
 pytestmark = pytest.mark.boot
@@ -81,6 +81,10 @@ class FarmRun:
 
     def stage(self) -> str:
         return str(self.info().get("current_stage") or "")
+
+    def console_log(self) -> Path:
+        """The board's serial log in the run directory (env/maaxboard.yaml's one target)."""
+        return self.out / "console" / "maaxboard.log"
 
     def wait_for_stage(self, prefix: str, timeout: float = 240) -> None:
         if not wait_for(lambda: self.stage().startswith(prefix) or self.proc.poll() is not None, timeout, 0.1):
@@ -246,7 +250,8 @@ def test_6_serial_endpoint_closing_mid_benchmark_is_an_infrastructure_error(lab,
                                                     "openssl-speed: {algorithms: [sha512], seconds: 20}"])
     run = farm_runs(pipeline, tmp_path / "run", lab.coordinator)
     run.wait_for_stage("crypto.openssl-speed")
-    time.sleep(2)  # openssl runs on the board, the console waits for its end (2 minutes)
+    # openssl runs on the board (the line it prints as its first test starts), the console waits for its end
+    wait_for_console_line(run.console_log(), r"\+DT:sha512:", 60, running=run.proc)
     place = run.info()["place"]["name"]
     board = next(b for b in lab.state()["boards"] if b["place"] == place)
     t0 = time.monotonic()

@@ -6,7 +6,6 @@ import json
 import signal
 import subprocess
 import sys
-import time
 
 import attrs
 import pytest
@@ -149,46 +148,6 @@ def test_lab_commands_without_a_lab(tmp_path):
     assert proc.returncode == 2 and "unknown board model 'rpi'" in proc.stderr
 
 
-def test_signal_guard_turns_sigterm_into_an_interrupt_and_holds_signals_during_clean_up():
-    import signal
-
-    from farm.places import Terminated, _SignalGuard
-
-    previous = signal.getsignal(signal.SIGTERM)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    try:
-        guard = _SignalGuard()
-        guard.interrupt_on_sigterm()
-        with pytest.raises(Terminated):
-            signal.raise_signal(signal.SIGTERM)
-        guard.hold()
-        signal.raise_signal(signal.SIGTERM)  # held, not raised: the clean-up goes on
-        signal.raise_signal(signal.SIGINT)
-        guard.restore()
-        assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
-        with pytest.raises(Terminated):
-            guard.deliver_pending()  # the first one held, once the clean-up is done
-
-        class Mine(KeyboardInterrupt):
-            pass
-
-        def mine(signum, frame):
-            raise Mine()
-
-        signal.signal(signal.SIGTERM, mine)  # a caller with its own SIGTERM policy (the farm command) keeps it
-        guard = _SignalGuard()
-        guard.interrupt_on_sigterm()
-        with pytest.raises(Mine):
-            signal.raise_signal(signal.SIGTERM)
-        guard.hold()
-        signal.raise_signal(signal.SIGTERM)
-        guard.restore()
-        with pytest.raises(Mine):
-            guard.deliver_pending()
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
 def test_a_lock_is_the_newest_lease_of_its_owner():
     """After a coordinator restart another job of the same host/user may lock our place: the owner
     matches and our lease is still there (tags outlive the restart); the newer lease is the lock's."""
@@ -218,7 +177,10 @@ def test_supervise_restarts_a_failed_command_and_passes_sigterm_on(tmp_path):
     assert proc.returncode == 0 and counter.read_text() == "3"  # exit 100, exit 1: restarted; exit 0: done
     assert "exited with 100; starting it again" in proc.stdout and "exited with 1; starting it again" in proc.stdout
 
+    from farm.virtual.processes import children, wait_for
+
     proc = subprocess.Popen([sys.executable, "-m", "farm.virtual.supervise", "--", "sleep", "30"])
-    time.sleep(1)
+    # the supervisor has its handlers and runs the command once the command is its child (a fixed sleep guessed)
+    assert wait_for(lambda: children(proc.pid), 30), "the supervisor never started its command"
     proc.terminate()
     assert proc.wait(timeout=10) == 128 + signal.SIGTERM  # sleep died of the SIGTERM passed on; no restart

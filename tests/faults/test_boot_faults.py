@@ -27,7 +27,7 @@ from farm.boot.watch import BootFailure
 from farm.errors import InfrastructureError, JobError
 from farm.results.csvout import read_records
 
-from ..conftest import ROOT, run_farm
+from ..conftest import ROOT, run_farm, wait_for_console_line
 
 pytestmark = pytest.mark.boot
 
@@ -125,7 +125,8 @@ benchmarks:
         if str(info.get("current_stage", "")).startswith("crypto.openssl-speed"):
             break
         time.sleep(0.2)
-    time.sleep(2)
+    # openssl runs: the line it prints when its first test starts (not the stage's start: it may not be typed yet)
+    wait_for_console_line(out / "console" / "maaxboard-twin.log", r"\+DT:sha512:", 60, running=farm)
     qemu = subprocess.run(["pgrep", "-f", f"tftp={tftp_root}"], capture_output=True, text=True).stdout.split()
     assert qemu, "the twin's QEMU is running"
     for pid in qemu:

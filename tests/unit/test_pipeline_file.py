@@ -1,4 +1,4 @@
-"""farm.pipeline.load_pipeline: the real smoke pipeline loads; every broken file names file:line: field."""
+"""farm.run.model.load_pipeline: the real smoke pipeline loads; every broken file names file:line: field."""
 
 from __future__ import annotations
 

@@ -1,0 +1,212 @@
+"""The speed benchmark's report: the table of targets, where the time goes, the levers (pure: from results.json's data)."""
+
+from __future__ import annotations
+
+import statistics
+
+from markers import PHASES
+
+
+def median(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+
+def ok(results):
+    return [r for r in results if r.get("ok")]
+
+
+def med(results, key="seconds"):
+    return median([r[key] for r in ok(results)])
+
+
+def build_table(data: dict) -> list[tuple]:
+    """Rows: (what, farm, baseline, ratio, target, met)."""
+    rows = []
+    main = data.get("main")
+    if main:
+        f, n = med(main["farm"]), med(main["naive"])
+        rows.append(("boot + 2 commands, call to 2nd return (median s)", f, ("naive", n),
+                     f / n if f and n else None, "<= 0.9", lambda r: r <= 0.9))
+        fw, nw = med(main["farm"], "wall"), med(main["naive"], "wall")
+        rows.append(("  same, whole process: start to exit (median s)", fw, ("naive", nw),
+                     fw / nw if fw and nw else None, "(info)", None))
+        if main["lava"]:
+            lw = med(main["lava"], "wall")
+            rows.append(("boot + 2 commands, whole process vs lava-run (median s)", fw, ("LAVA", lw),
+                         fw / lw if fw and lw else None, "<= 0.6", lambda r: r <= 0.6))
+        else:
+            rows.append(("boot + 2 commands vs lava-run", fw, ("LAVA", None), None, "<= 0.6",
+                         "skipped: " + (data.get("lava_skipped") or "")))
+        rss = [r["vm_hwm_kb"] / 1024 for r in ok(main["farm"])]
+        if rss:
+            rows.append(("peak RSS of the farm process (max VmHWM, MB)", max(rss), ("", None), None, "<= 60 MB",
+                         lambda v: v <= 60, "value"))
+    b = data.get("build")
+    if b:
+        c = median(b["cached"])
+        rows.append(("cached rebuild, `farm build` (median s)", c, ("", None), None, "<= 1 s", lambda v: v <= 1.0, "value"))
+        if b["cold"]:
+            rows.append(("cold build, fresh FARM_CACHE + shared debs (median s)", median(b["cold"]), ("", None),
+                         None, "(info)", None))
+    p = data.get("parallel")
+    if p:
+        one = med(p["single"])
+        two = median([max(x["seconds"] for x in pair) for pair in p["pair"] if all(x.get("ok") for x in pair)])
+        skews = [pair[0].get("start_skew") for pair in p["pair"] if pair[0].get("start_skew") is not None]
+        if skews:
+            p["note"] = (p["note"] + "; " if p["note"] else "") + f"the two boots started within {max(skews):.3f} s of each other"
+        rows.append((f"two boards in parallel vs one ({p['mode']}; slower of two, median s)", two,
+                     ("one board", one), two / one if two and one else None, "<= 1.3", lambda r: r <= 1.3))
+    ip = data.get("iperf")
+    if ip and ip.get("ok"):
+        fm, hm = median(ip["iperf_farm_bps"]) / 1e6, median(ip["iperf_hand_bps"]) / 1e6
+        rows.append((f"iperf3 host->twin TCP, {len(ip['iperf_farm_bps'])} runs each, through farm vs by hand "
+                     "(median Mbit/s)", fm, ("by hand", hm), fm / hm, "0.95-1.05", lambda r: 0.95 <= r <= 1.05))
+        pairs = [f / h for f, h in zip(ip["iperf_farm_bps"], ip["iperf_hand_bps"])]
+        rows.append(("  same, median of the ratios of back-to-back pairs", None, ("", None), median(pairs),
+                     "(info)", None))
+    return rows
+
+
+def render_table(rows) -> str:
+    lines = ["| what | farm | baseline | ratio | target | met? |", "|---|---|---|---|---|---|"]
+    for row in rows:
+        what, farm, (bname, base), ratio, target, check = row[:6]
+        on_value = len(row) > 6 and row[6] == "value"
+        if isinstance(check, str):
+            met = check
+        elif check is None:
+            met = ""
+        else:
+            subject = farm if on_value else ratio
+            met = "—" if subject is None else ("yes" if check(subject) else "**no**")
+        lines.append(f"| {what} | {_num(farm)} | {(bname + ' ' + _num(base)) if base is not None else bname or '—'} "
+                     f"| {_num(ratio, 2) if ratio is not None else '—'} | {target} | {met} |")
+    return "\n".join(lines)
+
+
+def _num(v, digits=2):
+    return "—" if v is None else f"{v:.{digits}f}"
+
+
+def render_phases(data: dict) -> str:
+    main = data.get("main")
+    if not main:
+        return ""
+    cols = [(w, main[w]) for w in ("naive", "farm", "lava") if ok(main[w])]
+    lines = ["| phase (median s) | " + " | ".join(f"{w} ({len(ok(res))}/{len(res)} ok)" for w, res in cols) + " |",
+             "|---" * (len(cols) + 1) + "|"]
+    for name, _, _ in PHASES:
+        vals = [median([r["phases"].get(name) for r in ok(res)]) for _, res in cols]
+        lines.append(f"| {name} | " + " | ".join(_num(v) for v in vals) + " |")
+    lines.append("| **call to 2nd command done** | " + " | ".join(_num(med(res)) for _, res in cols) + " |")
+    lines.append("| process start to exit | " + " | ".join(_num(med(res, 'wall')) for _, res in cols) + " |")
+    lines.append("| orchestrator's own CPU (user+sys s) | " + " | ".join(
+        _num(median([r.get("cpu_seconds") for r in ok(res)])) for _, res in cols) + " |")
+    return "\n".join(lines)
+
+
+def render_micro(data: dict) -> str:
+    m = (data.get("levers") or {}).get("micro") or {}
+    if "uboot_run" not in m:
+        return f"driver round trips: not measured ({m.get('error', '')})"
+    ms = lambda k: f"{m[k] * 1000:.1f} ms"  # noqa: E731
+    return "\n".join([
+        f"| labgrid round trip on the twin (median of {m['n']}) | as is | changed |", "|---|---|---|",
+        f"| UBootDriver.run('true') | {ms('uboot_run')} | {ms('uboot_run_nosleep')} (QEMUDriver._read without the 10 ms sleep) |",
+        f"| farm's {len(m['uboot_commands'])} non-TFTP U-Boot commands | {ms('uboot_setup_one_by_one')} one by one | "
+        f"{ms('uboot_setup_batched')} joined with && |",
+        f"| {m.get('shell_driver', 'ShellDriver')}.run('true') | {ms('shell_run')} as farm has it | "
+        f"{ms('shell_run_check_always')} with labgrid's _check_prompt before each command; "
+        f"{ms('shell_run_nosleep')} without the read sleep; {ms('shell_run_check_always_nosleep')} both |",
+    ])
+
+
+UBOOT_PHASES = ("interrupt + dhcp", "tftp kernel", "tftp initrd", "setenv + booti (+ unpack)")
+ACTS_ON = {  # the phases a lever can change: their sum is compared, the rest is the guest's noise
+    "batched": UBOOT_PHASES,  # first: "gzip + batched" acts on all of U-Boot's phases
+    "gzip": ("tftp kernel", "setenv + booti (+ unpack)"),
+    "tftp_": ("tftp kernel", "tftp initrd"),
+    "modules": ("/init: modules + network",),
+    "quiet": ("kernel boot -> /init",),
+    "pass_lease": ("/init: modules + network",),
+    "_check_prompt": ("shell prompt -> 2nd command done",),
+}
+
+
+def acts_on(name: str) -> tuple:
+    for key, phases_ in ACTS_ON.items():
+        if key in name:
+            return phases_
+    return ()
+
+
+def render_levers(data: dict) -> str:
+    lev = data.get("levers")
+    if not lev:
+        return ""
+    base = lev["results"]["farm as configured"]
+    base_total = med(base)
+    keys = ["interrupt + dhcp", "tftp kernel", "tftp initrd", "setenv + booti (+ unpack)", "kernel boot -> /init",
+            "/init: modules + network", "shell prompt -> 2nd command done"]
+    lines = ["| lever | call to 2nd return (median s) | vs farm as configured | phases it acts on: change "
+             "of their summed medians | " + " | ".join(keys) + " | orchestrator CPU s | console reads |",
+             "|---" * (6 + len(keys)) + "|"]
+    for name, res in lev["results"].items():
+        total = med(res)
+        delta = (total - base_total) if (total is not None and base_total is not None) else None
+        cells = [median([r["phases"].get(k) for r in ok(res)]) for k in keys]
+        capped = sorted({r.get("tftp_blocksize_capped_to") for r in ok(res)} - {None})
+        note = f" (U-Boot capped the block size to {capped[0]})" if capped else ""
+        reads = median([r.get("console_reads") for r in ok(res)])
+        acting = acts_on(name)
+        if acting and ok(res) and ok(base):
+            own = sum(median([r["phases"].get(k, 0) for r in ok(res)]) for k in acting)
+            ref = sum(median([r["phases"].get(k, 0) for r in ok(base)]) for k in acting)
+            on_phases = f"{own - ref:+.2f} s ({', '.join(acting)})"
+        else:
+            on_phases = ""
+        lines.append(f"| {name}{note} | {_num(total)} ({len(ok(res))}/{len(res)} ok) | "
+                     f"{'' if delta is None else f'{delta:+.2f} s'} | {on_phases} | " + " | ".join(_num(c) for c in cells)
+                     + f" | {_num(median([r.get('cpu_seconds') for r in ok(res)]))} | {_num(reads, 0)} |")
+    return "\n".join(lines)
+
+
+
+
+def render_report(data: dict, rows: list[tuple]) -> str:
+    """report.md: the table, then the phases, builds, parallel note, levers and sections measured."""
+    load = data["load"]
+    load_line = (f"machine: {data['host']['cpus']} CPUs, 1-min loadavg during the run min {load['load_min']:.2f} / "
+                 f"median {load['load_median']:.2f} / max {load['load_max']:.2f}; up to {load['other_qemus_max']} "
+                 f"other QEMU processes (other engineers) running at once; run took {data['seconds']:.0f} s")
+    fv = data["farm_version"]
+    version_line = f"farm at commit {fv['commit']}" + (f" with uncommitted changes in {', '.join(fv['changed'])}"
+                                                       if fv["changed"] else "")
+    report = [f"# farm speed, {data['started']} ({'quick, ' if data['quick'] else ''}{data['boots']} boots per way)", "",
+              load_line, "", version_line, "", render_table(rows), ""]
+    if "main" in data:
+        report += ["## Where the time goes (console markers)", "", render_phases(data), ""]
+    if "build" in data:
+        b = data["build"]
+        report += [f"build: cached `farm build` CLI {', '.join(f'{v:.2f}' for v in b['cached'])} s (build() call "
+                   f"alone {_num(b['cached_call'], 3)} s); cold {', '.join(f'{v:.1f}' for v in b['cold'])} s, "
+                   f"same sha256 as the cached image: {b['cold_same_sha256']}", ""]
+    if "parallel" in data and data["parallel"]["note"]:
+        report += [f"parallel: {data['parallel']['note']}", ""]
+    if "levers" in data:
+        report += ["## Levers (interleaved rounds, medians)", "", render_levers(data), "", render_micro(data), "",
+                   "variant builds: " + ", ".join(f"{k} {v:.1f} s" for k, v in data["levers"]["builds"].items()), ""]
+    if "sections" in data:
+        report += ["sections: " + "; ".join(f"{k} {v['seconds']:.0f} s (load {v['load_median']:.2f}, "
+                                           f"max {v['load_max']:.2f}, other QEMUs up to {v['other_qemus_max']})"
+                                           for k, v in data["sections"].items()), ""]
+    return "\n".join(report)
+
+
+def missed(rows: list[tuple]) -> list[str]:
+    """The rows whose target was measured and missed."""
+    return [row[0] for row in rows if callable(row[5]) and (row[3] if len(row) < 7 else row[1]) is not None
+            and not row[5](row[3] if len(row) < 7 else row[1])]

@@ -1,0 +1,70 @@
+"""``farm janitor``: release this user's locks whose jobs are gone, forget stale lease records.
+
+Only ever the caller's own (``release-from`` semantics: the coordinator itself checks the owner); a
+lock without a farm lease is a person's and stays.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import attrs
+
+from ..coordinator import Coordinator
+from ..lease import Lease, clean, holder_state, leases_in
+from .locking import cancel_reservations, drop_leases, release_mine
+from .status import PlaceStatus, list_places
+
+
+@attrs.frozen
+class JanitorAction:
+    place: str
+    action: str  # "release" (a lock of a vanished job), "forget" (stale lease records), "keep"
+    reason: str
+    leases: tuple[Lease, ...] = ()
+
+
+def plan_janitor(statuses: list[PlaceStatus], me: str, state: Callable[[Lease], str]) -> list[JanitorAction]:
+    """What the janitor does, decided from the places alone (pure; ``state`` says if a lease's holder lives).
+
+    Only ``me``'s locks and leases are considered. A lock is released when it has leases of ``me``
+    and all their holders are gone; a lock without a lease is someone's manual lock and stays.
+    """
+    plan = []
+    for s in statuses:
+        mine = [lease for lease in s.leases if lease.owner == clean(me)]
+        states = {lease.key: state(lease) for lease in mine}
+        gone = tuple(lease for lease in mine if states[lease.key] == "gone")
+        if s.holder and s.holder != me:
+            plan.append(JanitorAction(s.name, "forget" if gone else "keep", f"locked by {s.holder}, not yours", gone))
+        elif s.holder == me and not mine:
+            plan.append(JanitorAction(s.name, "keep", "locked by you without a farm lease (a manual lock)"))
+        elif s.holder == me and len(gone) == len(mine):
+            jobs = ", ".join(f"job {lease.job} (pid {lease.pid} on {lease.host})" for lease in gone)
+            plan.append(JanitorAction(s.name, "release", f"its holder is gone: {jobs}", gone))
+        elif s.holder == me:
+            live = [lease for lease in mine if states[lease.key] != "gone"]
+            plan.append(JanitorAction(s.name, "keep", "held by a live job: " + ", ".join(
+                f"{lease.job} (pid {lease.pid}, {states[lease.key]})" for lease in live), gone))
+        elif gone:
+            plan.append(JanitorAction(s.name, "forget", "free, with stale lease records", gone))
+    return plan
+
+
+def janitor(coord: Coordinator, *, dry_run: bool = False) -> list[JanitorAction]:
+    """Release this user's locks whose jobs vanished; forget stale lease records. Never touches others' locks."""
+    plan = plan_janitor(list_places(coord), coord.owner, holder_state)
+    if dry_run:
+        return plan
+    for action in plan:
+        if action.action == "release":
+            # look again right before acting: only a lock still ours, with the same dead leases and no new one
+            current = coord.place(action.place)
+            mine = {lease.key for lease in leases_in(current.tags) if lease.owner == clean(coord.owner)}
+            if current.acquired != coord.owner or mine != {lease.key for lease in action.leases}:
+                continue
+            release_mine(coord, action.place, list(action.leases), power=True)
+        elif action.action == "forget":
+            cancel_reservations(coord, list(action.leases))
+            drop_leases(coord, action.place, list(action.leases))
+    return plan

@@ -1,0 +1,102 @@
+"""farm's one signal policy: SIGTERM and SIGHUP end a job the way Ctrl-C does, clean-ups run to their end.
+
+A cancelled CI job gets SIGTERM, a closed terminal or SSH session SIGHUP; either, by default, kills
+the process at once, with the board still powered and the place still locked. Under
+:func:`interrupts` they raise :class:`~farm.errors.Terminated` (a ``KeyboardInterrupt``) in the
+main thread instead, so every ``finally`` and ``with`` block on the way out runs: the board is
+powered off, the place released, what was measured kept. The ``farm`` command enters it once, around
+the whole command; library entry points that hold a place (:func:`farm.places.acquired_place`) enter
+it too, for callers that are not the ``farm`` command (it is re-entrant: inside it, it does nothing).
+
+Code that must not be cut half-way (giving a place back: power off, cancel, release, drop the
+lease) runs under :func:`deferred`: Ctrl-C, SIGTERM and SIGHUP are held until its block ends, then
+delivered to the handlers that were there before.
+
+Python runs signal handlers in the main thread only: in any other thread both do nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import threading
+from typing import Callable, Iterator
+
+from .errors import EXIT_INTERRUPTED, Terminated
+
+#: the signals that end a job like Ctrl-C does (SIGINT keeps Python's own handler)
+TERMINATING = (signal.SIGTERM, signal.SIGHUP)
+#: the signals :func:`deferred` holds
+HELD = (signal.SIGINT, *TERMINATING)
+
+
+def _terminate(signum: int, frame) -> None:
+    raise Terminated(signum)
+
+
+def _main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()
+
+
+@contextlib.contextmanager
+def interrupts() -> Iterator[None]:
+    """SIGTERM and SIGHUP raise :class:`Terminated` in the block (Ctrl-C raises KeyboardInterrupt).
+
+    A signal that already has a Python handler (the caller's own policy, or this block entered
+    further out) keeps it; the previous handlers are back when the block is left."""
+    if not _main_thread():
+        yield
+        return
+    saved = {}
+    for sig in TERMINATING:
+        if signal.getsignal(sig) in (signal.SIG_DFL, None):
+            saved[sig] = signal.signal(sig, _terminate)
+    try:
+        yield
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+
+
+@contextlib.contextmanager
+def deferred(*, deliver: bool = True) -> Iterator[None]:
+    """Hold Ctrl-C, SIGTERM and SIGHUP while the block runs; deliver the first one held when it ends.
+
+    It is delivered to the handler that was there before (which raises: KeyboardInterrupt,
+    :class:`Terminated`, or the caller's own), only when the block ended normally and ``deliver``
+    is true: a clean-up that runs because of an exception passes False, so that exception goes on
+    with its message (it ends the job all the same). Handlers are swapped with no moment on the
+    default action."""
+    if not _main_thread():
+        yield
+        return
+    pending: list[int] = []
+    saved = {sig: signal.signal(sig, lambda signum, frame: pending.append(signum)) for sig in HELD}
+    try:
+        yield
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+    if pending and deliver:
+        _deliver(pending[0], saved[pending[0]])
+
+
+def run(main: Callable[[], int]) -> int:
+    """``main()`` under :func:`interrupts`, for a script: its exit status, or 128 + the signal that
+    ended it (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP) once every clean-up on the way out has run."""
+    try:
+        with interrupts():
+            return main()
+    except Terminated as exc:
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+
+
+def _deliver(signum: int, handler) -> None:
+    if callable(handler):
+        handler(signum, None)  # raises, as Python's Ctrl-C handler and _terminate do
+    elif handler == signal.SIG_DFL:
+        os.kill(os.getpid(), signum)  # what would have happened without the block
+    # SIG_IGN (or None: a handler not set from Python): ignored, as it would have been
