@@ -4,7 +4,7 @@ The lab's line, on the MaaXBoard (arm64; amd64 is the same on a PC with VT-x)::
 
     qemu-system-aarch64 -M virt,gic-version=3 -cpu host -enable-kvm -smp 1 -m 512M -nographic
         -serial mon:stdio -kernel /guest/Image -initrd /guest/initrd.cpio.gz
-        -append 'console=ttyAMA0 quiet' -netdev user,id=n0,hostfwd=tcp::5201-:5201,...
+        -append 'console=ttyAMA0 quiet' -netdev user,id=n0,net=10.0.3.0/24,hostfwd=tcp::5201-:5201,...
         -device virtio-net-device,netdev=n0
 
 ``virtio-net-device`` is on the MMIO bus and needs no option ROM (``virtio-net-pci`` asks for
@@ -23,6 +23,11 @@ from .spec import GuestSpec
 QEMU_BINARIES = {"arm64": "qemu-system-aarch64", "amd64": "qemu-system-x86_64"}
 CONSOLES = {"arm64": "ttyAMA0", "amd64": "ttyS0"}
 MACHINES = {"arm64": "virt,gic-version=3", "amd64": "q35"}
+#: the guest's user network. Not QEMU's default 10.0.2.0/24: a host that is itself behind a user network
+#: (the twin) gets the load generator's packets from 10.0.2.2, which in a default guest network is the
+#: guest's own gateway, i.e. the host's loopback: UDP replies went there and were lost (TCP forwards are
+#: proxied, so they worked). A board's lab network is another, but the guest's should never collide.
+GUEST_NET = "10.0.3.0/24"
 NICS = {"arm64": "virtio-net-device,netdev=n0", "amd64": "virtio-net-pci,netdev=n0,romfile="}
 #: printed by the line that starts QEMU: the pinning of each vCPU thread, and QEMU's exit status
 PIN_LINE = re.compile(rb"FARM-PIN vcpu=(\d+) tid=(\d+) cpu=(\d+)")
@@ -55,7 +60,7 @@ def qemu_command(spec: GuestSpec, kernel: str, initrd: str, forwards: Mapping[in
         raise ValueError(f"no guest command line for architecture {arch!r}")
     accel = ["-enable-kvm"] if spec.accel == "kvm" else ["-accel", "tcg"]
     append = " ".join([f"console={CONSOLES[arch]}", "quiet", *spec.bootargs, *bootargs])
-    netdev = "user,id=n0" + "".join(f",hostfwd={proto}::{host}-:{guest}"
+    netdev = f"user,id=n0,net={GUEST_NET}" + "".join(f",hostfwd={proto}::{host}-:{guest}"
                                     for host, guest in sorted(forwards.items()) for proto in ("tcp", "udp"))
     return [QEMU_BINARIES[arch], "-M", MACHINES[arch], "-cpu", spec.cpu, *accel,
             "-smp", str(spec.vcpus), "-m", f"{spec.memory_mb}M", "-nographic", "-serial", "mon:stdio",

@@ -20,7 +20,7 @@ def test_the_labs_arm64_line():
         "qemu-system-aarch64 -M virt,gic-version=3 -cpu host -enable-kvm -smp 1 -m 512M -nographic "
         "-serial mon:stdio -no-reboot -name guest,debug-threads=on -kernel /guest/Image "
         "-initrd /guest/initrd.cpio.gz -append 'console=ttyAMA0 quiet farm.x=1' "
-        "-netdev user,id=n0,hostfwd=tcp::5201-:5201,hostfwd=udp::5201-:5201 -device virtio-net-device,netdev=n0")
+        "-netdev user,id=n0,net=10.0.3.0/24,hostfwd=tcp::5201-:5201,hostfwd=udp::5201-:5201 -device virtio-net-device,netdev=n0")
 
 
 def test_spec_values_reach_the_line():
@@ -31,7 +31,7 @@ def test_spec_values_reach_the_line():
     assert cmd[cmd.index("-cpu") + 1] == "max" and "-enable-kvm" not in cmd
     assert cmd[cmd.index("-accel") + 1] == "tcg"
     assert cmd[cmd.index("-append") + 1] == "console=ttyAMA0 quiet maxcpus=2"
-    assert cmd[cmd.index("-netdev") + 1] == "user,id=n0"
+    assert cmd[cmd.index("-netdev") + 1] == "user,id=n0,net=10.0.3.0/24"
     assert cmd[-2:] == ["-overcommit", "mem-lock=on"]
 
 
