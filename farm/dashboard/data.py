@@ -10,8 +10,8 @@ from typing import Any
 import attrs
 import sqlalchemy as sa
 
+from farm.results.figures import KeyFigure, group_figures
 from farm.results.record import FAILED_METRIC
-from farm.results.stats import median
 from farm.store import schema
 from farm.store.history import Filters, Series, history
 
@@ -29,32 +29,10 @@ def slug(text: str) -> str:
 
 
 @attrs.frozen
-class Figure:
-    """The summary of one metric of one run (all repeats): what the run page and comparisons show."""
-
-    target: str
-    setup: str
-    suite: str
-    benchmark: str
-    params: str
-    metric: str
-    unit: str
-    values: tuple[float, ...]
-
-    @property
-    def median(self) -> float:
-        return median(self.values)
-
-    @property
-    def key(self) -> tuple[str, ...]:
-        return (self.target, self.setup, self.suite, self.benchmark, self.params, self.metric, self.unit)
-
-
-@attrs.frozen
 class RunDetail:
     run: Any                      # the runs row
     stages: list[Any]
-    figures: list[Figure]
+    figures: list[KeyFigure]
     failed: list[Any]             # records of failed benchmarks
     images: list[Any]
     artifacts: list[Any]
@@ -88,14 +66,8 @@ def run_for_slug(c: sa.Connection, text: str) -> str | None:
     return next((rid for rid in c.execute(sa.select(r.c.run_id)).scalars() if slug(rid) == text), None)
 
 
-def figures_of(rows) -> list[Figure]:
-    groups: dict[tuple[str, ...], list[float]] = {}
-    for row in rows:
-        if row.metric == FAILED_METRIC or not math.isfinite(row.value):
-            continue
-        key = (row.target, row.setup, row.suite, row.benchmark, row.params, row.metric, row.unit)
-        groups.setdefault(key, []).append(row.value)
-    return [Figure(*key, values=tuple(values)) for key, values in groups.items()]
+def figures_of(rows) -> list[KeyFigure]:
+    return group_figures(rows)
 
 
 def run_detail(c: sa.Connection, run_id: str) -> RunDetail | None:
@@ -130,7 +102,7 @@ def setups_of(c: sa.Connection, run_id: str | None = None) -> dict[str, list[str
     return out
 
 
-def only_setup(figures: list[Figure], setup: str | None) -> list[Figure]:
+def only_setup(figures: list[KeyFigure], setup: str | None) -> list[KeyFigure]:
     return figures if setup is None else [f for f in figures if f.setup == setup]
 
 
@@ -176,15 +148,16 @@ def trend_series(c: sa.Connection, trend: Trend) -> list[Series]:
 class Pair:
     """One metric measured by both sides of a comparison."""
 
-    a: Figure
-    b: Figure
+    a: KeyFigure
+    b: KeyFigure
 
     @property
     def ratio(self) -> float:
         return self.b.median / self.a.median if self.a.median else math.nan
 
 
-def compare_figures(a: list[Figure], b: list[Figure]) -> tuple[list[Pair], list[Figure], list[Figure]]:
+def compare_figures(a: list[KeyFigure],
+                    b: list[KeyFigure]) -> tuple[list[Pair], list[KeyFigure], list[KeyFigure]]:
     """Pairs joined on target, setup, suite, benchmark, params, metric and unit; when that joins
     nothing and each side measured one target/setup (a VM run against a bare one), on the rest."""
 

@@ -14,7 +14,9 @@ from farm.results.qualify import direction
 from farm.results.report import human
 from farm.store.history import Series
 
-from .data import Figure, Pair, RunDetail, Trend, slug
+from farm.results.figures import KeyFigure
+
+from .data import Pair, RunDetail, Trend, slug
 from .svg import ChartPoint, ratio_chart, trend_chart
 
 #: a trend point is flagged when its median moved this far the bad way from the previous point and
@@ -134,7 +136,7 @@ def highlight_console(text: str, excerpts: Iterable[str]) -> tuple[str, int]:
     return "\n".join(out), marked
 
 
-def _figure_rows(figures: Sequence[Figure]) -> list[list[str]]:
+def _figure_rows(figures: Sequence[KeyFigure]) -> list[list[str]]:
     return [[_td(f.target), _td(f.setup), _td(f"{f.suite}.{f.benchmark}"), _td(f.params), _td(f.metric),
              _td(len(f.values), "num"), _td(human(f.median, f.unit), "num"),
              _td(f"{human(min(f.values), f.unit)} – {human(max(f.values), f.unit)}", "num")] for f in figures]
@@ -266,8 +268,8 @@ def compare_index_page(pairs: Sequence[tuple[str, str]], run_ids: Sequence[str],
     return layout("Compare", "".join(body), root)
 
 
-def compare_page(a: RunDetail, b: RunDetail, pairs: Sequence[Pair], only_a: Sequence[Figure],
-                 only_b: Sequence[Figure], root: str = "../",
+def compare_page(a: RunDetail, b: RunDetail, pairs: Sequence[Pair], only_a: Sequence[KeyFigure],
+                 only_b: Sequence[KeyFigure], root: str = "../",
                  setups: tuple[str | None, str | None] = (None, None)) -> str:
     ra, rb = a.run, b.run
     sa_, sb_ = (setups[0] or ra.setups), (setups[1] or rb.setups)

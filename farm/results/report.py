@@ -36,8 +36,9 @@ import attrs
 
 from farm.errors import JobError, ParseError
 from farm.results.csvout import read_records
+from farm.results.figures import KeyFigure, group_figures
 from farm.results.record import Record, key_params, write_text_atomic
-from farm.results.stats import Summary, median
+from farm.results.stats import median
 from farm.secrets import mask
 
 PathLike = str | os.PathLike[str]
@@ -55,20 +56,6 @@ class StageResult:
     seconds: float
     kind: str  # pass, failure, error, skipped
     message: str
-
-
-@attrs.frozen
-class KeyFigure(Summary):
-    """The summary of one metric of one run: all repeats of it under one target, setup and params."""
-
-    target: str
-    setup: str
-    suite: str
-    benchmark: str
-    params: str
-    metric: str
-    unit: str
-    values: tuple[float, ...]
 
 
 @attrs.frozen
@@ -145,15 +132,9 @@ def read_stages(path: PathLike) -> tuple[StageResult, ...]:
 
 
 def key_figures(records: Iterable[Record]) -> list[KeyFigure]:
-    """Records grouped by target, setup, suite, benchmark, params, metric and unit, in the order
-    they were first measured (repeats and runs pooled)."""
-    groups: dict[tuple[str, ...], list[float]] = {}
-    for r in records:
-        if math.isnan(r.value):
-            continue
-        key = (r.target, r.setup, r.suite, r.benchmark, key_params(r.params), r.metric, r.unit)
-        groups.setdefault(key, []).append(r.value)
-    return [KeyFigure(*key, values=tuple(values)) for key, values in groups.items()]
+    """Records grouped by target, setup, suite, benchmark, params (without run lengths), metric and
+    unit, in the order they were first measured (repeats and runs pooled)."""
+    return group_figures(records, key_params, failed=True)
 
 
 # --- summary.md ------------------------------------------------------------------------------

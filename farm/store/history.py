@@ -17,6 +17,7 @@ import attrs
 import sqlalchemy as sa
 
 from farm.errors import JobError
+from farm.results.figures import FigureKey
 from farm.results.record import FAILED_METRIC, parse_params
 from farm.store import schema
 
@@ -53,14 +54,9 @@ class Point(NamedTuple):
 
 
 @attrs.frozen
-class Series:
-    target: str
-    setup: str
-    suite: str
-    benchmark: str
-    params: str
-    metric: str
-    unit: str
+class Series(FigureKey):
+    """One measurement (:class:`~farm.results.figures.FigureKey`) across runs."""
+
     points: tuple[Point, ...]
 
     def label(self) -> str:
