@@ -11,10 +11,9 @@ from urllib.parse import quote
 
 from farm.boot.watch import LINUX_FATAL, UBOOT_FATAL
 from farm.results.qualify import direction
-from farm.results.report import human
-from farm.store.history import Series
-
+from farm.results.units import human, human_params
 from farm.results.figures import KeyFigure
+from farm.store.history import Series
 
 from .data import Pair, RunDetail, Trend, slug
 from .svg import ChartPoint, ratio_chart, trend_chart

@@ -9,7 +9,7 @@ from typing import Sequence
 
 import attrs
 
-from farm.results.report import human
+from farm.results.units import human
 
 WIDTH, HEIGHT = 760, 320
 LEFT, RIGHT, TOP, BOTTOM = 130, 20, 16, 90

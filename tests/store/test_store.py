@@ -167,6 +167,7 @@ def test_history_over_time_and_kernel(store_env, tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "h.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "n=3" in proc.stdout and "3" * 40 in proc.stdout
+    assert "median=80 MB/s  [70 MB/s, 90 MB/s]" in proc.stdout  # a person reads MB/s, not 8e+07
 
     proc = run_farm("history", "throughput", "--target", "other-board", env=store_env)
     assert proc.returncode == 2 and "no records of metric 'throughput' match" in proc.stderr
