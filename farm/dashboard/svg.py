@@ -92,3 +92,64 @@ def ratio_chart(rows: Sequence[tuple[str, float]], title: str) -> str:
     out.append(f'<line x1="{one:.1f}" x2="{one:.1f}" y1="{TOP}" y2="{height - 24}" class="one"/>'
                f'<text x="{one:.1f}" y="{height - 8}" text-anchor="middle">1.0</text></svg>')
     return "".join(out)
+
+
+@attrs.frozen
+class Curve:
+    """One line of an :func:`xy_chart`: a label (the legend's) and its points."""
+
+    label: str
+    points: tuple[tuple[float, float], ...]   # (x, y)
+
+
+#: at most this many curves get a colour of their own (svg .c0 … .c5 in the page's style); more cycle
+CURVE_COLOURS = 6
+
+
+def xy_chart(curves: Sequence[Curve], x_unit: str, y_unit: str, title: str, *, ideal: bool = False) -> str:
+    """Curves on numeric axes (from 0), each its own colour with a legend; ``ideal`` draws ``y = x``
+    (achieved against requested). A ``<title>`` on every point gives its values."""
+    drawn = [c for c in curves if any(math.isfinite(x) and math.isfinite(y) for x, y in c.points)]
+    if not drawn:
+        return ""
+    xs = [x for c in drawn for x, _ in c.points if math.isfinite(x)]
+    ys = [y for c in drawn for _, y in c.points if math.isfinite(y)]
+    x_hi = max(xs) * 1.05 or 1.0
+    y_hi = max(ys + (xs if ideal else [])) * 1.1 or 1.0
+    height = HEIGHT - BOTTOM + 40 + 18 * len(drawn)
+    plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
+
+    def x(v: float) -> float:
+        return LEFT + plot_w * v / x_hi
+
+    def y(v: float) -> float:
+        return TOP + plot_h * (1 - v / y_hi)
+
+    out = [f'<svg class="chart xy" viewBox="0 0 {WIDTH} {height}" width="{WIDTH}" height="{height}" role="img" '
+           f'aria-label="{escape(title)}" xmlns="http://www.w3.org/2000/svg"><title>{escape(title)}</title>',
+           f'<rect x="{LEFT}" y="{TOP}" width="{plot_w}" height="{plot_h}" class="plot"/>']
+    for t in _ticks(0.0, y_hi):
+        out.append(f'<line x1="{LEFT}" x2="{LEFT + plot_w}" y1="{y(t):.1f}" y2="{y(t):.1f}" class="grid"/>'
+                   f'<text x="{LEFT - 6}" y="{y(t) + 4:.1f}" text-anchor="end">{escape(human(t, y_unit))}</text>')
+    x_ticks = _ticks(0.0, x_hi)
+    for i, t in enumerate(x_ticks):
+        anchor = "end" if i == len(x_ticks) - 1 else "middle"  # the last one stays inside the picture
+        out.append(f'<text x="{x(t):.1f}" y="{TOP + plot_h + 16}" text-anchor="{anchor}">'
+                   f'{escape(human(t, x_unit))}</text>')
+    if ideal:
+        top = min(x_hi, y_hi)
+        out.append(f'<line x1="{x(0):.1f}" y1="{y(0):.1f}" x2="{x(top):.1f}" y2="{y(top):.1f}" class="ideal">'
+                   f'<title>ideal: achieved = requested</title></line>')
+    for i, c in enumerate(drawn):
+        colour = f"c{i % CURVE_COLOURS}"
+        pts = [(px, py) for px, py in c.points if math.isfinite(px) and math.isfinite(py)]
+        out.append(f'<polyline points="{" ".join(f"{x(px):.1f},{y(py):.1f}" for px, py in pts)}" '
+                   f'class="curve {colour}"/>')
+        for px, py in pts:
+            out.append(f'<circle cx="{x(px):.1f}" cy="{y(py):.1f}" r="3.5" class="dot {colour}"><title>'
+                       f'{escape(f"{c.label}: {human(py, y_unit)} at {human(px, x_unit)}")}</title></circle>')
+        ly = TOP + plot_h + 34 + 18 * i
+        out.append(f'<line x1="{LEFT}" x2="{LEFT + 24}" y1="{ly - 4}" y2="{ly - 4}" class="curve {colour}"/>'
+                   f'<text x="{LEFT + 30}" y="{ly}" class="legend">{escape(c.label)}</text>')
+    out.append("</svg>")
+    return "".join(out)
