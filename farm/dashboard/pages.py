@@ -10,6 +10,7 @@ from typing import Iterable, Mapping, Sequence
 from urllib.parse import quote
 
 from farm.boot.watch import LINUX_FATAL, UBOOT_FATAL
+from farm.results.compare import verdict
 from farm.results.qualify import direction
 from farm.results.units import human, human_params
 from farm.results.figures import KeyFigure
@@ -41,7 +42,8 @@ svg.chart text{font-size:11px;fill:#333}svg.chart .plot{fill:#fafafa;stroke:#999
 svg.chart .grid{stroke:#ddd}svg.chart .series{fill:none;stroke:#36c;stroke-width:1.5}
 svg.chart .interval{stroke:#36c;stroke-width:1}svg.chart .point{fill:#36c}
 svg.chart .regression{fill:#c00}svg.chart .baseline{fill:#e90}
-svg.chart .bar.up{fill:#4a4}svg.chart .bar.down{fill:#c44}svg.chart .one{stroke:#000}
+svg.chart .bar.better{fill:#2e9e44}svg.chart .bar.worse{fill:#d0342c}svg.chart .bar.same{fill:#9a9a9a}
+svg.chart .bar.unknown{fill:#5b7fb5}svg.chart .one{stroke:#000}
 svg.chart .curve{fill:none;stroke-width:2}svg.chart .ideal{stroke:#777;stroke-dasharray:5 4}
 svg.chart .c0{stroke:#1f77b4;fill:#1f77b4}svg.chart .c1{stroke:#ff7f0e;fill:#ff7f0e}
 svg.chart .c2{stroke:#2ca02c;fill:#2ca02c}svg.chart .c3{stroke:#d62728;fill:#d62728}
@@ -302,7 +304,9 @@ def compare_page(a: RunDetail, b: RunDetail, pairs: Sequence[Pair], only_a: Sequ
     def label(p: Pair) -> str:
         return f"{p.a.benchmark} {p.a.metric}" + (f"[{p.a.params}]" if p.a.params else "")
 
-    body.append(ratio_chart([(label(p), p.ratio) for p in pairs], f"{ra.run_id} vs {rb.run_id}"))
+    # a sweep's requested rate is a setting, its ratio always 1: not a bar
+    body.append(ratio_chart([(label(p), p.ratio, verdict(p.ratio, direction(p.a.metric, p.a.unit)))
+                             for p in pairs if p.a.metric != "requested_throughput"], f"{ra.run_id} vs {rb.run_id}"))
     body.append(_table(("benchmark", "params", "metric", "target/setup", "n first", "median first", "n then",
                         "median then", "ratio"), (
         [_td(f"{p.a.suite}.{p.a.benchmark}"), _td(p.a.params), _td(p.a.metric),

@@ -71,26 +71,36 @@ def trend_chart(points: Sequence[ChartPoint], unit: str, title: str) -> str:
     return "".join(out)
 
 
-def ratio_chart(rows: Sequence[tuple[str, float]], title: str) -> str:
-    """Horizontal bars of ratios (later / first) around 1, one per metric."""
-    finite = [(label, r) for label, r in rows if math.isfinite(r)]
+def ratio_chart(rows: Sequence[tuple[str, float, str]], title: str) -> str:
+    """Horizontal bars of ratios (later / first) around a line at 1.0, one per metric; each row is
+    ``(label, ratio, verdict)``, the verdict (better, worse, same, unknown:
+    :func:`farm.results.compare.verdict`) its bar's class and colour, named in a legend."""
+    finite = [(label, r, v) for label, r, v in rows if math.isfinite(r)]
     if not finite:
         return ""
     bar_h, left, width = 18, 330, WIDTH
-    height = TOP + bar_h * len(finite) + 30
-    top = max(2.0, max(r for _, r in finite) * 1.05)
+    height = TOP + bar_h * len(finite) + 52
+    top = max(2.0, max(r for _, r, _ in finite) * 1.05)
     scale = (width - left - RIGHT) / top
     out = [f'<svg class="chart" viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
            f'aria-label="{escape(title)}" xmlns="http://www.w3.org/2000/svg"><title>{escape(title)}</title>']
-    for i, (label, r) in enumerate(finite):
+    for i, (label, r, verdict) in enumerate(finite):
         yy = TOP + i * bar_h
-        cls = "bar up" if r >= 1 else "bar down"
         out.append(f'<text x="{left - 6}" y="{yy + 13}" text-anchor="end">{escape(label[:48])}</text>'
-                   f'<rect x="{left}" y="{yy + 2}" width="{r * scale:.1f}" height="{bar_h - 4}" class="{cls}">'
-                   f'<title>{escape(f"{label}: {r:.4g}")}</title></rect>')
+                   f'<rect x="{left}" y="{yy + 2}" width="{r * scale:.1f}" height="{bar_h - 4}" '
+                   f'class="bar {escape(verdict)}"><title>{escape(f"{label}: {r:.4g} ({verdict})")}</title></rect>')
     one = left + scale
-    out.append(f'<line x1="{one:.1f}" x2="{one:.1f}" y1="{TOP}" y2="{height - 24}" class="one"/>'
-               f'<text x="{one:.1f}" y="{height - 8}" text-anchor="middle">1.0</text></svg>')
+    bottom = TOP + bar_h * len(finite)
+    out.append(f'<line x1="{one:.1f}" x2="{one:.1f}" y1="{TOP}" y2="{bottom + 4}" class="one"/>'
+               f'<text x="{one:.1f}" y="{bottom + 16}" text-anchor="middle">1.0</text>')
+    x = left
+    for verdict in ("better", "worse", "same", "unknown"):
+        if any(v == verdict for _, _, v in finite):
+            text = {"same": "within 1 % of 1.0", "unknown": "no better direction"}.get(verdict, verdict)
+            out.append(f'<rect x="{x}" y="{bottom + 28}" width="12" height="12" class="bar {verdict}"/>'
+                       f'<text x="{x + 16}" y="{bottom + 38}" class="legend">{escape(text)}</text>')
+            x += 30 + 7 * len(text)
+    out.append("</svg>")
     return "".join(out)
 
 
