@@ -143,7 +143,8 @@ def highlight_console(text: str, excerpts: Iterable[str]) -> tuple[str, int]:
 
 
 def _figure_rows(figures: Sequence[KeyFigure]) -> list[list[str]]:
-    return [[_td(f.target), _td(f.setup), _td(f"{f.suite}.{f.benchmark}"), _td(f.params), _td(f.metric),
+    return [[_td(f.target), _td(f.setup), _td(f"{f.suite}.{f.benchmark}"), _td(human_params(f.params)),
+             _td(f.metric),
              _td(len(f.values), "num"), _td(human(f.median, f.unit), "num"),
              _td(f"{human(min(f.values), f.unit)} – {human(max(f.values), f.unit)}", "num")] for f in figures]
 

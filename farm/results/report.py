@@ -259,7 +259,8 @@ def _long_table(figures: Sequence[KeyFigure]) -> list[str]:
 def _wide_table(points: dict[tuple[str, str, str], list[KeyFigure]]) -> list[str]:
     params = [parse_params(p) for _, _, p in points]
     common = {k: v for k, v in params[0].items() if all(p.get(k) == v for p in params[1:])}
-    metrics = list(dict.fromkeys(f.metric for figs in points.values() for f in figs if not _PER_CORE.fullmatch(f.metric)))
+    metrics = list(dict.fromkeys(f.metric for figs in points.values() for f in figs
+                                 if not _PER_CORE.fullmatch(f.metric)))
     lines = []
     if common:
         lines += [f"All points: {_md(human_params(format_params(common)))}.", ""]

@@ -155,3 +155,5 @@ def test_a_run_page_draws_its_sweep_inline(tmp_path):
     assert 'class="ideal"' in achieved and 'class="ideal"' not in rtt
     assert "kvm-guest: 50 Mbit/s at 100 Mbit/s" in achieved    # a point's hover text, in human units
     assert "kvm-guest: 800 µs at 10 Mbit/s" in rtt
+    # the key figures' params in units too (not requested=10000000)
+    assert "packet_size=1472 B; requested=10 Mbit/s</td>" in html and "requested=10000000" not in html
