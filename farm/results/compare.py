@@ -34,8 +34,6 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 import attrs
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
 
 from farm.errors import JobError
 from farm.results.stats import cv, median_interval, ratio_interval
@@ -379,6 +377,8 @@ def plot_ratios(comparison: Comparison, path: PathLike) -> None:
     direction. With three or more columns each later one has its own hatching. Rows without a
     ratio are left out (the Markdown lists them), and so are a sweep's (compare-sweep.png draws
     them as curves); with none at all the picture says so rather than being blank."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg  # here: the dashboard imports this module
+    from matplotlib.figure import Figure
     from matplotlib.patches import Patch
 
     panels = ratio_bars(comparison)

@@ -74,3 +74,18 @@ def test_the_ratio_chart_colours_bars_by_better_or_worse():
     assert bars == ["better", "worse", "same"]
     assert 'class="one"' in svg and ">1.0</text>" in svg            # the line at 1.0
     assert ">better</text>" in svg and ">worse</text>" in svg      # a legend of what the colours mean
+
+
+def test_the_dashboard_does_not_load_matplotlib():
+    """matplotlib (0.6 s to import, and its objects slow every garbage collection of a 10,000-point
+    trend query) is for PNGs; the dashboard draws SVG."""
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    proc = subprocess.run([sys.executable, "-c", "import sys, farm.dashboard.site, farm.dashboard.server; "
+                           "print(sorted(m for m in sys.modules if m.split('.')[0] == 'matplotlib'))"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
