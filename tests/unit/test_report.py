@@ -289,3 +289,5 @@ def test_sweep_key_figures_are_one_row_per_point_in_human_units(tmp_path):
     assert ("| maaxboard-twin | one-core | requested=50 Mbit/s | 1 | 50 Mbit/s | 50 Mbit/s | 49.5 Mbit/s | "
             "195 µs | 532 µs | 12.2 ms | 804 µs | 425 µs | 0 | 24.8 % |") in rows
     assert "10000000" not in md and "e+" not in md and " us " not in md and "percent" not in md
+    for table in re.findall(r"(?:^\|.*\|\n)+", md, flags=re.M):
+        assert len({len(re.split(r"(?<!\\)\|", row)) for row in table.splitlines()}) == 1, table
