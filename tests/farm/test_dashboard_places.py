@@ -42,3 +42,34 @@ def test_places_page_shows_holder_and_health_from_the_coordinator(lab, tmp_path)
     assert proc.returncode == 0, proc.stderr
     html = (tmp_path / "site2" / "places.html").read_text()
     assert "the coordinator at 127.0.0.1:9 did not answer" in html
+
+
+def test_farm_serve_asks_the_coordinator_at_each_load(lab, tmp_path):
+    """farm serve answers from a thread of its HTTP server: the coordinator client works there too,
+    and a lock taken after the server started shows on the next load."""
+    import os
+    import subprocess
+    import sys
+    import urllib.request
+
+    from ..conftest import ROOT
+
+    env = {"FARM_DB": str(tmp_path / "results.db")}
+    proc = subprocess.Popen([sys.executable, "-m", "farm.cli", "serve", "--port", "0", "--coordinator",
+                             lab.coordinator], cwd=ROOT, env={**os.environ, **env}, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stderr.readline()
+        match = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
+        assert match, line
+        url = f"http://127.0.0.1:{match.group(1)}/places.html"
+        with urllib.request.urlopen(url, timeout=60) as resp:
+            rows = _rows(resp.read().decode())
+        assert "<td>free</td>" in rows[lab.places[0]]
+        locked = run_farm("lock", lab.places[0], "--job", "serve-test", env=env)
+        assert locked.returncode == 0, locked.stderr
+        with urllib.request.urlopen(url, timeout=60) as resp:
+            rows = _rows(resp.read().decode())
+        assert re.search(r'<td class="held">[^<]+/[^<]+</td>', rows[lab.places[0]]), rows
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
