@@ -5,7 +5,8 @@
 
 Makes RUNS synthetic runs of RECORDS records each (10 metrics × 10 repeats of one benchmark on one
 target/setup, a kernel per 1000 runs), ingests them through farm's own write path
-(farm.store.ingest.write_run, one transaction per run as `farm run` does), then times, median of 7:
+(farm.store.ingest.write_run, one transaction per run as `farm run` does), then times, median of 15
+(and the fastest, and the median CPU time of this process):
 - the trend query of one metric (farm.store.history.history: the series `farm history` and a trend
   page draw; every run contributes a point of 10 values);
 - the dashboard's run list page (farm.dashboard.site.render("index.html"): count, newest 100, HTML).
@@ -74,15 +75,17 @@ def postgres_cluster(base: Path):
                        capture_output=True)
 
 
-def timed(fn, repeat: int = 7) -> tuple[float, float]:
-    """(median, fastest) of ``repeat`` calls: on a shared machine the fastest is what the code costs,
-    the median what a user waits."""
-    times = []
+def timed(fn, repeat: int = 15) -> tuple[float, float, float]:
+    """(median, fastest, median CPU time of this process) of ``repeat`` calls: on a shared machine the
+    fastest is what the code costs, the median what a user waits; the CPU time is this process' work
+    alone (all of it for SQLite; PostgreSQL's server works besides), whatever else runs."""
+    times, cpu = [], []
     for _ in range(repeat):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         fn()
         times.append(time.perf_counter() - t0)
-    return statistics.median(times), min(times)
+        cpu.append(time.process_time() - c0)
+    return statistics.median(times), min(times), statistics.median(cpu)
 
 
 def main() -> int:
@@ -136,8 +139,8 @@ def measure(args: argparse.Namespace, url: str) -> int:
     results["loadavg"] = os.getloadavg()
 
     def ms(key: str) -> str:
-        med, fastest = results[key]
-        return f"{med * 1000:.1f} ms (fastest {fastest * 1000:.1f})"
+        med, fastest, cpu = results[key]
+        return f"{med * 1000:.1f} ms (fastest {fastest * 1000:.1f}, CPU {cpu * 1000:.1f})"
 
     rows = [("ingest, a transaction per run", f"{results['runs_per_s']:.0f} runs/s, {results['records_per_s']:.0f} "
              f"records/s ({ingest_s:.1f} s)", ""),

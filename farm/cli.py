@@ -12,7 +12,7 @@ from .secrets import MaskingStream, mask, register_environment
 
 #: command modules under farm.commands, in the order --help lists them
 COMMAND_MODULES = ("images", "boot", "run", "analysis", "results", "places", "health", "lab", "db", "history",
-                   "dashboard")
+                   "dashboard", "completion")
 
 EPILOG = """\
 exit codes: 0 passed, 1 a benchmark failed (test), 2 bad input (job: recipe, env or pipeline file),

@@ -21,6 +21,7 @@ from typing import Any, Callable, Mapping
 from ..errors import JobError
 from ..measure import BenchmarkError, Measurement, cpustat, iperf3
 from ..measure.ipbench import BENCHMARK as SWEEP
+from ..measure.units import human
 from . import echo, rtt
 from .context import BenchContext
 
@@ -193,9 +194,9 @@ def run_echo_sweep(ctx: BenchContext, params: Mapping[str, Any], *,
                 found.append(Measurement(SWEEP, f"{core}_utilisation",
                                          cpustat.utilisation(before[core], after[core]), "percent", tagged))
         measurements += found
-        ctx.say(f"  sweep {load:g} Mb/s: sent {result.send / 1e6:.1f}, received {result.receive / 1e6:.1f} Mb/s, "
-                f"RTT median {result.rtt_median:.0f} us (max {result.rtt_max:.0f}, n {result.samples}), "
-                f"CPU {cpu:.0f} %")
+        ctx.say(f"  sweep {human(load * 1e6, 'bit/s')}: sent {human(result.send, 'bit/s')}, received "
+                f"{human(result.receive, 'bit/s')}, RTT median {human(result.rtt_median, 'us')} (max "
+                f"{human(result.rtt_max, 'us')}, n {result.samples}), CPU {human(cpu, 'percent')}")
     return measurements
 
 
@@ -252,6 +253,6 @@ def run_iperf3_sweep(ctx: BenchContext, params: Mapping[str, Any]) -> list[Measu
         cpu = cpustat.utilisation(before, after)
         measurements.append(Measurement(SWEEP, "cpu_utilisation", cpu, "percent", point))
         received = next((m.value for m in found if m.metric == "received_throughput"), 0.0)
-        ctx.say(f"  sweep {load:g} Mb/s: received {received / 1e6:.1f} Mb/s, RTT median {stats.median_us:.0f} us "
-                f"(max {stats.max_us:.0f}), CPU {cpu:.0f} %")
+        ctx.say(f"  sweep {human(load * 1e6, 'bit/s')}: received {human(received, 'bit/s')}, RTT median "
+                f"{human(stats.median_us, 'us')} (max {human(stats.max_us, 'us')}), CPU {human(cpu, 'percent')}")
     return measurements

@@ -11,7 +11,7 @@ from ..results.outdir import OutDir, prepare_out_dir
 from ..store.hook import ingest_after
 from ..values import name_arg, out_dir_arg
 
-COMPARE_FILES = frozenset({"compare.csv", "compare.md", "compare.png"})
+COMPARE_FILES = frozenset({"compare.csv", "compare.md", "compare.png", "compare-sweep.png"})
 
 
 def _say_moved(out: OutDir) -> None:
@@ -64,7 +64,10 @@ def register(sub) -> None:
     p = sub.add_parser("compare", help="put result directories side by side: ratio table and chart",
                        description="Join the records of result directories (live runs or imports) on suite, "
                        "benchmark, params, metric and unit; write compare.csv (median and n per input, ratio = "
-                       "later / first), compare.md and compare.png. Pairs missing from an input are listed.")
+                       "later / first), compare.md and compare.png (bars green when better, red when worse, a line "
+                       "at 1.0), and "
+                       "compare-sweep.png when the inputs have network sweeps (achieved throughput, RTT and CPU "
+                       "against the requested rate, a colour per setup). Pairs missing from an input are listed.")
     p.add_argument("dirs", nargs="+", metavar="DIR", help="result directories, the first is the reference")
     p.add_argument("--out", metavar="DIR", type=out_dir_arg, help="output directory (default: LAST_DIR/compare): new, empty or "
                    "holding only compare's own files (which are made anew); never a run directory")

@@ -8,13 +8,25 @@ import sys
 from ..errors import EXIT_OK
 
 
+def _places(args: argparse.Namespace):
+    """The places page's view of the coordinator: --coordinator, else $LG_COORDINATOR, else none."""
+    import os
+
+    address = args.coordinator or os.environ.get("LG_COORDINATOR")
+    if not address:
+        return None
+    from ..dashboard.data import coordinator_places
+
+    return lambda: coordinator_places(address)
+
+
 def cmd_dashboard(args: argparse.Namespace) -> int:
     from ..dashboard.site import write_site
     from .db import require_store, store_errors
 
     eng = require_store()
     with store_errors():
-        written = write_site(eng, args.out)
+        written = write_site(eng, args.out, places=_places(args))
     print(f"farm: dashboard: {len(written)} pages in {args.out}", file=sys.stderr)
     print(args.out)
     return EXIT_OK
@@ -29,7 +41,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     eng = require_store()
     try:
         with store_errors():
-            serve(eng, host=args.host, port=args.port)
+            serve(eng, host=args.host, port=args.port, places=_places(args))
     except OSError as exc:  # binding: the port is in use, or not ours to take
         raise JobError(f"serve: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
     return EXIT_OK
@@ -39,8 +51,12 @@ def register(sub) -> None:
     p = sub.add_parser("dashboard", help="write the dashboard as a static site (CI artifact, GitLab Pages)",
                        description="Write the pages of the results store ($FARM_DB) into DIR: the run list "
                        "(index.html), a page per run, a trend page per metric and comparisons of each run with "
-                       "the one before it of the same pipeline. Plain HTML and SVG: no JavaScript needed.")
+                       "the one before it of the same pipeline, and the places (places.html: who holds each "
+                       "and its health from the coordinator, when one is given, as it is when the site is written; "
+                       "each one's last run and failure from the store). Plain HTML and SVG: no JavaScript needed.")
     p.add_argument("--out", required=True, metavar="DIR", help="directory to write (its pages are replaced)")
+    p.add_argument("--coordinator", metavar="HOST:PORT", help="the labgrid coordinator for the places page "
+                   "(default $LG_COORDINATOR; neither: the page shows the store's side only)")
     p.set_defaults(func=cmd_dashboard)
 
     p = sub.add_parser("serve", help="serve the dashboard live from the results store (read-only)",
@@ -49,4 +65,6 @@ def register(sub) -> None:
                        "any two runs. Ctrl-C stops it.")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
     p.add_argument("--port", type=int, default=8470, help="port (default 8470; 0 picks a free one)")
+    p.add_argument("--coordinator", metavar="HOST:PORT", help="the labgrid coordinator the places page asks "
+                   "each time it is loaded (default $LG_COORDINATOR)")
     p.set_defaults(func=cmd_serve)

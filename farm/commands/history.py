@@ -7,6 +7,7 @@ import json
 import sys
 
 from ..errors import EXIT_OK, JobError
+from ..measure.units import human
 
 
 def cmd_history(args: argparse.Namespace) -> int:
@@ -33,8 +34,8 @@ def cmd_history(args: argparse.Namespace) -> int:
     for s in series:
         print(s.label())
         for p in s.points:
-            print(f"  {p.first[:19]}  {p.x[:40]:40}  n={p.n:<3} median={p.median:.6g}  "
-                  f"[{p.lo:.6g}, {p.hi:.6g}] ({p.interval})")
+            print(f"  {p.first[:19]}  {p.x[:40]:40}  n={p.n:<3} median={human(p.median, s.unit)}  "
+                  f"[{human(p.lo, s.unit)}, {human(p.hi, s.unit)}] ({p.interval})")
     return EXIT_OK
 
 

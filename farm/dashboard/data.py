@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import re
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 import attrs
 import sqlalchemy as sa
 
+from farm.results.figures import KeyFigure, group_figures
 from farm.results.record import FAILED_METRIC
 from farm.results.stats import median
 from farm.store import schema
@@ -29,32 +31,10 @@ def slug(text: str) -> str:
 
 
 @attrs.frozen
-class Figure:
-    """The summary of one metric of one run (all repeats): what the run page and comparisons show."""
-
-    target: str
-    setup: str
-    suite: str
-    benchmark: str
-    params: str
-    metric: str
-    unit: str
-    values: tuple[float, ...]
-
-    @property
-    def median(self) -> float:
-        return median(self.values)
-
-    @property
-    def key(self) -> tuple[str, ...]:
-        return (self.target, self.setup, self.suite, self.benchmark, self.params, self.metric, self.unit)
-
-
-@attrs.frozen
 class RunDetail:
     run: Any                      # the runs row
     stages: list[Any]
-    figures: list[Figure]
+    figures: list[KeyFigure]
     failed: list[Any]             # records of failed benchmarks
     images: list[Any]
     artifacts: list[Any]
@@ -62,6 +42,7 @@ class RunDetail:
     boots: list[Any]
     previous: str | None          # the run before it of the same pipeline, for a comparison
     qualifications: list[Any]
+    sweeps: list[SweepCurve] = attrs.field(factory=list)  # its network sweeps, drawn on its page
 
 
 def count_runs(c: sa.Connection) -> int:
@@ -88,14 +69,47 @@ def run_for_slug(c: sa.Connection, text: str) -> str | None:
     return next((rid for rid in c.execute(sa.select(r.c.run_id)).scalars() if slug(rid) == text), None)
 
 
-def figures_of(rows) -> list[Figure]:
-    groups: dict[tuple[str, ...], list[float]] = {}
-    for row in rows:
-        if row.metric == FAILED_METRIC or not math.isfinite(row.value):
+def figures_of(rows) -> list[KeyFigure]:
+    return group_figures(rows)
+
+
+#: what a run page draws of a network sweep, against the requested rate: achieved rate and RTT
+SWEEP_METRICS = ("received_throughput", "rtt_median")
+
+
+@attrs.frozen
+class SweepCurve:
+    """One metric of one network sweep (target, setup) against the requested rate: the median over
+    repeats at each point, in the order of the requested rate."""
+
+    target: str
+    setup: str
+    metric: str
+    unit: str
+    points: tuple[tuple[float, float], ...]   # (requested bit/s, median)
+
+
+def sweep_curves(rows) -> list[SweepCurve]:
+    """The :data:`SWEEP_METRICS` curves of the sweep records among ``rows`` (records or store rows)."""
+    from farm.results.ipbench import BENCHMARK
+    from farm.results.record import key_params
+
+    requested: dict[tuple[str, str, str], float] = {}
+    values: dict[tuple[str, str, str, str, str], list[float]] = {}
+    for r in rows:
+        if r.benchmark != BENCHMARK or not math.isfinite(r.value):
             continue
-        key = (row.target, row.setup, row.suite, row.benchmark, row.params, row.metric, row.unit)
-        groups.setdefault(key, []).append(row.value)
-    return [Figure(*key, values=tuple(values)) for key, values in groups.items()]
+        point = (r.target, r.setup, key_params(r.params))
+        if r.metric == "requested_throughput":
+            requested[point] = r.value
+        elif r.metric in SWEEP_METRICS:
+            values.setdefault((*point, r.metric, r.unit), []).append(r.value)
+    curves: dict[tuple[str, str, str, str], list[tuple[float, float]]] = {}
+    for (target, setup, params, metric, unit), vs in values.items():
+        if (target, setup, params) in requested:
+            curves.setdefault((target, setup, metric, unit), []).append(
+                (requested[target, setup, params], median(vs)))
+    return [SweepCurve(*key, tuple(sorted(points))) for key, points in sorted(curves.items())]
 
 
 def run_detail(c: sa.Connection, run_id: str) -> RunDetail | None:
@@ -115,7 +129,7 @@ def run_detail(c: sa.Connection, run_id: str) -> RunDetail | None:
     return RunDetail(run, rows(schema.stages, schema.stages.c.position), figures_of(records),
                      [x for x in records if x.metric == FAILED_METRIC], rows(schema.images, schema.images.c.image),
                      rows(schema.artifacts, schema.artifacts.c.path), rows(schema.consoles, schema.consoles.c.target),
-                     rows(schema.boots, schema.boots.c.position), previous, quals)
+                     rows(schema.boots, schema.boots.c.position), previous, quals, sweep_curves(records))
 
 
 def setups_of(c: sa.Connection, run_id: str | None = None) -> dict[str, list[str]]:
@@ -130,7 +144,7 @@ def setups_of(c: sa.Connection, run_id: str | None = None) -> dict[str, list[str
     return out
 
 
-def only_setup(figures: list[Figure], setup: str | None) -> list[Figure]:
+def only_setup(figures: list[KeyFigure], setup: str | None) -> list[KeyFigure]:
     return figures if setup is None else [f for f in figures if f.setup == setup]
 
 
@@ -176,15 +190,16 @@ def trend_series(c: sa.Connection, trend: Trend) -> list[Series]:
 class Pair:
     """One metric measured by both sides of a comparison."""
 
-    a: Figure
-    b: Figure
+    a: KeyFigure
+    b: KeyFigure
 
     @property
     def ratio(self) -> float:
         return self.b.median / self.a.median if self.a.median else math.nan
 
 
-def compare_figures(a: list[Figure], b: list[Figure]) -> tuple[list[Pair], list[Figure], list[Figure]]:
+def compare_figures(a: list[KeyFigure],
+                    b: list[KeyFigure]) -> tuple[list[Pair], list[KeyFigure], list[KeyFigure]]:
     """Pairs joined on target, setup, suite, benchmark, params, metric and unit; when that joins
     nothing and each side measured one target/setup (a VM run against a bare one), on the rest."""
 
@@ -198,3 +213,78 @@ def compare_figures(a: list[Figure], b: list[Figure]) -> tuple[list[Pair], list[
     if not pairs and len({f.key[:2] for f in a}) == 1 and len({f.key[:2] for f in b}) == 1:
         pairs, only_a, only_b = join(lambda f: f.key[2:])
     return pairs, only_a, only_b
+
+
+# --- places --------------------------------------------------------------------------------------
+
+#: how many of the newest runs the places page reads for each place's last run and failure
+PLACE_RUNS = 2000
+
+
+@attrs.frozen
+class PlaceNow:
+    """A place as the coordinator sees it now (from :func:`farm.places.list_places`)."""
+
+    name: str
+    tags: dict[str, str]
+    holder: str | None      # lock owner, host/user
+    since: float | None     # locked since (epoch seconds)
+    reservation: str | None
+    health: str             # "ok", or what is wrong (resources, farm's health record)
+
+
+@attrs.frozen
+class PlaceRuns:
+    """What the store knows of a place: the runs that ran on it (run.json's ``place``)."""
+
+    name: str
+    coordinator: str
+    tags: dict[str, str]
+    runs: int               # among the newest PLACE_RUNS runs
+    last: Any               # runs row: run_id, started, status, who, stopped_at
+    last_failure: Any | None
+    health: str             # the health the newest run recorded for it ("" when none did)
+
+
+def coordinator_places(address: str | None) -> tuple[list[PlaceNow] | None, str]:
+    """The places of the coordinator at ``address`` now, and a line saying where they came from;
+    ``None`` and why when it cannot be reached (the page then shows the store's side only)."""
+    from farm.coordinator import Coordinator, coordinator_address
+    from farm.errors import FarmError
+    from farm.places import list_places
+
+    where = coordinator_address(address)
+    try:
+        with Coordinator(where, connect_timeout=5.0) as coord:
+            statuses = list_places(coord)
+    except FarmError as exc:
+        return None, f"the coordinator at {where} did not answer: {exc}"
+    return [PlaceNow(s.name, dict(s.tags), s.holder, s.since, s.reservation, s.health_text()) for s in statuses], \
+        f"the coordinator at {where}, now"
+
+
+def place_history(c: sa.Connection, limit: int = PLACE_RUNS) -> list[PlaceRuns]:
+    """Per place named by the newest ``limit`` runs' run.json, newest first: its runs, last run,
+    last run that did not pass, and the health the newest run recorded."""
+    r = schema.runs
+    rows = c.execute(sa.select(r.c.run_id, r.c.started, r.c.status, r.c.who, r.c.stopped_at, r.c.info)
+                     .where(r.c.info.like('%"place": {%')).order_by(r.c.started.desc(), r.c.id.desc())
+                     .limit(limit)).all()
+    found: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        try:
+            place = json.loads(row.info).get("place")
+        except (ValueError, AttributeError):
+            continue
+        if not isinstance(place, dict) or not isinstance(place.get("name"), str):
+            continue
+        seen = found.setdefault(place["name"], {"coordinator": str(place.get("coordinator") or ""),
+                                                "tags": place.get("tags") if isinstance(place.get("tags"), dict)
+                                                else {}, "runs": 0, "last": row, "failure": None, "health": ""})
+        seen["runs"] += 1
+        if seen["failure"] is None and row.status != "passed":
+            seen["failure"] = row
+        if not seen["health"] and isinstance(place.get("health"), str):
+            seen["health"] = place["health"]
+    return [PlaceRuns(name, v["coordinator"], {str(k): str(t) for k, t in v["tags"].items()}, v["runs"], v["last"],
+                      v["failure"], v["health"]) for name, v in sorted(found.items())]

@@ -10,12 +10,14 @@ from typing import Iterable, Mapping, Sequence
 from urllib.parse import quote
 
 from farm.boot.watch import LINUX_FATAL, UBOOT_FATAL
+from farm.results.compare import verdict
 from farm.results.qualify import direction
-from farm.results.report import human
+from farm.measure.units import human, human_params
+from farm.results.figures import KeyFigure
 from farm.store.history import Series
 
-from .data import Figure, Pair, RunDetail, Trend, slug
-from .svg import ChartPoint, ratio_chart, trend_chart
+from .data import Pair, PlaceNow, PlaceRuns, RunDetail, SweepCurve, Trend, slug
+from .svg import ChartPoint, Curve, ratio_chart, trend_chart, xy_chart
 
 #: a trend point is flagged when its median moved this far the bad way from the previous point and
 #: their intervals do not overlap (the noise rule farm qualify uses for few repeats)
@@ -40,7 +42,13 @@ svg.chart text{font-size:11px;fill:#333}svg.chart .plot{fill:#fafafa;stroke:#999
 svg.chart .grid{stroke:#ddd}svg.chart .series{fill:none;stroke:#36c;stroke-width:1.5}
 svg.chart .interval{stroke:#36c;stroke-width:1}svg.chart .point{fill:#36c}
 svg.chart .regression{fill:#c00}svg.chart .baseline{fill:#e90}
-svg.chart .bar.up{fill:#4a4}svg.chart .bar.down{fill:#c44}svg.chart .one{stroke:#000}
+svg.chart .bar.better{fill:#2e9e44}svg.chart .bar.worse{fill:#d0342c}svg.chart .bar.same{fill:#9a9a9a}
+svg.chart .bar.unknown{fill:#5b7fb5}svg.chart .one{stroke:#000}
+svg.chart .curve{fill:none;stroke-width:2}svg.chart .ideal{stroke:#777;stroke-dasharray:5 4}
+svg.chart .c0{stroke:#1f77b4;fill:#1f77b4}svg.chart .c1{stroke:#ff7f0e;fill:#ff7f0e}
+svg.chart .c2{stroke:#2ca02c;fill:#2ca02c}svg.chart .c3{stroke:#d62728;fill:#d62728}
+svg.chart .c4{stroke:#9467bd;fill:#9467bd}svg.chart .c5{stroke:#8c564b;fill:#8c564b}
+svg.chart polyline.curve{fill:none}
 .flag-regression{color:#c00;font-weight:bold}.flag-baseline{color:#a60;font-weight:bold}
 """
 
@@ -78,7 +86,7 @@ def layout(title: str, body: str, root: str = "") -> str:
             f'<meta name="viewport" content="width=device-width, initial-scale=1">'
             f'<link rel="icon" href="data:,"><title>{e(title)} · farm</title><style>{STYLE}</style></head>'
             f'<body><header><a href="{root}index.html">Runs</a><a href="{root}trends.html">Trends</a>'
-            f'<a href="{root}compare.html">Compare</a></header><main><h1>{e(title)}</h1>{body}</main></body></html>\n')
+            f'<a href="{root}compare.html">Compare</a><a href="{root}places.html">Places</a></header><main><h1>{e(title)}</h1>{body}</main></body></html>\n')
 
 
 def _table(head: Sequence[str], rows: Iterable[Sequence[str]], cls: str = "") -> str:
@@ -134,10 +142,28 @@ def highlight_console(text: str, excerpts: Iterable[str]) -> tuple[str, int]:
     return "\n".join(out), marked
 
 
-def _figure_rows(figures: Sequence[Figure]) -> list[list[str]]:
-    return [[_td(f.target), _td(f.setup), _td(f"{f.suite}.{f.benchmark}"), _td(f.params), _td(f.metric),
+def _figure_rows(figures: Sequence[KeyFigure]) -> list[list[str]]:
+    return [[_td(f.target), _td(f.setup), _td(f"{f.suite}.{f.benchmark}"), _td(human_params(f.params)),
+             _td(f.metric),
              _td(len(f.values), "num"), _td(human(f.median, f.unit), "num"),
              _td(f"{human(min(f.values), f.unit)} – {human(max(f.values), f.unit)}", "num")] for f in figures]
+
+
+def sweep_charts(curves: Sequence[SweepCurve]) -> list[str]:
+    """A network sweep's curves per target, a colour per setup: achieved throughput against the
+    requested rate (dashed: the ideal, achieved = requested) and the median RTT."""
+    out = []
+    for target in sorted({c.target for c in curves}):
+        mine = [c for c in curves if c.target == target]
+        out.append(f"<h2>Network sweep of {e(target)}</h2>")
+        for metric, title, ideal in (("received_throughput", "achieved (received) against requested; dashed: "
+                                      "ideal", True), ("rtt_median", "median round-trip time", False)):
+            of_metric = [c for c in mine if c.metric == metric]
+            if of_metric:
+                out.append(f"<p>{e(title)}</p>" + xy_chart(
+                    [Curve(c.setup, c.points) for c in of_metric], "bit/s", of_metric[0].unit,
+                    f"{target}: {metric} against the requested rate", ideal=ideal))
+    return out
 
 
 def run_page(d: RunDetail, root: str = "../") -> str:
@@ -163,6 +189,7 @@ def run_page(d: RunDetail, root: str = "../") -> str:
     body.append("<h2>Stages</h2>" + _table(("stage", "outcome", "seconds", "message"), (
         [_td(s.name), _td(s.kind, s.kind), _td(f"{s.seconds:.1f}" if s.seconds is not None else "", "num"),
          f"<td><pre>{e(s.message)}</pre></td>" if s.message else "<td></td>"] for s in d.stages)))
+    body += sweep_charts(d.sweeps)
     body.append("<h2>Key figures</h2>")
     body.append(_table(("target", "setup", "benchmark", "params", "metric", "n", "median", "range"),
                        _figure_rows(d.figures)) if d.figures else "<p>no measured values</p>")
@@ -266,8 +293,8 @@ def compare_index_page(pairs: Sequence[tuple[str, str]], run_ids: Sequence[str],
     return layout("Compare", "".join(body), root)
 
 
-def compare_page(a: RunDetail, b: RunDetail, pairs: Sequence[Pair], only_a: Sequence[Figure],
-                 only_b: Sequence[Figure], root: str = "../",
+def compare_page(a: RunDetail, b: RunDetail, pairs: Sequence[Pair], only_a: Sequence[KeyFigure],
+                 only_b: Sequence[KeyFigure], root: str = "../",
                  setups: tuple[str | None, str | None] = (None, None)) -> str:
     ra, rb = a.run, b.run
     sa_, sb_ = (setups[0] or ra.setups), (setups[1] or rb.setups)
@@ -278,7 +305,9 @@ def compare_page(a: RunDetail, b: RunDetail, pairs: Sequence[Pair], only_a: Sequ
     def label(p: Pair) -> str:
         return f"{p.a.benchmark} {p.a.metric}" + (f"[{p.a.params}]" if p.a.params else "")
 
-    body.append(ratio_chart([(label(p), p.ratio) for p in pairs], f"{ra.run_id} vs {rb.run_id}"))
+    # a sweep's requested rate is a setting, its ratio always 1: not a bar
+    body.append(ratio_chart([(label(p), p.ratio, verdict(p.ratio, direction(p.a.metric, p.a.unit)))
+                             for p in pairs if p.a.metric != "requested_throughput"], f"{ra.run_id} vs {rb.run_id}"))
     body.append(_table(("benchmark", "params", "metric", "target/setup", "n first", "median first", "n then",
                         "median then", "ratio"), (
         [_td(f"{p.a.suite}.{p.a.benchmark}"), _td(p.a.params), _td(p.a.metric),
@@ -292,6 +321,56 @@ def compare_page(a: RunDetail, b: RunDetail, pairs: Sequence[Pair], only_a: Sequ
     if ra.run_id == rb.run_id and setups[0] and setups[1]:
         return layout(f"Compare {setups[0]} → {setups[1]} in {ra.run_id}", "".join(body), root)
     return layout(f"Compare {ra.run_id} → {rb.run_id}", "".join(body), root)
+
+
+# --- places ------------------------------------------------------------------------------------
+
+def _tags(tags: Mapping[str, str]) -> str:
+    return " ".join(f"{k}={v}" for k, v in sorted(tags.items()))
+
+
+def _epoch(seconds: float | None) -> str:
+    from datetime import datetime, timezone
+
+    if not seconds:
+        return ""
+    return datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def places_page(now: Sequence[PlaceNow] | None, note: str, history: Sequence[PlaceRuns], root: str = "") -> str:
+    """The farm's places: from the coordinator (``now``; None when none was reached, ``note`` says
+    why) who holds each and its health, and from the store each one's runs, last run and last
+    failure."""
+    known = {p.name: p for p in now or ()}
+    runs = {h.name: h for h in history}
+    names = sorted(set(known) | set(runs))
+    body = [f"<p>Held by and health: {e(note)}. Runs: the newest runs in the store that name a place "
+            f"(run.json <code>place</code>; farm run --farm).</p>"]
+    if not names:
+        body.append("<p>no places: no coordinator answered and no run in the store ran on a place</p>")
+        return layout("Places", "".join(body), root)
+    rows = []
+    for name in names:
+        p, h = known.get(name), runs.get(name)
+        if p is not None:
+            held = p.holder or ("reserved" if p.reservation else "free")
+            health, since, tags = p.health, _epoch(p.since), p.tags
+        else:
+            held = "?" if now is None else "(not on the coordinator)"
+            health, since, tags = (f"{h.health} (recorded by its last run)" if h and h.health else "?"), "", h.tags
+        health_cls = "pass" if health == "ok" else ("" if health.startswith("?") else "failure")
+        last = (f'<td><a href="{e(run_href(root, h.last.run_id))}">{e(h.last.run_id)}</a> '
+                f'<span class="{e(h.last.status)}">{e(h.last.status)}</span> {e(h.last.started[:16])}</td>'
+                if h else "<td></td>")
+        failure = (f'<td><a href="{e(run_href(root, h.last_failure.run_id))}">{e(h.last_failure.run_id)}</a> '
+                   f'<span class="failed">{e(h.last_failure.status)}</span>'
+                   f'{e(", stopped at " + h.last_failure.stopped_at if h.last_failure.stopped_at else "")}</td>'
+                   if h and h.last_failure else "<td></td>")
+        rows.append([_td(name), _td(_tags(tags)), _td(held, "held" if held not in ("free", "?") else ""), _td(since),
+                     _td(health, health_cls), _td(h.runs if h else 0, "num"), last, failure])
+    body.append(_table(("place", "tags", "held by", "since", "health", "runs", "last run", "last failure"), rows,
+                       "places"))
+    return layout("Places", "".join(body), root)
 
 
 def not_found_page(what: str, root: str = "") -> str:

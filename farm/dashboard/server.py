@@ -18,7 +18,7 @@ from farm.secrets import mask
 from . import pages, site
 
 
-def make_handler(eng: sa.Engine) -> type[BaseHTTPRequestHandler]:
+def make_handler(eng: sa.Engine, places: site.PlacesNow | None = None) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         server_version = "farm-dashboard"
 
@@ -27,7 +27,7 @@ def make_handler(eng: sa.Engine) -> type[BaseHTTPRequestHandler]:
             path = unquote(url.path).lstrip("/")
             try:
                 with eng.connect() as c:
-                    status, html = site.render(c, path, parse_qs(url.query), live=True)
+                    status, html = site.render(c, path, parse_qs(url.query), live=True, places=places)
             except Exception as exc:  # noqa: BLE001 - a broken page is a 500, not a dead server
                 status, html = 500, pages.layout("Error", f"<p>{pages.e(type(exc).__name__)}: {pages.e(exc)}</p>")
             body = mask(html).encode("utf-8")  # FARM_SECRET_* values, as every output of farm
@@ -61,12 +61,13 @@ def make_handler(eng: sa.Engine) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-def make_server(eng: sa.Engine, host: str = "127.0.0.1", port: int = 8470) -> ThreadingHTTPServer:
-    return ThreadingHTTPServer((host, port), make_handler(eng))
+def make_server(eng: sa.Engine, host: str = "127.0.0.1", port: int = 8470, *,
+                places: site.PlacesNow | None = None) -> ThreadingHTTPServer:
+    return ThreadingHTTPServer((host, port), make_handler(eng, places))
 
 
-def serve(eng: sa.Engine, host: str = "127.0.0.1", port: int = 8470) -> None:
-    server = make_server(eng, host, port)
+def serve(eng: sa.Engine, host: str = "127.0.0.1", port: int = 8470, *, places: site.PlacesNow | None = None) -> None:
+    server = make_server(eng, host, port, places=places)
     bound_host, bound_port = server.server_address[:2]
     print(f"farm: serving the dashboard on http://{bound_host}:{bound_port}/ (read-only; Ctrl-C stops)",
           file=sys.stderr, flush=True)

@@ -7,6 +7,7 @@
 | ``trends.html``, ``trend/<suite.benchmark.metric.unit>.html`` | the metrics; a trend per target/setup/params |
 | ``compare.html``, ``compare/<run>--<run>.html`` | comparisons; live, ``compare.html?a=RUN&b=RUN`` any two runs |
 | ``compare/<run>/<setup>--<setup>.html`` | two setups of one run (``&sa=SETUP&sb=SETUP`` live) |
+| ``places.html`` | the farm's places: held by whom since when and health (the coordinator, when one is given), each one's runs, last run and last failure (the store) |
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import math
 import os
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 import sqlalchemy as sa
 
@@ -52,9 +53,15 @@ def _setup_for_slug(c: sa.Connection, run_id: str, name: str) -> str | None:
     return next((s for s in data.setups_of(c, run_id).get(run_id, []) if data.slug(s) == name), None)
 
 
+#: what the places page asks for the coordinator's side: (places now, or None; where they came from)
+PlacesNow = Callable[[], "tuple[list[data.PlaceNow] | None, str]"]
+NO_COORDINATOR = "no coordinator given (farm dashboard/serve --coordinator, or LG_COORDINATOR), so not known"
+
+
 def render(c: sa.Connection, path: str, query: Mapping[str, Sequence[str]] | None = None, *,
-           live: bool = False) -> tuple[int, str]:
-    """The status and HTML of ``path`` (relative, no leading ``/``)."""
+           live: bool = False, places: PlacesNow | None = None) -> tuple[int, str]:
+    """The status and HTML of ``path`` (relative, no leading ``/``); ``places`` gives the places
+    page the coordinator's view (asked only for that page)."""
     query = query or {}
     path = path or "index.html"
     parts = path.split("/")
@@ -72,6 +79,9 @@ def render(c: sa.Connection, path: str, query: Mapping[str, Sequence[str]] | Non
             return 200, pages.runs_page(data.runs_page(c, page), page, count, total)
         if name == "trends.html":
             return 200, pages.trends_page(data.trends(c))
+        if name == "places.html":
+            now, note = places() if places is not None else (None, NO_COORDINATOR)
+            return 200, pages.places_page(now, note, data.place_history(c))
         if name == "compare.html":
             if live and query.get("a") and query.get("b"):
                 setups = tuple((query.get(k) or [""])[0] or None for k in ("sa", "sb"))
@@ -108,7 +118,7 @@ def render(c: sa.Connection, path: str, query: Mapping[str, Sequence[str]] | Non
 def site_paths(c: sa.Connection) -> list[str]:
     """Every page of the static site."""
     count = max(1, math.ceil(data.count_runs(c) / data.RUNS_PER_PAGE))
-    paths = [pages.page_file(p) for p in range(1, count + 1)] + ["trends.html", "compare.html"]
+    paths = [pages.page_file(p) for p in range(1, count + 1)] + ["trends.html", "compare.html", "places.html"]
     paths += [f"run/{data.slug(r)}.html" for r in data.all_run_ids(c)]
     paths += [f"trend/{t.slug}.html" for t in data.trends(c)]
     paths += [f"compare/{data.slug(a)}--{data.slug(b)}.html" for a, b in data.consecutive_pairs(c)]
@@ -128,13 +138,14 @@ def _make_dirs(out: Path, folder: Path) -> None:
         p.mkdir(parents=p == out, exist_ok=True)
 
 
-def write_site(eng: sa.Engine, out: str | os.PathLike[str]) -> list[Path]:
-    """Write every page into ``out`` (made if needed; pages of an earlier site are replaced)."""
+def write_site(eng: sa.Engine, out: str | os.PathLike[str], *, places: PlacesNow | None = None) -> list[Path]:
+    """Write every page into ``out`` (made if needed; pages of an earlier site are replaced); the
+    places page with the coordinator's view as ``places`` gives it at this moment."""
     out = Path(out)
     written = []
     with eng.connect() as c:
         for path in site_paths(c):
-            status, html = render(c, path)
+            status, html = render(c, path, places=places)
             target = out / path
             _make_dirs(out, target.parent)
             write_text_atomic(target, html)

@@ -9,7 +9,7 @@ from typing import Sequence
 
 import attrs
 
-from farm.results.report import human
+from farm.measure.units import human
 
 WIDTH, HEIGHT = 760, 320
 LEFT, RIGHT, TOP, BOTTOM = 130, 20, 16, 90
@@ -71,24 +71,95 @@ def trend_chart(points: Sequence[ChartPoint], unit: str, title: str) -> str:
     return "".join(out)
 
 
-def ratio_chart(rows: Sequence[tuple[str, float]], title: str) -> str:
-    """Horizontal bars of ratios (later / first) around 1, one per metric."""
-    finite = [(label, r) for label, r in rows if math.isfinite(r)]
+def ratio_chart(rows: Sequence[tuple[str, float, str]], title: str) -> str:
+    """Horizontal bars of ratios (later / first) around a line at 1.0, one per metric; each row is
+    ``(label, ratio, verdict)``, the verdict (better, worse, same, unknown:
+    :func:`farm.results.compare.verdict`) its bar's class and colour, named in a legend."""
+    finite = [(label, r, v) for label, r, v in rows if math.isfinite(r)]
     if not finite:
         return ""
     bar_h, left, width = 18, 330, WIDTH
-    height = TOP + bar_h * len(finite) + 30
-    top = max(2.0, max(r for _, r in finite) * 1.05)
+    height = TOP + bar_h * len(finite) + 52
+    top = max(2.0, max(r for _, r, _ in finite) * 1.05)
     scale = (width - left - RIGHT) / top
     out = [f'<svg class="chart" viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
            f'aria-label="{escape(title)}" xmlns="http://www.w3.org/2000/svg"><title>{escape(title)}</title>']
-    for i, (label, r) in enumerate(finite):
+    for i, (label, r, verdict) in enumerate(finite):
         yy = TOP + i * bar_h
-        cls = "bar up" if r >= 1 else "bar down"
         out.append(f'<text x="{left - 6}" y="{yy + 13}" text-anchor="end">{escape(label[:48])}</text>'
-                   f'<rect x="{left}" y="{yy + 2}" width="{r * scale:.1f}" height="{bar_h - 4}" class="{cls}">'
-                   f'<title>{escape(f"{label}: {r:.4g}")}</title></rect>')
+                   f'<rect x="{left}" y="{yy + 2}" width="{r * scale:.1f}" height="{bar_h - 4}" '
+                   f'class="bar {escape(verdict)}"><title>{escape(f"{label}: {r:.4g} ({verdict})")}</title></rect>')
     one = left + scale
-    out.append(f'<line x1="{one:.1f}" x2="{one:.1f}" y1="{TOP}" y2="{height - 24}" class="one"/>'
-               f'<text x="{one:.1f}" y="{height - 8}" text-anchor="middle">1.0</text></svg>')
+    bottom = TOP + bar_h * len(finite)
+    out.append(f'<line x1="{one:.1f}" x2="{one:.1f}" y1="{TOP}" y2="{bottom + 4}" class="one"/>'
+               f'<text x="{one:.1f}" y="{bottom + 16}" text-anchor="middle">1.0</text>')
+    x = left
+    for verdict in ("better", "worse", "same", "unknown"):
+        if any(v == verdict for _, _, v in finite):
+            text = {"same": "within 1 % of 1.0", "unknown": "no better direction"}.get(verdict, verdict)
+            out.append(f'<rect x="{x}" y="{bottom + 28}" width="12" height="12" class="bar {verdict}"/>'
+                       f'<text x="{x + 16}" y="{bottom + 38}" class="legend">{escape(text)}</text>')
+            x += 30 + 7 * len(text)
+    out.append("</svg>")
+    return "".join(out)
+
+
+@attrs.frozen
+class Curve:
+    """One line of an :func:`xy_chart`: a label (the legend's) and its points."""
+
+    label: str
+    points: tuple[tuple[float, float], ...]   # (x, y)
+
+
+#: at most this many curves get a colour of their own (svg .c0 … .c5 in the page's style); more cycle
+CURVE_COLOURS = 6
+
+
+def xy_chart(curves: Sequence[Curve], x_unit: str, y_unit: str, title: str, *, ideal: bool = False) -> str:
+    """Curves on numeric axes (from 0), each its own colour with a legend; ``ideal`` draws ``y = x``
+    (achieved against requested). A ``<title>`` on every point gives its values."""
+    drawn = [c for c in curves if any(math.isfinite(x) and math.isfinite(y) for x, y in c.points)]
+    if not drawn:
+        return ""
+    xs = [x for c in drawn for x, _ in c.points if math.isfinite(x)]
+    ys = [y for c in drawn for _, y in c.points if math.isfinite(y)]
+    x_hi = max(xs) * 1.05 or 1.0
+    y_hi = max(ys + (xs if ideal else [])) * 1.1 or 1.0
+    height = HEIGHT - BOTTOM + 40 + 18 * len(drawn)
+    plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
+
+    def x(v: float) -> float:
+        return LEFT + plot_w * v / x_hi
+
+    def y(v: float) -> float:
+        return TOP + plot_h * (1 - v / y_hi)
+
+    out = [f'<svg class="chart xy" viewBox="0 0 {WIDTH} {height}" width="{WIDTH}" height="{height}" role="img" '
+           f'aria-label="{escape(title)}" xmlns="http://www.w3.org/2000/svg"><title>{escape(title)}</title>',
+           f'<rect x="{LEFT}" y="{TOP}" width="{plot_w}" height="{plot_h}" class="plot"/>']
+    for t in _ticks(0.0, y_hi):
+        out.append(f'<line x1="{LEFT}" x2="{LEFT + plot_w}" y1="{y(t):.1f}" y2="{y(t):.1f}" class="grid"/>'
+                   f'<text x="{LEFT - 6}" y="{y(t) + 4:.1f}" text-anchor="end">{escape(human(t, y_unit))}</text>')
+    x_ticks = _ticks(0.0, x_hi)
+    for i, t in enumerate(x_ticks):
+        anchor = "end" if i == len(x_ticks) - 1 else "middle"  # the last one stays inside the picture
+        out.append(f'<text x="{x(t):.1f}" y="{TOP + plot_h + 16}" text-anchor="{anchor}">'
+                   f'{escape(human(t, x_unit))}</text>')
+    if ideal:
+        top = min(x_hi, y_hi)
+        out.append(f'<line x1="{x(0):.1f}" y1="{y(0):.1f}" x2="{x(top):.1f}" y2="{y(top):.1f}" class="ideal">'
+                   f'<title>ideal: achieved = requested</title></line>')
+    for i, c in enumerate(drawn):
+        colour = f"c{i % CURVE_COLOURS}"
+        pts = [(px, py) for px, py in c.points if math.isfinite(px) and math.isfinite(py)]
+        out.append(f'<polyline points="{" ".join(f"{x(px):.1f},{y(py):.1f}" for px, py in pts)}" '
+                   f'class="curve {colour}"/>')
+        for px, py in pts:
+            out.append(f'<circle cx="{x(px):.1f}" cy="{y(py):.1f}" r="3.5" class="dot {colour}"><title>'
+                       f'{escape(f"{c.label}: {human(py, y_unit)} at {human(px, x_unit)}")}</title></circle>')
+        ly = TOP + plot_h + 34 + 18 * i
+        out.append(f'<line x1="{LEFT}" x2="{LEFT + 24}" y1="{ly - 4}" y2="{ly - 4}" class="curve {colour}"/>'
+                   f'<text x="{LEFT + 30}" y="{ly}" class="legend">{escape(c.label)}</text>')
+    out.append("</svg>")
     return "".join(out)

@@ -34,18 +34,22 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 import attrs
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
 
 from farm.errors import JobError
 from farm.results.stats import cv, median_interval, ratio_interval
 from farm.results.csvout import read_records
+from farm.results.ipbench import BENCHMARK as SWEEP_BENCHMARK
 from farm.results.record import Record, check_unique, key_params, open_atomic, write_text_atomic
+from farm.results.sweeps import run_sweeps
+from farm.measure.units import human
 from farm.secrets import mask
 
 PathLike = str | os.PathLike[str]
 KEY_FIELDS = ("suite", "benchmark", "params", "metric", "unit")
 RESULTS_FILE = "results.csv"
+SWEEP_PNG = "compare-sweep.png"
+#: a ratio this close to 1 is drawn as "no change" (grey), neither better nor worse
+SAME_BAND = 0.01
 
 
 @attrs.frozen
@@ -119,6 +123,9 @@ class Comparison:
     columns: tuple[Column, ...]
     rows: tuple[Row, ...]        # every key, in order of first appearance
     missing: tuple[Missing, ...]  # the keys some columns lack, in the same order
+    #: per column with a network sweep, its label and the sweep's wide rows (repeats folded):
+    #: drawn as curves (compare-sweep.png), not as bars of ratios
+    sweeps: tuple[tuple[str, tuple[dict, ...]], ...] = ()
 
     @property
     def labels(self) -> tuple[str, ...]:
@@ -179,7 +186,15 @@ def compare(inputs: Sequence[tuple[str, Sequence[Record]]]) -> Comparison:
             missing.append(Missing(
                 key, tuple(c.label for c, n in zip(columns, counts) if n),
                 tuple(c.label for c, n in zip(columns, counts) if not n)))
-    return Comparison(tuple(columns), tuple(rows), tuple(missing))
+    label_of = {group: column.label for group, column in zip(groups, columns)}
+    sweeps = []
+    for index, (_, records) in enumerate(inputs):
+        found = run_sweeps(records)
+        for sweep in found:
+            label = label_of[index, sweep.target, sweep.setup]
+            several = sum(s.target == sweep.target and s.setup == sweep.setup for s in found) > 1
+            sweeps.append((f"{label} ({sweep.method})" if several else label, tuple(sweep.rows)))
+    return Comparison(tuple(columns), tuple(rows), tuple(missing), tuple(sweeps))
 
 
 def _columns(inputs: Sequence[tuple[str, Sequence[Record]]],
@@ -213,13 +228,21 @@ def _ratio(value: float | None, base: float | None) -> float | None:
 
 def write_compare(comparison: Comparison, out_dir: PathLike) -> dict[str, Path]:
     """Write ``compare.csv``, ``compare.md`` and ``compare.png`` into ``out_dir`` (created if
-    needed, each file replaced atomically); returns their paths by kind."""
+    needed, each file replaced atomically), and ``compare-sweep.png`` when a column has a network
+    sweep; returns their paths by kind."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = {"csv": out / "compare.csv", "md": out / "compare.md", "png": out / "compare.png"}
     write_text_atomic(paths["csv"], to_csv(comparison))
     write_text_atomic(paths["md"], to_markdown(comparison))
     plot_ratios(comparison, paths["png"])
+    if comparison.sweeps:
+        from farm.results.plots import plot_sweep
+
+        paths["sweep_png"] = out / SWEEP_PNG
+        # a picture cannot be masked afterwards: labels are masked before they are drawn
+        plot_sweep({mask(label): rows for label, rows in comparison.sweeps}, paths["sweep_png"],
+                   title=f"Network load sweep: {' vs '.join(mask(label) for label, _ in comparison.sweeps)}")
     return paths
 
 
@@ -263,7 +286,8 @@ def to_csv(comparison: Comparison) -> str:
 
 
 def to_markdown(comparison: Comparison) -> str:
-    """compare.md: one table (medians to 4 significant digits, ratios to 3), then the missing
+    """compare.md: one table (medians in units people read, :func:`~farm.measure.units.human`; ratios
+    to 3 significant digits), then the missing
     keys. Plain GitHub-flavoured Markdown, so it can go into a CI job summary as is."""
     labels = comparison.labels
     first = labels[0]
@@ -282,10 +306,10 @@ def to_markdown(comparison: Comparison) -> str:
     lines.append(_md_row(["---"] * 5 + ["---:"] * (len(head) - 5)))
     for row in comparison.rows:
         cells = [getattr(row.key, f) for f in KEY_FIELDS]
-        cells += [f"{_sig(m, 4)} ({n})" if m is not None else "—"
+        cells += [f"{human(m, row.key.unit)} ({n})" if m is not None else "—"
                   for m, n in zip(row.medians, row.counts)]
         cells += [_sig(r, 3) if r is not None else "—" for r in row.ratios]
-        cells += [_spread(c, interval) for c, interval in zip(row.cvs, row.intervals)]
+        cells += [_spread(c, interval, row.key.unit) for c, interval in zip(row.cvs, row.intervals)]
         ci = row.ratio_interval
         cells.append("—" if ci is None else
                      f"{_sig(ci[0], 3)}–{_sig(ci[1], 3)}" + (" **includes 1.0**" if ci[0] <= 1 <= ci[1] else ""))
@@ -304,56 +328,107 @@ def to_markdown(comparison: Comparison) -> str:
     return "\n".join(lines) + "\n"
 
 
+@attrs.frozen
+class Bar:
+    """One bar of compare.png: a row's ratio of one later column to the first, judged."""
+
+    row: Row
+    series: int          # which later column (0: the second column)
+    ratio: float
+    verdict: str         # better | worse | same | unknown (no known better direction)
+
+
+def verdict(ratio: float, better: int) -> str:
+    """``better``/``worse`` by the metric's direction (:func:`farm.results.qualify.direction`), ``same``
+    within :data:`SAME_BAND` of 1, ``unknown`` when the metric has no better direction."""
+    if abs(ratio - 1) < SAME_BAND:
+        return "same"
+    if not better:
+        return "unknown"
+    return "better" if (ratio - 1) * better > 0 else "worse"
+
+
+def ratio_bars(comparison: Comparison) -> dict[tuple[str, str], list[Bar]]:
+    """The bars of compare.png, per panel (metric, unit): every row with a ratio, except the network
+    sweep's rows when the sweep is drawn as curves (its requested rate is a setting, its ratio
+    always 1)."""
+    from farm.results.qualify import direction
+
+    panels: dict[tuple[str, str], list[Bar]] = {}
+    for row in comparison.rows:
+        if comparison.sweeps and row.key.benchmark == SWEEP_BENCHMARK:
+            continue
+        better = direction(row.key.metric, row.key.unit)
+        for s, r in enumerate(row.ratios):
+            if r is not None and math.isfinite(r):
+                panels.setdefault((row.key.metric, row.key.unit), []).append(Bar(row, s, r, verdict(r, better)))
+    return panels
+
+
+#: bar colours by verdict: the lab's green/red, grey for no change or no known direction
+VERDICT_COLOURS = {"better": "#2e9e44", "worse": "#d0342c", "same": "#9a9a9a", "unknown": "#5b7fb5"}
+_HATCHES = ("", "//", "..", "xx", "\\\\", "++")
+
+
 def plot_ratios(comparison: Comparison, path: PathLike) -> None:
     """compare.png: horizontal bars of each row's ratio(s) to the first column, one panel per
-    metric and unit, a vertical line at 1.0. Rows without a ratio are left out (the Markdown lists
-    them); with none at all the picture says so rather than being blank."""
-    panels: dict[tuple[str, str], list[Row]] = {}
-    for row in comparison.rows:
-        if any(r is not None for r in row.ratios):
-            panels.setdefault((row.key.metric, row.key.unit), []).append(row)
+    metric and unit, a vertical line at 1.0; a bar is green when the later column is better, red when
+    worse (by the metric's direction), grey within 1 % of 1.0, blue when the metric has no better
+    direction. With three or more columns each later one has its own hatching. Rows without a
+    ratio are left out (the Markdown lists them), and so are a sweep's (compare-sweep.png draws
+    them as curves); with none at all the picture says so rather than being blank."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg  # here: the dashboard imports this module
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Patch
+
+    panels = ratio_bars(comparison)
     labels = tuple(mask(label) for label in comparison.labels)  # a picture cannot be masked afterwards
     series = labels[1:]
-    bars = sum(len(rows) for rows in panels.values())
-    height = 1.6 + sum(0.9 + 0.28 * len(rows) * max(1, len(series) * 0.6)
-                       for rows in panels.values())
-    fig = Figure(figsize=(10, max(3.0, height)), layout="constrained")
+    keys = {k: list(dict.fromkeys(id(b.row) for b in bars)) for k, bars in panels.items()}
+    height = 1.8 + sum(0.9 + 0.28 * len(rows) * max(1, len(series) * 0.6) for rows in keys.values())
+    fig = Figure(figsize=(10, min(40.0, max(3.0, height))), layout="constrained")
     FigureCanvasAgg(fig)
-    if not bars:
+    if not panels:
         ax = fig.subplots()
         ax.axis("off")
-        ax.text(0.5, 0.5, "no row has a ratio to plot (see compare.md)", ha="center", va="center")
+        why = "only network sweeps: see compare-sweep.png" if comparison.sweeps else "no row has a ratio to plot"
+        ax.text(0.5, 0.5, f"{why} (and compare.md)", ha="center", va="center")
     else:
         axes = fig.subplots(len(panels), 1, squeeze=False,
-                            height_ratios=[max(1, len(rows)) for rows in panels.values()])[:, 0]
+                            height_ratios=[max(1, len(rows)) for rows in keys.values()])[:, 0]
         width = 0.8 / len(series)
-        for ax, ((metric, unit), rows) in zip(axes, panels.items()):
-            for s, label in enumerate(series):
-                ys = [i - 0.4 + width * (s + 0.5) for i in range(len(rows))]
-                xs = [r.ratios[s] if r.ratios[s] is not None else math.nan for r in rows]
-                bars_ = ax.barh(ys, xs, height=width * 0.9, color=f"C{s % 10}",
-                                label=f"{label} / {labels[0]}")
-                ax.bar_label(bars_, labels=[_sig(x, 3) if math.isfinite(x) else "" for x in xs],
-                             fontsize="x-small", padding=2)
-            ax.axvline(1.0, color="black", linewidth=1)
-            ax.set_yticks(range(len(rows)), [mask(_row_label(r.key)) for r in rows], fontsize="small")
+        for ax, ((metric, unit), bars) in zip(axes, panels.items()):
+            order = keys[metric, unit]
+            rows = {id(b.row): b.row for b in bars}
+            for b in bars:
+                y = order.index(id(b.row)) - 0.4 + width * (b.series + 0.5)
+                ax.barh([y], [b.ratio], height=width * 0.9, color=VERDICT_COLOURS[b.verdict],
+                        hatch=_HATCHES[b.series % len(_HATCHES)] if len(series) > 1 else None, edgecolor="white")
+                ax.annotate(_sig(b.ratio, 3), (b.ratio, y), xytext=(3, 0), textcoords="offset points",
+                            va="center", fontsize="x-small")
+            ax.axvline(1.0, color="black", linewidth=1.2)
+            ax.set_yticks(range(len(order)), [mask(_row_label(rows[i].key)) for i in order], fontsize="small")
             ax.invert_yaxis()  # first row on top, as in the table
             ax.set_title(mask(f"{metric} ({unit})"), fontsize="medium", loc="left")
             ax.grid(True, axis="x", alpha=0.3)
             ax.set_xlabel(f"ratio to {labels[0]}")
-        if len(series) > 1:  # one legend for all panels, below them: it never hides a bar
-            handles, names = axes[0].get_legend_handles_labels()
-            fig.legend(handles, names, loc="outside lower center", ncols=len(series),
-                       fontsize="small")
+        seen = {b.verdict for bars in panels.values() for b in bars}
+        handles = [Patch(color=VERDICT_COLOURS[v], label=text) for v, text in (
+            ("better", "better"), ("worse", "worse"), ("same", "within 1 % of 1.0"),
+            ("unknown", "no better direction")) if v in seen]
+        if len(series) > 1:
+            handles += [Patch(facecolor="white", edgecolor="black", hatch=_HATCHES[s % len(_HATCHES)],
+                              label=f"{label} / {labels[0]}") for s, label in enumerate(series)]
+        fig.legend(handles=handles, loc="outside lower center", ncols=min(4, len(handles)), fontsize="small")
         fig.suptitle(f"{' vs '.join(labels[1:])} relative to {labels[0]}")
     path = Path(path)
     with open_atomic(path, "wb") as f:
         fig.savefig(f, format="png", dpi=100)
 
 
-def _spread(cv_value: float | None, interval: tuple[float, float] | None) -> str:
+def _spread(cv_value: float | None, interval: tuple[float, float] | None, unit: str) -> str:
     text = "—" if cv_value is None else f"{cv_value * 100:.1f} %"
-    return text + ("" if interval is None else f", {_sig(interval[0], 4)}–{_sig(interval[1], 4)}")
+    return text + ("" if interval is None else f", {human(interval[0], unit)} – {human(interval[1], unit)}")
 
 
 def _row_label(key: Key) -> str:

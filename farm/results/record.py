@@ -18,6 +18,7 @@ import attrs
 
 from farm.errors import JobError
 from farm.measure import Measurement, impossible  # noqa: F401  (older callers import them from here)
+from farm.measure.params import format_params, parse_params  # noqa: F401  (a record's params text)
 from farm.secrets import mask
 
 RECORD_FIELDS = (
@@ -46,18 +47,6 @@ def check_unique(records: Iterable["Record"], what: str) -> None:
                 f"{f'[{r.params}]' if r.params else ''} for target {r.target}, setup {r.setup!r}, repeat "
                 f"{r.repeat} ({first.value:g} and {r.value:g} {r.unit}): two setups of one name, or one "
                 "benchmark listed twice with the same parameters; they are not pooled into one median")
-
-
-def format_params(params: Mapping[str, Any]) -> str:
-    """Canonical, order-independent text of a parameter set: ``key=value;key=value`` sorted by key."""
-    return ";".join(f"{k}={params[k]}" for k in sorted(params))
-
-
-def parse_params(text: str) -> dict[str, str]:
-    """Inverse of :func:`format_params` (values come back as strings)."""
-    if not text:
-        return {}
-    return dict(item.split("=", 1) for item in text.split(";"))
 
 
 # parameters that say how long or how much was measured (and the sample count), not what: they are

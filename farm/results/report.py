@@ -36,8 +36,10 @@ import attrs
 
 from farm.errors import JobError, ParseError
 from farm.results.csvout import read_records
-from farm.results.record import Record, key_params, write_text_atomic
-from farm.results.stats import Summary, median
+from farm.results.figures import KeyFigure, group_figures
+from farm.results.record import Record, format_params, key_params, parse_params, write_text_atomic
+from farm.results.stats import median
+from farm.measure.units import human, human_params
 from farm.secrets import mask
 
 PathLike = str | os.PathLike[str]
@@ -55,20 +57,6 @@ class StageResult:
     seconds: float
     kind: str  # pass, failure, error, skipped
     message: str
-
-
-@attrs.frozen
-class KeyFigure(Summary):
-    """The summary of one metric of one run: all repeats of it under one target, setup and params."""
-
-    target: str
-    setup: str
-    suite: str
-    benchmark: str
-    params: str
-    metric: str
-    unit: str
-    values: tuple[float, ...]
 
 
 @attrs.frozen
@@ -145,32 +133,12 @@ def read_stages(path: PathLike) -> tuple[StageResult, ...]:
 
 
 def key_figures(records: Iterable[Record]) -> list[KeyFigure]:
-    """Records grouped by target, setup, suite, benchmark, params, metric and unit, in the order
-    they were first measured (repeats and runs pooled)."""
-    groups: dict[tuple[str, ...], list[float]] = {}
-    for r in records:
-        if math.isnan(r.value):
-            continue
-        key = (r.target, r.setup, r.suite, r.benchmark, key_params(r.params), r.metric, r.unit)
-        groups.setdefault(key, []).append(r.value)
-    return [KeyFigure(*key, values=tuple(values)) for key, values in groups.items()]
+    """Records grouped by target, setup, suite, benchmark, params (without run lengths), metric and
+    unit, in the order they were first measured (repeats and runs pooled)."""
+    return group_figures(records, key_params, failed=True)
 
 
 # --- summary.md ------------------------------------------------------------------------------
-
-_SCALED_UNITS = {"bit/s": "bit/s", "bits/s": "bit/s", "bytes/s": "B/s", "byte/s": "B/s"}
-_PREFIXES = ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
-
-
-def human(value: float, unit: str) -> str:
-    """``32139119.19, "bytes/s"`` -> ``"32.14 MB/s"``; other units get 4 significant digits."""
-    if unit in _SCALED_UNITS and math.isfinite(value):
-        for factor, prefix in _PREFIXES:
-            if abs(value) >= factor:
-                return f"{value / factor:.4g} {prefix}{_SCALED_UNITS[unit]}"
-        return f"{value:.4g} {_SCALED_UNITS[unit]}"
-    return f"{value:.4g} {unit}".rstrip()
-
 
 _MD_ESCAPES = {"\\": "\\\\", "|": "\\|", "`": "\\`", "*": "\\*", "$": "\\$", "<": "\\<",
                "\r": " ", "\n": " "}
@@ -236,23 +204,77 @@ def summary_markdown(run: RunData, plots: Sequence[Path] = ()) -> str:
     figures = key_figures(run.records)
     lines += ["## Key figures", ""]
     if figures:
-        lines += ["Median over repeats, n values, min–max range, coefficient of variation, and the 95 % "
-                  "interval of the median (exact, order statistics; from 6 values).", "",
-                  "| target | setup | benchmark | params | metric | median | n | min–max | CV | 95 % CI |",
-                  "|---|---|---|---|---|---:|---:|---|---:|---|"]
-        for f in figures:
-            spread = f"{human(f.low, f.unit)} – {human(f.high, f.unit)}" if f.n > 1 else "-"
-            interval = f.interval
-            lines.append("| " + " | ".join(_md(v) for v in (
-                f.target, f.setup, f"{f.suite}.{f.benchmark}", f.params or "-", f.metric,
-                human(f.median, f.unit), f.n, spread, "-" if f.cv is None else f"{f.cv * 100:.1f} %",
-                "-" if interval is None else f"{human(interval[0], f.unit)} – {human(interval[1], f.unit)}")) + " |")
+        lines += ["Per benchmark: the median over repeats, n values, min–max range, coefficient of variation, "
+                  "and the 95 % interval of the median (exact, order statistics; from 6 values). A sweep is one "
+                  "row per point, one column per metric (medians).", ""]
+        lines += key_figure_sections(figures)
     else:
-        lines.append("No measurements.")
-    lines.append("")
+        lines += ["No measurements.", ""]
     if plots:
         lines += ["## Plots", ""] + [f"- [{_md(p.name)}]({p.relative_to(run.path).as_posix()})" for p in plots] + [""]
     return "\n".join(lines)
+
+
+#: per-core CPU utilisation of a sweep point: in results.csv, too many columns for a summary
+_PER_CORE = re.compile(r"cpu\d+_utilisation")
+
+
+def key_figure_sections(figures: Sequence[KeyFigure]) -> list[str]:
+    """Markdown lines: a ``###`` section per benchmark. A benchmark measured at three or more
+    parameter points per target and setup, three or more metrics each (a sweep), is a wide table, a
+    row per point and a column per metric; any other a row per metric with its spread."""
+    by_benchmark: dict[tuple[str, str], list[KeyFigure]] = {}
+    for f in figures:
+        by_benchmark.setdefault((f.suite, f.benchmark), []).append(f)
+    lines: list[str] = []
+    for (suite, benchmark), figs in by_benchmark.items():
+        lines += [f"### {_md(suite)}.{_md(benchmark)}", ""]
+        points: dict[tuple[str, str, str], list[KeyFigure]] = {}
+        for f in figs:
+            points.setdefault((f.target, f.setup, f.params), []).append(f)
+        per_setup: dict[tuple[str, str], int] = {}
+        for target, setup, _ in points:
+            per_setup[target, setup] = per_setup.get((target, setup), 0) + 1
+        if min(per_setup.values()) >= 3 and min(len(v) for v in points.values()) >= 3:
+            lines += _wide_table(points)
+        else:
+            lines += _long_table(figs)
+        lines.append("")
+    return lines
+
+
+def _long_table(figures: Sequence[KeyFigure]) -> list[str]:
+    lines = ["| target | setup | params | metric | median | n | min–max | CV | 95 % CI |",
+             "|---|---|---|---|---:|---:|---|---:|---|"]
+    for f in figures:
+        spread = f"{human(f.low, f.unit)} – {human(f.high, f.unit)}" if f.n > 1 else "-"
+        interval = f.interval
+        lines.append("| " + " | ".join(_md(v) for v in (
+            f.target, f.setup, human_params(f.params) or "-", f.metric, human(f.median, f.unit), f.n, spread,
+            "-" if f.cv is None else f"{f.cv * 100:.1f} %",
+            "-" if interval is None else f"{human(interval[0], f.unit)} – {human(interval[1], f.unit)}")) + " |")
+    return lines
+
+
+def _wide_table(points: dict[tuple[str, str, str], list[KeyFigure]]) -> list[str]:
+    params = [parse_params(p) for _, _, p in points]
+    common = {k: v for k, v in params[0].items() if all(p.get(k) == v for p in params[1:])}
+    metrics = list(dict.fromkeys(f.metric for figs in points.values() for f in figs
+                                 if not _PER_CORE.fullmatch(f.metric)))
+    lines = []
+    if common:
+        lines += [f"All points: {_md(human_params(format_params(common)))}.", ""]
+    if len(metrics) < len({f.metric for figs in points.values() for f in figs}):
+        lines += ["Per-core CPU utilisation (cpuN_utilisation) is in results.csv.", ""]
+    lines += ["| " + " | ".join(["target", "setup", "point", "n", *map(_md, metrics)]) + " |",
+              "|---|---|---|---:|" + "---:|" * len(metrics)]
+    for (target, setup, text), figs in points.items():
+        by_metric = {f.metric: f for f in figs}
+        varying = format_params({k: v for k, v in parse_params(text).items() if k not in common})
+        cells = [human(by_metric[m].median, by_metric[m].unit) if m in by_metric else "-" for m in metrics]
+        lines.append("| " + " | ".join(_md(v) for v in (
+            target, setup, human_params(varying) or "-", max(f.n for f in figs), *cells)) + " |")
+    return lines
 
 
 # --- metrics.txt -----------------------------------------------------------------------------

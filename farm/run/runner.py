@@ -28,6 +28,7 @@ from ..images.build import Image, build
 from ..results.cycles import cycles_per_byte
 from ..results.junit import Case
 from ..measure import Measurement
+from ..measure.units import human
 from ..results.record import RunContext
 from .events import Hooks
 from .model import Benchmark, Pipeline, Setup
@@ -270,7 +271,7 @@ class Runner:
             ended("failure", "no measurements")
             self.run.fail_code(EXIT_TEST_FAILURE)
         else:
-            ended("pass", output="\n".join(f"{r.metric}[{r.params}] = {r.value:g} {r.unit}" for r in records))
+            ended("pass", output="\n".join(f"{r.metric}[{r.params}] = {human(r.value, r.unit)}" for r in records))
         self.hooks.say(f"{name} ok in {time.monotonic() - t0:.1f}s: {len(records)} records")
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -16,16 +17,17 @@ from ..conftest import ROOT, run_farm
 pytestmark = pytest.mark.boot
 
 
-def _run(pipeline: str, out) -> None:
+def _run(pipeline: str, out):
     proc = run_farm("run", pipeline, "--out", str(out), timeout=900)
     assert proc.returncode == 0, proc.stderr
     suite = ET.parse(out / "junit.xml").getroot()
     assert suite.get("failures") == "0" and suite.get("errors") == "0", proc.stderr
+    return proc
 
 
 def test_network_sweep_writes_the_wide_form_and_plot(maaxboard_image, tftp_root, tmp_path):
     out = tmp_path / "network"
-    _run("pipelines/network.yaml", out)
+    proc = _run("pipelines/network.yaml", out)
     for setup in ("four-cores", "one-core"):
         with open(out / f"sweep-maaxboard-twin-{setup}.csv") as f:
             reader = csv.DictReader(f)
@@ -46,6 +48,23 @@ def test_network_sweep_writes_the_wide_form_and_plot(maaxboard_image, tftp_root,
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     boots = json.loads((out / "run.json").read_text())["targets"]["maaxboard-twin"]["boots"]
     assert [(b["setup"], b["cpus"]) for b in boots] == [("four-cores", 4), ("one-core", 1)]
+
+    # people read it in units: the progress lines and summary.md (a row per sweep point, not 108 rows)
+    assert re.search(r"sweep 10 Mbit/s: sent [\d.]+ [kM]bit/s, received [\d.]+ [kM]?bit/s, RTT median [\d.]+ [µm]?s",
+                     proc.stderr), proc.stderr
+    section = (out / "summary.md").read_text().split("### network.sweep")[1]
+    assert len([line for line in section.splitlines() if line.startswith("| maaxboard-twin |")]) == 8
+    assert "requested=10 Mbit/s" in section and "requested=10000000" not in section and " us |" not in section
+
+    # the two setups compared: the sweep as curves, a colour per setup
+    a, b = tmp_path / "a", tmp_path / "b"
+    lines = (out / "results.csv").read_text().splitlines()
+    for d, setup in ((a, "four-cores"), (b, "one-core")):
+        d.mkdir()
+        (d / "results.csv").write_text("\n".join([lines[0], *[l for l in lines[1:] if f",{setup}," in l]]) + "\n")
+    proc = run_farm("compare", str(a), str(b), "--out", str(tmp_path / "cmp"))
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "cmp" / "compare-sweep.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_crypto_suite_and_compare_between_setups(maaxboard_image, tftp_root, tmp_path):

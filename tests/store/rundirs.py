@@ -15,13 +15,22 @@ TARGET = "maaxboard-twin"
 def make_run(path: Path, run_id: str, *, started: str, kernel: str = "6.1.0-57-arm64", image_key: str = "a" * 64,
              git_sha: str = "1" * 40, values: Mapping[str, Sequence[float]] | None = None, status: str = "passed",
              console: str = "U-Boot 2023.01\nLinux version 6.1\nFARM-READY\n", failure: str | None = None,
-             setup: str = "default", pipeline: str = "smoke", who: str = "lab-engineer") -> Path:
-    """A live run of ``openssl-speed`` on the twin: ``values`` maps a metric to its repeats."""
+             setup: str = "default", pipeline: str = "smoke", who: str = "lab-engineer",
+             place: Mapping | None = None, sweep_setups: Sequence[str] = ()) -> Path:
+    """A live run of ``openssl-speed`` on the twin: ``values`` maps a metric to its repeats; ``place``
+    is run.json's (farm run --farm), and each of ``sweep_setups`` adds a network sweep of 3 rates."""
     values = values if values is not None else {"throughput": [1.0e8, 1.1e8, 1.2e8]}
     path.mkdir(parents=True)
     records = [Record(run_id, started, TARGET, "arm64", setup, "maaxboard-bench", "crypto", "openssl-speed",
                       "algorithm=sha256;block=16384", repeat, metric, value, "bytes/s")
                for metric, vs in values.items() for repeat, value in enumerate(vs)]
+    for i, sweep_setup in enumerate(sweep_setups):
+        for rate in (10e6, 50e6, 100e6):
+            params = f"method=ipbench-echo;n=1700;packet_size=1472;requested={int(rate)}"
+            records += [Record(run_id, started, TARGET, "arm64", sweep_setup, "maaxboard-bench", "network", "sweep",
+                               params, 0, metric, value, unit) for metric, value, unit in (
+                ("requested_throughput", rate, "bit/s"), ("received_throughput", rate / (1 + i), "bit/s"),
+                ("rtt_median", 400.0 * (1 + i), "us"))]
     write_records(path / "results.csv", records)
     cases = [Case("build", "farm.build", 0.1, "pass"), Case(f"boot {TARGET}/{setup}", "farm.boot", 4.5, "pass"),
              Case(f"crypto.openssl-speed {TARGET}/{setup}", "farm.bench.crypto", 2.0,
@@ -36,6 +45,7 @@ def make_run(path: Path, run_id: str, *, started: str, kernel: str = "6.1.0-57-a
         "targets": {TARGET: {"arch": "arm64", "boots": [
             {"setup": setup, "repeat": 0, "kernel": kernel, "image": "maaxboard-bench", "image_key": image_key,
              "cpus": 4, "frequency_hz": 1.5e9, "boot_seconds": 4.4}]}},
+        "place": dict(place) if place is not None else None,
     }) + "\n")
     (path / "console").mkdir()
     (path / "console" / f"{TARGET}.log").write_text(console, encoding="utf-8")

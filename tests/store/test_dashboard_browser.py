@@ -23,6 +23,8 @@ HOSTILE_CONSOLE = ("U-Boot 2023.01\nStarting kernel ...\n<script>alert('console'
                    "Kernel panic - not syncing: Attempted to kill init! exitcode=0x00000100\n")
 HOSTILE_WHO = "<img src=x onerror=alert(1)>"
 RUNS = ("20261201-100000-aaaa", "20261202-100000-bbbb", "20261203-100000-cccc", "20261204-100000-dddd")
+PLACE = {"name": "maaxboard-1", "coordinator": "127.0.0.1:20408", "owner": "ci/lab",
+         "tags": {"board": "maaxboard", "note": "<b>bold</b>"}}
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +41,9 @@ def store(tmp_path_factory) -> dict[str, str]:
                              status="failed" if last else "passed",
                              failure="Kernel panic - not syncing: Attempted to kill init! exitcode=0x00000100"
                              if last else None, console=HOSTILE_CONSOLE if last else "U-Boot 2023.01\nFARM-READY\n",
-                             who=HOSTILE_WHO if last else "lab-engineer"))
+                             who=HOSTILE_WHO if last else "lab-engineer", place=PLACE,
+                             # run 2 has a network sweep on two setups (compared with none of the pages below)
+                             sweep_setups=("bare-linux", "kvm-guest") if i == 1 else ()))
     proc = run_farm("db", "ingest", *map(str, dirs), env=env)
     assert proc.returncode == 0, proc.stderr
     proc = run_farm("baseline", "save", str(dirs[0]), "--name", "v1.0", env=env)
@@ -146,6 +150,22 @@ def _check_pages(browser, base: str, tmp_path: Path, prefix: str) -> None:
     assert ratios == ["1.235"]  # 1.0e8 / 0.81e8
     browser.save_screenshot(str(folder / f"{prefix}compare.png"))
     _load(browser, base + "compare.html", f"{prefix}compare-index", tmp_path)
+
+    page = _load(browser, base + "places.html", f"{prefix}places", tmp_path)
+    rows = page.find_elements(By.CSS_SELECTOR, "table.places tbody tr")
+    assert [r.find_element(By.TAG_NAME, "td").text for r in rows] == ["maaxboard-1"]
+    cells = [td.text for td in rows[0].find_elements(By.TAG_NAME, "td")]
+    assert cells[1] == "board=maaxboard note=<b>bold</b>"  # a tag renders as text
+    assert cells[5] == "4" and RUNS[-1] in cells[6] and RUNS[-1] in cells[7]  # its runs, last run, last failure
+    _follow(browser, rows[0].find_elements(By.TAG_NAME, "a")[-1])  # the last failure's run page
+    assert not browser.get_log("browser")
+    assert browser.find_element(By.TAG_NAME, "h1").text == f"Run {RUNS[-1]}"
+
+    page = _load(browser, base + f"run/{RUNS[1]}.html", f"{prefix}run-sweep", tmp_path)
+    charts = page.find_elements(By.CSS_SELECTOR, "svg.chart.xy")
+    assert len(charts) == 2  # achieved against requested, RTT: drawn inline, no image file
+    colours = {c.value_of_css_property("stroke") for c in charts[0].find_elements(By.CSS_SELECTOR, "polyline.curve")}
+    assert len(colours) == 2  # each setup its own colour
 
 
 def test_the_static_site_in_a_browser(store, browser, tmp_path):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from farm.dashboard import pages
 from farm.dashboard.data import Trend, slug
 from farm.store.history import Point, Series
@@ -62,3 +64,28 @@ def test_slugs_are_file_names_and_never_collide():
         s = slug(text)
         assert "/" not in s and "--" not in s and not s.startswith(".") and s != text
     assert slug("a/b") != slug("a_b") and slug("a b") != slug("a/b")
+
+
+def test_the_ratio_chart_colours_bars_by_better_or_worse():
+    from farm.dashboard.svg import ratio_chart
+
+    svg = ratio_chart([("throughput", 1.5, "better"), ("rtt_median", 1.5, "worse"), ("n", 1.004, "same")], "t")
+    bars = re.findall(r'<rect x="\d+" y="[\d.]+" width="[\d.]+" height="14" class="bar (\w+)">', svg)
+    assert bars == ["better", "worse", "same"]
+    assert 'class="one"' in svg and ">1.0</text>" in svg            # the line at 1.0
+    assert ">better</text>" in svg and ">worse</text>" in svg      # a legend of what the colours mean
+
+
+def test_the_dashboard_does_not_load_matplotlib():
+    """matplotlib (0.6 s to import, and its objects slow every garbage collection of a 10,000-point
+    trend query) is for PNGs; the dashboard draws SVG."""
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    proc = subprocess.run([sys.executable, "-c", "import sys, farm.dashboard.site, farm.dashboard.server; "
+                           "print(sorted(m for m in sys.modules if m.split('.')[0] == 'matplotlib'))"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"

@@ -92,3 +92,68 @@ def test_farm_serve_masks_secrets_it_knows(tmp_path):
         proc.terminate()
         proc.wait(timeout=10)
     assert "password: " in html and secret not in html
+
+
+def _placed_store(tmp_path, backend_url=None):
+    place = {"name": "maaxboard-1", "coordinator": "127.0.0.1:20408", "owner": "ci/lab",
+             "tags": {"board": "maaxboard", "note": "<b>bold</b>"}, "health_check": False}
+    runs = [make_run(tmp_path / "p1", "20261201-100000-p1", started="2026-12-01T10:00:00.000+00:00", place=place),
+            make_run(tmp_path / "p2", "20261202-100000-p2", started="2026-12-02T10:00:00.000+00:00",
+                     place={**place, "health": "unhealthy"}, status="infrastructure-error",
+                     failure="U-Boot prompt not seen"),
+            make_run(tmp_path / "p3", "20261203-100000-p3", started="2026-12-03T10:00:00.000+00:00",
+                     place={**place, "name": "maaxboard-2"}),
+            make_run(tmp_path / "p4", "20261204-100000-p4", started="2026-12-04T10:00:00.000+00:00")]  # no place
+    eng = open_store({"FARM_DB": backend_url or str(tmp_path / "results.db")})
+    ingest(eng, runs)
+    return eng
+
+
+def test_the_places_page_from_the_store_and_a_coordinator(tmp_path, store_url):
+    """SQLite and PostgreSQL: the runs' place is read from run.json as the store keeps it."""
+    from farm.dashboard.data import PlaceNow
+
+    eng = _placed_store(tmp_path, store_url)
+    with eng.connect() as c:
+        status, html = site.render(c, "places.html")
+        assert status == 200
+        assert site.NO_COORDINATOR in html
+        rows = re.findall(r"<tr><td>(maaxboard-\d)</td>(.*?)</tr>", html)
+        assert [name for name, _ in rows] == ["maaxboard-1", "maaxboard-2"]
+        one = rows[0][1]
+        assert "&lt;b&gt;bold&lt;/b&gt;" in one and "<b>bold" not in one   # a tag is text
+        assert '<td class="num">2</td>' in one                             # two runs on it
+        assert "20261202-100000-p2" in one and "infrastructure-error" in one  # last run, and last failure
+        assert "unhealthy (recorded by its last run)" in one
+
+        now = [PlaceNow("maaxboard-1", {"board": "maaxboard"}, "ci-host/ci", 1764583200.0, None, "ok"),
+               PlaceNow("maaxboard-3", {"board": "maaxboard"}, None, None, None,
+                        "unhealthy (3 infrastructure failures in a row)")]
+        status, html = site.render(c, "places.html", places=lambda: (now, "the coordinator at 127.0.0.1:1, now"))
+        rows = dict(re.findall(r"<tr><td>(maaxboard-\d)</td>(.*?)</tr>", html))
+        assert set(rows) == {"maaxboard-1", "maaxboard-2", "maaxboard-3"}
+        assert "ci-host/ci" in rows["maaxboard-1"] and "2025-12-01 10:00:00 UTC" in rows["maaxboard-1"]
+        assert '<td class="pass">ok</td>' in rows["maaxboard-1"]
+        assert "free" in rows["maaxboard-3"] and '<td class="failure">unhealthy (3' in rows["maaxboard-3"]
+        assert "(not on the coordinator)" in rows["maaxboard-2"]
+        assert "places.html" in site.site_paths(c)
+
+
+def test_a_run_page_draws_its_sweep_inline(tmp_path):
+    run = make_run(tmp_path / "s", "20261201-100000-swp", started="2026-12-01T10:00:00.000+00:00",
+                   sweep_setups=("bare-linux", "kvm-guest"))
+    eng = open_store({"FARM_DB": str(tmp_path / "results.db")})
+    ingest(eng, [run])
+    with eng.connect() as c:
+        status, html = site.render(c, "run/20261201-100000-swp.html")
+    assert status == 200 and "<h2>Network sweep of maaxboard-twin</h2>" in html
+    charts = re.findall(r'<svg class="chart xy".*?</svg>', html)
+    assert len(charts) == 2                                   # achieved vs requested, and the RTT
+    achieved, rtt = charts
+    assert re.findall(r'<polyline points="[^"]+" class="curve (c\d)"', achieved) == ["c0", "c1"]  # a colour a setup
+    assert ">bare-linux</text>" in achieved and ">kvm-guest</text>" in achieved                     # the legend
+    assert 'class="ideal"' in achieved and 'class="ideal"' not in rtt
+    assert "kvm-guest: 50 Mbit/s at 100 Mbit/s" in achieved    # a point's hover text, in human units
+    assert "kvm-guest: 800 µs at 10 Mbit/s" in rtt
+    # the key figures' params in units too (not requested=10000000)
+    assert "packet_size=1472 B; requested=10 Mbit/s</td>" in html and "requested=10000000" not in html

@@ -95,8 +95,8 @@ def test_write_compare_files(dirs, tmp_path):
     assert len(table) == 5
 
     md = paths["md"].read_text()
-    assert "| crypto | openssl-speed | algorithm=aes-128-gcm;block=16384 | throughput | bytes/s | 250.0 (4) | 500.0 (1) | 2.00 |" in md
-    assert "| 15.00 (2) | 40.00 (3) | 2.67 |" in md
+    assert "| crypto | openssl-speed | algorithm=aes-128-gcm;block=16384 | throughput | bytes/s | 250 B/s (4) | 500 B/s (1) | 2.00 |" in md
+    assert "| 15 B/s (2) | 40 B/s (3) | 2.67 |" in md
     assert "## Missing" in md
     assert "- virt / vmexit `test=cpuid` cycles (cycles): only in default@board; not in default@twin" in md
     assert "- storage / isal `function=xor_gen;mode=warm` throughput (bytes/s): only in default@twin; not in default@board" in md
@@ -143,7 +143,7 @@ def test_ratio_against_zero_is_empty(tmp_path):
     c = compare([("a", a), ("b", b)])
     assert c.labels == ("x", "y")
     assert c.rows[0].ratio is None
-    assert "| 0 (1) | 5.000 (1) | — |" in to_markdown(c)
+    assert "| 0 cycles (1) | 5 cycles (1) | — |" in to_markdown(c)
 
 
 def test_nothing_to_compare(tmp_path):
@@ -177,3 +177,44 @@ def test_two_setups_of_one_name_are_refused_not_pooled(tmp_path):
     with pytest.raises(JobError, match="compare: mixed: run r1 has two records of .* setup 'default', "
                                        "repeat 0 .*two setups of one name"):
         compare([other, mixed])
+
+
+def _sweep(target, setup, received_factor, rtt_factor):
+    out = []
+    for rate in (10e6, 50e6, 100e6):
+        params = f"method=ipbench-echo;packet_size=1472;requested={int(rate)}"
+        for metric, value, unit in (("requested_throughput", rate, "bit/s"), ("sent_throughput", rate, "bit/s"),
+                                    ("received_throughput", rate * received_factor, "bit/s"),
+                                    ("rtt_min", 100 * rtt_factor, "us"), ("rtt_median", 200 * rtt_factor, "us"),
+                                    ("rtt_max", 900 * rtt_factor, "us"), ("cpu_utilisation", 40.0, "percent")):
+            out.append(rec(("network", "sweep", params, metric, unit), value, target=target, setup=setup))
+    return out
+
+
+def test_sweeps_are_curves_and_ratios_are_coloured_better_or_worse(tmp_path):
+    """compare.png was 1000x3994 px of bars including requested_throughput (always 1.00), all one colour."""
+    mpimg = pytest.importorskip("matplotlib.image")
+    bare = result_dir(tmp_path, "bare", [*_sweep("board", "bare-linux", 1.0, 1.0),
+                                        rec(AES, 100.0, target="board", setup="bare-linux"),
+                                        rec(CPUID, 1000.0, target="board", setup="bare-linux")])
+    guest = result_dir(tmp_path, "guest", [*_sweep("board", "kvm-guest", 0.8, 2.0),
+                                          rec(AES, 150.0, target="board", setup="kvm-guest"),  # faster: better
+                                          rec(CPUID, 3000.0, target="board", setup="kvm-guest")])  # more cycles: worse
+    c = compare([load_result_dir(bare), load_result_dir(guest)])
+    assert [label for label, _ in c.sweeps] == ["bare-linux", "kvm-guest"]
+    assert [len(rows) for _, rows in c.sweeps] == [3, 3]
+
+    from farm.results.compare import ratio_bars, verdict
+    bars = [b for panel in ratio_bars(c).values() for b in panel]
+    assert {(b.row.key.benchmark, b.verdict) for b in bars} == {("openssl-speed", "better"), ("vmexit", "worse")}
+    assert verdict(1.005, 1) == "same" and verdict(0.5, -1) == "better" and verdict(2.0, 0) == "unknown"
+
+    paths = write_compare(c, tmp_path / "out")
+    assert set(paths) == {"csv", "md", "png", "sweep_png"}
+    image = mpimg.imread(paths["png"])
+    assert image.shape[0] <= 600  # two bars, not a page of sweep points
+    rgb = {tuple(int(round(v * 255)) for v in px[:3]) for row in image[::2] for px in row[::2]}
+    assert (0x2e, 0x9e, 0x44) in rgb and (0xd0, 0x34, 0x2c) in rgb  # a green bar and a red one
+    sweep = mpimg.imread(paths["sweep_png"])
+    colours = {tuple(int(round(v * 255)) for v in px[:3]) for row in sweep[::2] for px in row[::2]}
+    assert (0x1f, 0x77, 0xb4) in colours and (0xff, 0x7f, 0x0e) in colours  # each setup its own colour (C0, C1)

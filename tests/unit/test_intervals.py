@@ -69,7 +69,7 @@ def test_compare_marks_a_ratio_whose_interval_includes_one(tmp_path):
     md = paths["md"].read_text()
     (line,) = [line for line in md.splitlines() if line.startswith("| storage | isal |")]
     assert line.endswith(" | 0.970–1.05 **includes 1.0** |")  # 98 * 1.01 / 102 .. 102 * 1.01 / 98
-    assert "98.00–102.0" in line  # a's median interval: [x(1), x(7)] of 7 values
+    assert "98 B/s – 102 B/s" in line  # a's median interval: [x(1), x(7)] of 7 values, in human units
     row = next(csv.DictReader(open(paths["csv"])))
     assert row["ratio_ci_includes_1"] == "true"
     assert float(row["a_ci_low"]) == 98.0 and float(row["a_ci_high"]) == 102.0

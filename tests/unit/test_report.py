@@ -87,11 +87,17 @@ def test_summary(run):
     assert ("| crypto.openssl-speed maaxboard-twin/one-core | **failure** | 0.3 s | "
             "openssl: speed: Unknown algorithm \\| \\<aes-999> |") in md
     assert "| boot maaxboard-twin/two-core | **error** | 60.0 s | U-Boot prompt not seen within 60 s |" in md
-    # key figures: median, n and range per target/setup/benchmark/params/metric
-    assert ("| maaxboard-twin | default | network.iperf3 | protocol=tcp | received_throughput | 940 Mbit/s | 3 | "
-            "930.6 Mbit/s – 949.4 Mbit/s |") in md
-    assert "| maaxboard-twin | one-core | network.iperf3 | protocol=tcp | received_throughput | 610 Mbit/s | 3 |" in md
-    assert f"| maaxboard-twin | default | crypto.openssl-speed | {AES_KEY} | throughput | 32.14 MB/s | 1 | - |" in md
+    # key figures: a section per benchmark; median, n and range per target/setup/params/metric, in units
+    # people read (Mbit/s, MB/s, µs), sizes in parameters in bytes
+    assert md.index("### network.iperf3") < md.index("### crypto.openssl-speed") < md.index("### network.rtt")
+    iperf = md.split("### network.iperf3")[1].split("###")[0]
+    assert ("| maaxboard-twin | default | protocol=tcp | received_throughput | 940 Mbit/s | 3 | "
+            "931 Mbit/s – 949 Mbit/s |") in iperf
+    assert "| maaxboard-twin | one-core | protocol=tcp | received_throughput | 610 Mbit/s | 3 |" in iperf
+    assert ("| maaxboard-twin | default | algorithm=aes-128-gcm; block=16384 B | throughput | 32.1 MB/s | 1 | - |"
+            in md)
+    assert "| rtt_median | 51.5 µs | 1 |" in md
+    assert "| retransmits | 1 | 3 | 0 – 2 |" in md  # a count has no unit
     assert report.figures == 6
     # every table row has the same number of cells as its header: nothing broke a row
     for table in re.findall(r"(?:^\|.*\|\n)+", md, flags=re.M):
@@ -160,10 +166,10 @@ def test_names_and_labels():
 
 
 def test_human_numbers():
-    assert human(32139119.19, "bytes/s") == "32.14 MB/s"
+    assert human(32139119.19, "bytes/s") == "32.1 MB/s"
     assert human(940e6, "bit/s") == "940 Mbit/s"
     assert human(999.0, "bit/s") == "999 bit/s"
-    assert human(51.5, "us") == "51.5 us"
+    assert human(51.5, "us") == "51.5 µs"
     assert human(3.0, "") == "3"
 
 
@@ -258,3 +264,30 @@ def test_github_annotations_one_per_failed_stage(run, capsys):
     assert main(["report", "--no-step-summary", "--github-annotations", str(run)]) == EXIT_OK
     out = capsys.readouterr().out.splitlines()
     assert out[:2] == lines and out[-1] == str(run / "summary.md")  # the path stays the last line
+
+
+def test_sweep_key_figures_are_one_row_per_point_in_human_units(tmp_path):
+    """A sweep of 4 rates on 2 setups, 14 metrics each, was 112 rows of raw bit/s params: now a row per point."""
+    d = tmp_path / "sweep"
+    d.mkdir()
+    records = []
+    for setup in ("four-cores", "one-core"):
+        for rate in (10e6, 50e6, 100e6, 200e6):
+            params = f"method=ipbench-echo;n=1700;packet_size=1472;requested={int(rate)}"
+            records += [rec(setup, "sweep", "network", params, m, v, u) for m, v, u in (
+                ("requested_throughput", rate, "bit/s"), ("sent_throughput", rate * 0.999, "bit/s"),
+                ("received_throughput", rate * 0.99, "bit/s"), ("rtt_min", 194.8, "us"), ("rtt_avg", 531.8, "us"),
+                ("rtt_max", 12200.0, "us"), ("rtt_stdev", 803.6, "us"), ("rtt_median", 424.8, "us"),
+                ("lost", 0.0, "count"), ("cpu_utilisation", 24.78, "percent"),
+                *((f"cpu{i}_utilisation", 1.0 + i, "percent") for i in range(4)))]
+    write_records(d / "results.csv", records)
+    md = regenerate(d).summary.read_text()
+    section = md.split("### network.sweep")[1]
+    rows = [line for line in section.splitlines() if line.startswith("| maaxboard-twin")]
+    assert len(rows) == 8
+    assert "All points: method=ipbench-echo; packet_size=1472 B." in section
+    assert ("| maaxboard-twin | one-core | requested=50 Mbit/s | 1 | 50 Mbit/s | 50 Mbit/s | 49.5 Mbit/s | "
+            "195 µs | 532 µs | 12.2 ms | 804 µs | 425 µs | 0 | 24.8 % |") in rows
+    assert "10000000" not in md and "e+" not in md and " us " not in md and "percent" not in md
+    for table in re.findall(r"(?:^\|.*\|\n)+", md, flags=re.M):
+        assert len({len(re.split(r"(?<!\\)\|", row)) for row in table.splitlines()}) == 1, table

@@ -1,0 +1,35 @@
+"""One key type for what a figure measures: a run's summary, the dashboard and the store's series share it."""
+
+from types import SimpleNamespace
+
+from farm.dashboard import data
+from farm.results import report
+from farm.results.figures import FigureKey, KeyFigure, group_figures
+from farm.results.record import Record
+from farm.store.history import Point, Series
+
+
+def _row(value, metric="throughput", params="block=16"):
+    return SimpleNamespace(target="t", setup="s", suite="crypto", benchmark="openssl-speed", params=params,
+                           metric=metric, unit="bytes/s", value=value)
+
+
+def test_report_dashboard_and_store_share_one_key_type():
+    rec = Record("r1", "2026-12-01T00:00:00+00:00", "t", "arm64", "s", "img", "crypto", "openssl-speed",
+                 "block=16;seconds=1", 0, "throughput", 5.0, "bytes/s")
+    (summary,) = report.key_figures([rec])
+    (page,) = data.figures_of([_row(5.0)])
+    series = Series("t", "s", "crypto", "openssl-speed", "block=16", "throughput", "bytes/s",
+                    (Point("r1", "2026", ("r1",), 5.0, 5.0, 5.0, "range", 1),))
+    assert type(summary) is type(page) is KeyFigure
+    assert isinstance(series, FigureKey)
+    # the run length (seconds=1) is not part of what was measured: all three name the same measurement
+    assert summary.measurement == page.measurement == series.measurement
+    assert summary.key == ("t", "s", "crypto", "openssl-speed", "block=16", "throughput", "bytes/s")
+
+
+def test_group_figures_pools_repeats_and_leaves_out_failures_and_nan():
+    rows = [_row(1.0), _row(3.0), _row(2.0), _row(float("nan")), _row(1.0, metric="failed")]
+    (fig,) = group_figures(rows)
+    assert fig.values == (1.0, 3.0, 2.0) and fig.median == 2.0 and fig.n == 3
+    assert [f.metric for f in group_figures(rows, failed=True)] == ["throughput", "failed"]
