@@ -53,7 +53,7 @@ def test_host_image_holds_qemu_and_the_guest(host_image, maaxboard_image):
 
 def test_guest_panic_is_a_test_failure_and_the_host_shell_comes_back(el2_host, host_image):
     kernel, initrd = _paths(host_image)
-    spec = GuestSpec(bootargs=("init=/nonexistent",), boot_timeout=120)
+    spec = GuestSpec(bootargs=("rdinit=/nonexistent",), boot_timeout=120)  # no init in the initramfs
     with pytest.raises(TestFailure) as info:
         start_guest(el2_host.shell, el2_host.shell.console, spec, kernel, initrd, {})
     assert "Kernel panic - not syncing" in str(info.value)
