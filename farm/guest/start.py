@@ -201,13 +201,17 @@ def stop_guest(shell, console, timeout: float = QUIT_SECONDS) -> int:
     wait for QEMU's exit, and sync ``shell`` to the host's shell again. Returns QEMU's exit status.
 
     Only a shell that says it is the guest's is told to power off: if QEMU died under the guest, the
-    console holds the host's shell, which must not be powered off (a :class:`QemuExited` instead)."""
+    console holds the host's shell, which must not be powered off (a :class:`QemuExited` instead,
+    the shell synced to the host's)."""
     try:
-        whose = shell.run("echo guest=${FARM_GUEST:-no}", timeout=10)[0]
+        out, _, code = shell.run("echo guest=${FARM_GUEST:-no}", timeout=10)
+        whose = out if code == 0 else [f"exit {code}", *out]
     except Exception:  # the guest hangs, or its shell does not answer: QEMU's monitor ends it
         whose = None
-    if whose == ["guest=no"]:
-        raise QemuExited("the guest's QEMU had exited before the guest was stopped (the console is the host's)")
+    if whose is not None and whose != ["guest=yes"]:  # only the guest's own shell is powered off
+        use_guest_shell(shell)  # the host's own run helper again, for what the flow does next
+        raise QemuExited("the guest's QEMU had exited before the guest was stopped (the console is the "
+                         f"host's: {' '.join(whose)[:200]})")
     shell._at_prompt = False
     match = None
     if whose is not None:
