@@ -140,7 +140,7 @@ def start_guest(shell, console, spec: GuestSpec, guest_kernel: str, guest_initrd
     except QemuExited:
         _back_to_host(shell, console, running=False)
         raise
-    except BaseException:
+    except Exception:  # not on Ctrl-C/SIGTERM: the flow powers the board off at once, nothing to wait for
         _back_to_host(shell, console)
         raise
     boot_seconds = time.monotonic() - t0
