@@ -8,11 +8,15 @@ bare twin (no EL2) with the same host image.
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
 
 import pytest
 
 from farm.boot.console_log import ConsoleLog
+from farm.boot.facts import read_facts
+from farm.boot.network import reach
 from farm.boot.session import EnvFile, boot_target
 from farm.errors import InfrastructureError, TestFailure
 from farm.guest.command import guest_forwards
@@ -72,6 +76,7 @@ def test_kvm_guest_runs_commands_pinned_and_stops(el2_host, host_image, maaxboar
     kernel, initrd = _paths(host_image)
     spec = GuestSpec(vcpus=1, memory_mb=512, pin=(2,))
     forwards = guest_forwards([5201])
+    host_address = read_facts(el2_host.shell).address
     info = start_guest(el2_host.shell, el2_host.shell.console, spec, kernel, initrd, forwards)
     try:
         assert info.accel == "kvm" and "-enable-kvm" in info.command
@@ -87,6 +92,15 @@ def test_kvm_guest_runs_commands_pinned_and_stops(el2_host, host_image, maaxboar
         assert el2_host.run("test -c /dev/kvm && echo kvm || echo none") == ["none"]
         speed = el2_host.run("openssl speed -seconds 1 sha256", timeout=120)
         assert any(line.startswith("sha256") for line in speed), speed
+        # the load generator reaches the guest through the host, on the host's address and port 5201
+        el2_host.run("iperf3 -s -D -1 -p 5201")
+        lab_host, lab_port = reach(el2_host.target, host_address, 5201)
+        client = subprocess.run(["iperf3", "-c", lab_host, "-p", str(lab_port), "-t", "1", "-J"],
+                                capture_output=True, text=True, timeout=60)
+        assert client.returncode == 0, client.stdout[-2000:] + client.stderr
+        received = json.loads(client.stdout)["end"]["sum_received"]["bits_per_second"]
+        assert received > 0
+        print(f"iperf3 lab host -> host:5201 -> guest: {received / 1e6:.0f} Mbit/s")
     finally:
         status = stop_guest(el2_host.shell, el2_host.shell.console)
     assert status == 0

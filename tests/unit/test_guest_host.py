@@ -79,3 +79,17 @@ def test_no_kvm_quotes_the_hosts_dmesg():
 def test_pinning_to_a_core_the_host_lacks():
     assert pin_problem((2, 3), 4) is None and pin_problem(None, 1) is None
     assert "host core 4 does not exist (the host has 4 cores: 0-3)" in pin_problem((1, 4), 4)
+
+
+def test_guest_info_for_run_json():
+    from farm.guest.start import GuestInfo
+
+    info = GuestInfo(command=("qemu-system-aarch64", "-append", "console=ttyAMA0 quiet"), line="sh -c ...",
+                     qemu_version="QEMU emulator version 7.2.19", accel="kvm", vcpus=1, memory_mb=512,
+                     pinning={0: 2}, threads={0: 176}, forwards={5201: 5201}, boot_seconds=9.1834,
+                     kernel="6.1.0-57-arm64", cpus=1, host_dmesg=EL2)
+    data = info.to_json()
+    assert data["qemu_command_line"] == "qemu-system-aarch64 -append 'console=ttyAMA0 quiet'"
+    assert data["pinning"] == {"0": 2} and data["forwards"] == {"5201": 5201} and data["boot_seconds"] == 9.183
+    import json
+    assert json.loads(json.dumps(data)) == data
