@@ -90,7 +90,9 @@ class GuestInfo:
 def kvm_problem(check: HostCheck, arch: str = "arm64") -> str | None:
     """Why the host cannot run a KVM guest (quoting its dmesg), or None. On arm64 the hypervisor
     says it initialized; on x86 a working KVM may say nothing, and /dev/kvm is the sign."""
-    ready = arch != "arm64" or any(KVM_READY.search(line) for line in check.dmesg)
+    kvm_lines = [line for line in check.dmesg if "kvm" in line.lower()]
+    # Linux registers /dev/kvm only once KVM initialized; dmesg is the explanation (it may have wrapped)
+    ready = arch != "arm64" or not kvm_lines or any(KVM_READY.search(line) for line in kvm_lines)
     if check.kvm_device and ready:
         return None
     said = "; ".join(repr(line) for line in check.dmesg) or "no line about EL2 or KVM"
