@@ -97,8 +97,9 @@ def kvm_problem(check: HostCheck, arch: str = "arm64") -> str | None:
         return None
     said = "; ".join(repr(line) for line in check.dmesg) or "no line about EL2 or KVM"
     what = "no /dev/kvm" if not check.kvm_device else "KVM not initialized"
-    return (f"accel: kvm, but the host cannot run KVM guests ({what}); the host's dmesg: {said}. "
-            "On an arm64 board, Linux must be entered at EL2 (docs/guest.md); accel: tcg emulates instead")
+    fix = ("Linux must be entered at EL2 (docs/guest.md)" if arch == "arm64"
+           else "VT-x/AMD-V must be on in the PC's firmware and kvm_intel/kvm_amd in the host kernel")
+    return f"accel: kvm, but the host cannot run KVM guests ({what}); the host's dmesg: {said}. {fix}; accel: tcg emulates instead"
 
 
 def pin_problem(pin: tuple[int, ...] | None, host_cpus: int) -> str | None:
