@@ -35,6 +35,14 @@ def test_host_recipe_is_the_recipe_plus_qemu_and_the_pinning_tools():
     assert host.modules == ("virtio_net",) and host.kernel_package == "linux-image-arm64"
 
 
+def test_an_amd64_host_loads_kvm_modules():
+    recipe = Recipe(name="pc", arch="amd64", kernel_package="linux-image-amd64", kernel_compress="none",
+                    modules=("e1000e",), packages=("busybox-static",), files=(), programs=(), source="x.yaml")
+    host = host_recipe(recipe, _manifest(arch="amd64"))
+    assert host.modules == ("e1000e", "kvm_intel", "kvm_amd")
+    assert "qemu-system-x86" in host.packages and host.files[:2] == ("/bin/busybox", "/usr/bin/qemu-system-x86_64")
+
+
 def test_a_guest_of_another_architecture_is_refused():
     with pytest.raises(JobError, match="guest image 'bench' is amd64 but the host is arm64"):
         host_recipe(_recipe(), _manifest(arch="amd64"))
