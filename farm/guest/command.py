@@ -23,6 +23,8 @@ from .spec import GuestSpec
 QEMU_BINARIES = {"arm64": "qemu-system-aarch64", "amd64": "qemu-system-x86_64"}
 CONSOLES = {"arm64": "ttyAMA0", "amd64": "ttyS0"}
 MACHINES = {"arm64": "virt,gic-version=3", "amd64": "q35"}
+#: q35 adds a VGA card (and asks for its ROM) even with -nographic; the guest's console is serial
+NO_DISPLAY = {"arm64": (), "amd64": ("-vga", "none")}
 NICS = {"arm64": "virtio-net-device,netdev=n0", "amd64": "virtio-net-pci,netdev=n0,romfile="}
 #: printed by the line that starts QEMU: the pinning of each vCPU thread, and QEMU's exit status
 PIN_LINE = re.compile(rb"FARM-PIN vcpu=(\d+) tid=(\d+) cpu=(\d+)")
@@ -61,7 +63,7 @@ def qemu_command(spec: GuestSpec, kernel: str, initrd: str, forwards: Mapping[in
             "-smp", str(spec.vcpus), "-m", f"{spec.memory_mb}M", "-nographic", "-serial", "mon:stdio",
             "-no-reboot", "-name", "guest,debug-threads=on",
             "-kernel", kernel, "-initrd", initrd, "-append", append,
-            "-netdev", netdev, "-device", NICS[arch], *spec.extra_args]
+            "-netdev", netdev, "-device", NICS[arch], *NO_DISPLAY[arch], *spec.extra_args]
 
 
 def pin_script(pin: tuple[int, ...] | None, vcpus: int, tries: int = 100) -> str:

@@ -40,7 +40,9 @@ def test_an_amd64_host_loads_kvm_modules():
                     modules=("e1000e",), packages=("busybox-static",), files=(), programs=(), source="x.yaml")
     host = host_recipe(recipe, _manifest(arch="amd64"))
     assert host.modules == ("e1000e", "kvm_intel", "kvm_amd")
-    assert "qemu-system-x86" in host.packages and host.files[:2] == ("/bin/busybox", "/usr/bin/qemu-system-x86_64")
+    assert {"qemu-system-x86", "seabios", "qemu-system-data"} <= set(host.packages)
+    assert host.files[:2] == ("/bin/busybox", "/usr/bin/qemu-system-x86_64")
+    assert "/usr/share/seabios/bios-256k.bin" in host.files  # q35 loads SeaBIOS even with -kernel
 
 
 def test_a_guest_of_another_architecture_is_refused():
