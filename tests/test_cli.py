@@ -46,3 +46,15 @@ def test_env_file_with_unknown_target(tmp_path):
     proc = run_farm("boot", "--env", "env/qemu-maaxboard.yaml", "--target", "nope", "--image", str(tmp_path))
     assert proc.returncode == 2
     assert "env/qemu-maaxboard.yaml:" in proc.stderr and "no target 'nope'" in proc.stderr
+
+
+def test_build_with_a_bad_guest_recipe_names_it(tmp_path):
+    """farm build RECIPE --guest GUEST_RECIPE: a guest recipe that is not there, or of another
+    architecture, is a job error naming it (exit 2, no traceback), before the host image is built."""
+    proc = run_farm("build", "images/maaxboard-bench.yaml", "--guest", str(tmp_path / "nope.yaml"))
+    assert proc.returncode == 2, proc.stderr
+    assert f"{tmp_path / 'nope.yaml'}: image recipe not found" in proc.stderr and "Traceback" not in proc.stderr
+    proc = run_farm("build", "images/maaxboard-bench.yaml", "--guest", "images/x86-bench.yaml")
+    assert proc.returncode == 2, proc.stderr
+    assert ("images/maaxboard-bench.yaml: the guest image 'x86-bench' is amd64 but the host is arm64"
+            in proc.stderr), proc.stderr

@@ -19,6 +19,12 @@ def drop_console_input(console) -> None:
     if hasattr(expect, "_before"):
         expect._before = expect.buffer_type()
 
+def unread_console_input(console) -> bytes:
+    """What a console driver read but no expect consumed yet (for an error's excerpt of the console)."""
+    expect = getattr(console, "_expect", None)
+    return bytes(getattr(expect, "buffer", b"") or b"") if expect is not None else b""
+
+
 # Subclasses farm owns use their labgrid parent's internals, each covered by a test that boots a twin:
 #   TwinQEMUDriver (farm.boot.qemu)        QEMUDriver's ``_child`` and ``_clientsocket``   tests/boot/test_twin_boot.py
 #   FarmShellDriver (farm.boot.shell)      ShellDriver's ``_check_prompt``, ``_inject_run``   tests/boot/test_twin_boot.py, tests/guest

@@ -73,6 +73,11 @@ class TwinQEMUDriver(QEMUDriver):
         """
         if not self.status:
             return
+        if self._child.poll() is not None:  # QEMU is gone already (the board powered itself off)
+            self._child.communicate()
+            self._child = None
+            self.status = 0
+            return
         self._drain_console()
         self.qmp.monitor_in.write(b'{"execute": "quit"}\n')
         self.qmp.monitor_in.flush()

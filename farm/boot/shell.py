@@ -33,11 +33,16 @@ class FarmShellDriver(ShellDriver):
         """Another program takes the console over (a guest's QEMU): the next command checks the prompt."""
         self._at_prompt = False
 
-    def resync(self) -> None:
+    def resync(self, mark: str | None = None) -> None:
         """Take over the shell now on the console (a guest's, or the host's again after it): check its
-        prompt with a fresh marker and define labgrid's ``run`` helper there, which that shell never saw."""
+        prompt with a fresh marker and define labgrid's ``run`` helper there, which that shell never saw.
+        ``mark``: a line for that shell itself first (labgrid's ``run`` runs each command in a child
+        ``sh -c``, where an ``export`` would not last)."""
         self._at_prompt = False
         self._check_prompt()
+        if mark:
+            self.console.sendline(mark)
+            self.console.expect(self.prompt, timeout=10)
         self._inject_run()
         self._at_prompt = True
 

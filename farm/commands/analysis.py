@@ -20,11 +20,8 @@ def _say_moved(out: OutDir) -> None:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from ..errors import JobError
     from ..results.compare import compare, load_result_dir, to_markdown, write_compare
 
-    if len(args.dirs) < 2:
-        raise JobError("compare: give at least two result directories")
     comparison = compare([load_result_dir(d) for d in args.dirs])
     out = Path(args.out) if args.out else Path(args.dirs[-1]) / "compare"
     _say_moved(prepare_out_dir(out, force=args.force, own=COMPARE_FILES,
@@ -68,7 +65,9 @@ def register(sub) -> None:
                        "at 1.0), and "
                        "compare-sweep.png when the inputs have network sweeps (achieved throughput, RTT and CPU "
                        "against the requested rate, a colour per setup). Pairs missing from an input are listed.")
-    p.add_argument("dirs", nargs="+", metavar="DIR", help="result directories, the first is the reference")
+    p.add_argument("dirs", nargs="+", metavar="DIR",
+                   help="result directories, the first is the reference; one run directory with several setups "
+                   "(pipelines/vm-vs-bare.yaml) compares its setups, the first setup the reference")
     p.add_argument("--out", metavar="DIR", type=out_dir_arg, help="output directory (default: LAST_DIR/compare): new, empty or "
                    "holding only compare's own files (which are made anew); never a run directory")
     p.add_argument("--force", action="store_true", help="--out DIR holds other files: move them aside to "

@@ -31,7 +31,7 @@ def register(sub) -> None:
     p.add_argument("recipe", help="image recipe, e.g. images/maaxboard-bench.yaml")
     p.add_argument("--out", metavar="DIR", type=out_dir_arg, help="also copy the image files into DIR, which must be outside "
                    "farm's cache (and print DIR)")
-    p.add_argument("--guest", metavar="RECIPE", help="build the host image of a setup with a guest: RECIPE's "
-                   "image is built too, and RECIPE plus QEMU, chrt/taskset and the guest's kernel and initrd "
-                   "(at /guest/) make the host image (see docs/guest.md)")
+    p.add_argument("--guest", metavar="GUEST_RECIPE", help="build the host image of a setup with a guest: "
+                   "RECIPE plus QEMU, chrt/taskset and the kernel and initrd of GUEST_RECIPE's image (built "
+                   "too), at /guest/ (see docs/guest.md)")
     p.set_defaults(func=cmd_build)

@@ -28,6 +28,8 @@ MACHINES = {"arm64": "virt,gic-version=3", "amd64": "q35"}
 #: guest's own gateway, i.e. the host's loopback: UDP replies went there and were lost (TCP forwards are
 #: proxied, so they worked). A board's lab network is another, but the guest's should never collide.
 GUEST_NET = "10.0.3.0/24"
+#: q35 adds a VGA card (and asks for its ROM) even with -nographic; the guest's console is serial
+NO_DISPLAY = {"arm64": (), "amd64": ("-vga", "none")}
 NICS = {"arm64": "virtio-net-device,netdev=n0", "amd64": "virtio-net-pci,netdev=n0,romfile="}
 #: printed by the line that starts QEMU: the pinning of each vCPU thread, and QEMU's exit status
 PIN_LINE = re.compile(rb"FARM-PIN vcpu=(\d+) tid=(\d+) cpu=(\d+)")
@@ -66,7 +68,7 @@ def qemu_command(spec: GuestSpec, kernel: str, initrd: str, forwards: Mapping[in
             "-smp", str(spec.vcpus), "-m", f"{spec.memory_mb}M", "-nographic", "-serial", "mon:stdio",
             "-no-reboot", "-name", "guest,debug-threads=on",
             "-kernel", kernel, "-initrd", initrd, "-append", append,
-            "-netdev", netdev, "-device", NICS[arch], *spec.extra_args]
+            "-netdev", netdev, "-device", NICS[arch], *NO_DISPLAY[arch], *spec.extra_args]
 
 
 def pin_script(pin: tuple[int, ...] | None, vcpus: int, tries: int = 100) -> str:

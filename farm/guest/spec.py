@@ -26,7 +26,6 @@ from typing import Literal
 import attrs
 
 from ..config import Node, field, reject_unknown
-from ..errors import JobError
 from ..values import bootarg_problem, number_problem
 
 ACCELS = ("kvm", "tcg")
@@ -199,9 +198,3 @@ def _rt(node: Node) -> RtPolicy | None:
     priority = _whole(rt, "priority", 0, 1, 99, "(chrt's real-time priorities)")
     return RtPolicy(policy, priority, _cores(rt, "cpus"))  # type: ignore[arg-type]
 
-
-def check_guest_image_arch(spec: GuestSpec, host_arch: str, guest_arch: str) -> None:
-    """A guest under KVM runs the host's architecture; only TCG emulates another."""
-    if spec.accel == "kvm" and guest_arch != host_arch:
-        raise JobError(f"guest image is {guest_arch} but the host is {host_arch}: KVM runs only the host's "
-                       "architecture (accel: tcg emulates another)")

@@ -24,6 +24,7 @@ import attrs
 from pexpect import TIMEOUT
 
 from ..boot.watch import BootFailure, excerpt
+from ..boot.lgcompat import unread_console_input
 from ..errors import InfrastructureError, JobError
 from .command import EXIT_LINE, PIN_FAILED, QEMU_BINARIES, parse_pins, qemu_command, start_line
 from .spec import GuestSpec
@@ -90,13 +91,16 @@ class GuestInfo:
 def kvm_problem(check: HostCheck, arch: str = "arm64") -> str | None:
     """Why the host cannot run a KVM guest (quoting its dmesg), or None. On arm64 the hypervisor
     says it initialized; on x86 a working KVM may say nothing, and /dev/kvm is the sign."""
-    ready = arch != "arm64" or any(KVM_READY.search(line) for line in check.dmesg)
+    kvm_lines = [line for line in check.dmesg if "kvm" in line.lower()]
+    # Linux registers /dev/kvm only once KVM initialized; dmesg is the explanation (it may have wrapped)
+    ready = arch != "arm64" or not kvm_lines or any(KVM_READY.search(line) for line in kvm_lines)
     if check.kvm_device and ready:
         return None
     said = "; ".join(repr(line) for line in check.dmesg) or "no line about EL2 or KVM"
     what = "no /dev/kvm" if not check.kvm_device else "KVM not initialized"
-    return (f"accel: kvm, but the host cannot run KVM guests ({what}); the host's dmesg: {said}. "
-            "On an arm64 board, Linux must be entered at EL2 (docs/guest.md); accel: tcg emulates instead")
+    fix = ("Linux must be entered at EL2 (docs/guest.md)" if arch == "arm64"
+           else "VT-x/AMD-V must be on in the PC's firmware and kvm_intel/kvm_amd in the host kernel")
+    return f"accel: kvm, but the host cannot run KVM guests ({what}); the host's dmesg: {said}. {fix}; accel: tcg emulates instead"
 
 
 def pin_problem(pin: tuple[int, ...] | None, host_cpus: int) -> str | None:
@@ -130,7 +134,7 @@ def start_guest(shell, console, spec: GuestSpec, guest_kernel: str, guest_initrd
         raise GuestSetupError(problem)
     command = qemu_command(spec, guest_kernel, guest_initrd, forwards, bootargs, arch)
     line = start_line(command, spec.pin, spec.vcpus)
-    shell._at_prompt = False  # from now on the console is QEMU's (and then the guest's)
+    shell.release_console()  # from now on the console is QEMU's (and then the guest's)
     console.sendline(HOST_GUARD)
     console.expect(shell.prompt, timeout=10)
     t0 = time.monotonic()
@@ -140,7 +144,7 @@ def start_guest(shell, console, spec: GuestSpec, guest_kernel: str, guest_initrd
     except QemuExited:
         _back_to_host(shell, console, running=False)
         raise
-    except BaseException:
+    except Exception:  # not on Ctrl-C/SIGTERM: the flow powers the board off at once, nothing to wait for
         _back_to_host(shell, console)
         raise
     boot_seconds = time.monotonic() - t0
@@ -165,7 +169,7 @@ def _await_guest(console, spec: GuestSpec, line: str):
         try:
             index, before, match, _ = console.expect(patterns, timeout=max(0.1, deadline - time.monotonic()))
         except TIMEOUT:
-            tail = excerpt(seen + console_buffer(console), b"", 20)
+            tail = excerpt(seen + unread_console_input(console), b"", 20)
             raise InfrastructureError(f"guest not ready in {spec.boot_timeout:g} s (no FARM-READY)\n"
                                       f"--- console ---\n{tail}") from None
         seen += before + match.group(0)
@@ -183,17 +187,8 @@ def _await_guest(console, spec: GuestSpec, line: str):
 
 
 def use_guest_shell(shell, mark: str | None = None) -> None:
-    """Sync the FarmShellDriver to the shell now on its console (the guest's, or the host's again):
-    check the prompt with a fresh marker and define labgrid's ``run`` helper in that shell (the
-    guest's shell never saw the host's). ``mark``: a line for that shell itself (labgrid's ``run``
-    runs each command in a child ``sh -c``, where an ``export`` would not last)."""
-    shell._at_prompt = False
-    shell._check_prompt()
-    if mark:
-        shell.console.sendline(mark)
-        shell.console.expect(shell.prompt, timeout=10)
-    shell._inject_run()
-    shell._at_prompt = True
+    """Sync the FarmShellDriver to the shell now on its console (the guest's, or the host's again)."""
+    shell.resync(mark)
 
 
 def stop_guest(shell, console, timeout: float = QUIT_SECONDS) -> int:
@@ -201,14 +196,18 @@ def stop_guest(shell, console, timeout: float = QUIT_SECONDS) -> int:
     wait for QEMU's exit, and sync ``shell`` to the host's shell again. Returns QEMU's exit status.
 
     Only a shell that says it is the guest's is told to power off: if QEMU died under the guest, the
-    console holds the host's shell, which must not be powered off (a :class:`QemuExited` instead)."""
+    console holds the host's shell, which must not be powered off (a :class:`QemuExited` instead,
+    the shell synced to the host's)."""
     try:
-        whose = shell.run("echo guest=${FARM_GUEST:-no}", timeout=10)[0]
+        out, _, code = shell.run("echo guest=${FARM_GUEST:-no}", timeout=10)
+        whose = out if code == 0 else [f"exit {code}", *out]
     except Exception:  # the guest hangs, or its shell does not answer: QEMU's monitor ends it
         whose = None
-    if whose == ["guest=no"]:
-        raise QemuExited("the guest's QEMU had exited before the guest was stopped (the console is the host's)")
-    shell._at_prompt = False
+    if whose is not None and whose != ["guest=yes"]:  # only the guest's own shell is powered off
+        use_guest_shell(shell)  # the host's own run helper again, for what the flow does next
+        raise QemuExited("the guest's QEMU had exited before the guest was stopped (the console is the "
+                         f"host's: {' '.join(whose)[:200]})")
+    shell.release_console()
     match = None
     if whose is not None:
         console.sendline("poweroff -f")
@@ -232,7 +231,7 @@ def _back_to_host(shell, console, running: bool = True) -> None:
             quit_qemu(console, timeout=5)
         use_guest_shell(shell)
     except Exception:
-        shell._at_prompt = False
+        shell.release_console()
 
 
 def quit_qemu(console, timeout: float = QUIT_SECONDS):
@@ -246,9 +245,7 @@ def quit_qemu(console, timeout: float = QUIT_SECONDS):
         return None
 
 
-def console_buffer(console) -> bytes:
-    expect = getattr(console, "_expect", None)
-    return bytes(getattr(expect, "buffer", b"") or b"") if expect is not None else b""
+
 
 
 def _after_line(before: bytes, line: str) -> bytes:

@@ -5,7 +5,7 @@
 The host is a recipe *setting*, not a copy of the recipe: the same packages, files, programs and
 modules, plus Debian's QEMU system emulator for the architecture (its ELF closure, no firmware: the
 guest's ``virtio-net-device`` needs no option ROM), util-linux's ``chrt`` and ``taskset`` (pinning and
-real-time policies), and the guest image's kernel and initrd at :data:`GUEST_DIR` in the initrd. Its
+real-time policies), KVM's modules where the kernel has them as modules (amd64), and the guest image's kernel and initrd at :data:`GUEST_DIR` in the initrd. Its
 cache key includes the guest image's key, its manifest the guest's artifacts with their sha256.
 """
 
@@ -26,6 +26,14 @@ GUEST_DIR = "/guest"
 #: arch -> (Debian package, the emulator it ships)
 QEMU = {"arm64": ("qemu-system-arm", "/usr/bin/qemu-system-aarch64"),
         "amd64": ("qemu-system-x86", "/usr/bin/qemu-system-x86_64")}
+#: arch -> (packages, files): the firmware QEMU loads even with -kernel. arm64's virt needs none;
+#: x86's q35 needs SeaBIOS and the option ROM that boots a -kernel (linuxboot_dma), kvmvapic under KVM
+FIRMWARE = {"arm64": ((), ()),
+            "amd64": (("qemu-system-data", "seabios"),
+                      ("/usr/share/seabios/bios-256k.bin", "/usr/share/qemu/linuxboot_dma.bin",  # Debian: both on the firmware path
+                       "/usr/share/qemu/kvmvapic.bin"))}
+#: arch -> KVM's kernel modules (Debian's arm64 kernel has KVM built in; amd64 builds it as modules)
+KVM_MODULES = {"arm64": (), "amd64": ("kvm_intel", "kvm_amd")}
 TOOLS_PACKAGE = "util-linux"
 TOOLS = ("/usr/bin/chrt", "/usr/bin/taskset")
 HOST_SUFFIX = "-host"
@@ -41,8 +49,11 @@ def host_recipe(recipe: Recipe, guest_manifest: dict) -> Recipe:
         raise recipe.error("name", f"the host image's name: {problem}")
     package, binary = QEMU[recipe.arch]
     return attrs.evolve(recipe, name=name,
-                        packages=tuple(dict.fromkeys([*recipe.packages, package, TOOLS_PACKAGE])),
-                        files=tuple(dict.fromkeys([*(recipe.files or ("/bin/busybox",)), binary, *TOOLS])))
+                        modules=tuple(dict.fromkeys([*recipe.modules, *KVM_MODULES[recipe.arch]])),
+                        packages=tuple(dict.fromkeys([*recipe.packages, package, TOOLS_PACKAGE,
+                                                      *FIRMWARE[recipe.arch][0]])),
+                        files=tuple(dict.fromkeys([*(recipe.files or ("/bin/busybox",)), binary, *TOOLS,
+                                                   *FIRMWARE[recipe.arch][1]])))
 
 
 def host_key(key: str, guest_manifest: dict) -> str:

@@ -76,7 +76,7 @@ def test_interrupt_while_the_guest_boots_powers_off_and_keeps_the_results(tftp_r
     pipeline.write_text(f"""name: vm-interrupt
 image: {ROOT / 'images' / 'maaxboard-bench.yaml'}
 targets: [{{env: {ROOT / 'env' / 'qemu-maaxboard-el2.yaml'}}}]
-setups: [{{name: bare}}, {{name: kvm-guest, guest: {{vcpus: 1}}}}]
+setups: [{{name: bare}}, {{name: kvm-guest, guest: {{vcpus: 1, pin: [1]}}}}]
 benchmarks: [{{openssl-speed: {{algorithms: [sha256], seconds: 1}}}}]
 """)
     out = tmp_path / "run"

@@ -218,3 +218,27 @@ def test_sweeps_are_curves_and_ratios_are_coloured_better_or_worse(tmp_path):
     sweep = mpimg.imread(paths["sweep_png"])
     colours = {tuple(int(round(v * 255)) for v in px[:3]) for row in sweep[::2] for px in row[::2]}
     assert (0x1f, 0x77, 0xb4) in colours and (0xff, 0x7f, 0x0e) in colours  # each setup its own colour (C0, C1)
+
+
+def test_cli_compare_of_one_run_directory_compares_its_setups(tmp_path):
+    """`farm compare RUN_DIR` of a run with two setups (vm-vs-bare): the first setup is the reference;
+    a run of one setup has nothing to compare and says so."""
+    from farm.cli import main
+    from farm.results.csvout import write_records
+    from farm.results.record import Record
+
+    def row(setup: str, value: float) -> Record:
+        return Record(run_id="r1", timestamp="2026-12-01T00:00:00Z", target="twin", arch="arm64", setup=setup,
+                      image="img", suite="crypto", benchmark="openssl-speed", params="algorithm=sha256;block=16384",
+                      repeat=0, metric="throughput", value=value, unit="B/s")
+
+    run = tmp_path / "run"
+    run.mkdir()
+    write_records(run / "results.csv", [row("bare", 100.0), row("kvm-guest", 98.0)])
+    assert main(["compare", str(run), "--out", str(tmp_path / "cmp")]) == 0
+    text = (tmp_path / "cmp" / "compare.csv").read_text()
+    assert "kvm-guest" in text and "0.98" in text
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    write_records(alone / "results.csv", [row("bare", 100.0)])
+    assert main(["compare", str(alone), "--out", str(tmp_path / "cmp2")]) == 2

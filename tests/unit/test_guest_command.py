@@ -40,6 +40,7 @@ def test_amd64_line_is_q35_on_ttyS0_without_an_option_rom():
     assert cmd[:3] == ["qemu-system-x86_64", "-M", "q35"]
     assert cmd[cmd.index("-append") + 1].startswith("console=ttyS0 ")
     assert cmd[cmd.index("-device") + 1] == "virtio-net-pci,netdev=n0,romfile="
+    assert cmd[cmd.index("-vga") + 1] == "none"  # no VGA card (nor its ROM): the console is serial
     with pytest.raises(ValueError):
         qemu_command(GuestSpec(), "k", "i", {}, arch="riscv64")
 

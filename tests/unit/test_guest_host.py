@@ -35,6 +35,16 @@ def test_host_recipe_is_the_recipe_plus_qemu_and_the_pinning_tools():
     assert host.modules == ("virtio_net",) and host.kernel_package == "linux-image-arm64"
 
 
+def test_an_amd64_host_loads_kvm_modules():
+    recipe = Recipe(name="pc", arch="amd64", kernel_package="linux-image-amd64", kernel_compress="none",
+                    modules=("e1000e",), packages=("busybox-static",), files=(), programs=(), source="x.yaml")
+    host = host_recipe(recipe, _manifest(arch="amd64"))
+    assert host.modules == ("e1000e", "kvm_intel", "kvm_amd")
+    assert {"qemu-system-x86", "seabios", "qemu-system-data"} <= set(host.packages)
+    assert host.files[:2] == ("/bin/busybox", "/usr/bin/qemu-system-x86_64")
+    assert "/usr/share/seabios/bios-256k.bin" in host.files  # q35 loads SeaBIOS even with -kernel
+
+
 def test_a_guest_of_another_architecture_is_refused():
     with pytest.raises(JobError, match="guest image 'bench' is amd64 but the host is arm64"):
         host_recipe(_recipe(), _manifest(arch="amd64"))
@@ -72,10 +82,26 @@ def test_no_kvm_quotes_the_hosts_dmesg():
     assert "no /dev/kvm" in problem
     assert "'CPU: All CPU(s) started at EL1'" in problem and "'kvm [1]: HYP mode not available'" in problem
     assert "no line about EL2" in kvm_problem(HostCheck(False, (), "", 4))
-    # a /dev/kvm whose hypervisor did not initialize is no KVM either
+    # a /dev/kvm whose hypervisor says it did not initialize is no KVM either
     assert "KVM not initialized" in kvm_problem(HostCheck(True, EL1, "", 4))
+    # /dev/kvm, and dmesg's start wrapped away (a long-running host): KVM it is
+    assert kvm_problem(HostCheck(True, (), "", 4)) is None
 
 
 def test_pinning_to_a_core_the_host_lacks():
     assert pin_problem((2, 3), 4) is None and pin_problem(None, 1) is None
     assert "host core 4 does not exist (the host has 4 cores: 0-3)" in pin_problem((1, 4), 4)
+
+
+def test_guest_info_for_run_json():
+    from farm.guest.start import GuestInfo
+
+    info = GuestInfo(command=("qemu-system-aarch64", "-append", "console=ttyAMA0 quiet"), line="sh -c ...",
+                     qemu_version="QEMU emulator version 7.2.19", accel="kvm", vcpus=1, memory_mb=512,
+                     pinning={0: 2}, threads={0: 176}, forwards={5201: 5201}, boot_seconds=9.1834,
+                     kernel="6.1.0-57-arm64", cpus=1, host_dmesg=EL2)
+    data = info.to_json()
+    assert data["qemu_command_line"] == "qemu-system-aarch64 -append 'console=ttyAMA0 quiet'"
+    assert data["pinning"] == {"0": 2} and data["forwards"] == {"5201": 5201} and data["boot_seconds"] == 9.183
+    import json
+    assert json.loads(json.dumps(data)) == data

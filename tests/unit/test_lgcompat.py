@@ -16,7 +16,7 @@ from labgrid.protocol import ConsoleProtocol
 from labgrid.strategy.common import Strategy, StrategyError, never_retry
 from pexpect import TIMEOUT
 
-from farm.boot.lgcompat import drop_console_input
+from farm.boot.lgcompat import drop_console_input, unread_console_input
 from farm.boot.netboot import NetbootStrategy
 
 
@@ -46,7 +46,9 @@ def test_drop_console_input_forgets_what_was_read_but_not_matched():
     console.expect("=> ", timeout=1)  # ... as this shows: the buffer is where farm drops it from
     console.queue.append(b"booting\r\n=> stale\r\n")
     console.expect("booting", timeout=1)
+    assert unread_console_input(console) == b"\r\n=> stale\r\n"
     drop_console_input(console)
+    assert unread_console_input(console) == b""
     with pytest.raises(TIMEOUT):
         console.expect("=> ", timeout=0.3)
 
