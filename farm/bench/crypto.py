@@ -41,20 +41,38 @@ def parse_cpufreq_line(lines: list[str]) -> list[int]:
     return [int(word) for line in lines for word in line.split() if word.isdigit()]
 
 
+def with_direction(measurements: list[Measurement], decrypt: bool) -> list[Measurement]:
+    """Ciphers' measurements with ``direction=encrypt`` (openssl speed's default) or ``decrypt``:
+    ``-mr`` output does not say which, so the caller does (pure)."""
+    direction = "decrypt" if decrypt else "encrypt"
+    return [Measurement(m.benchmark, m.metric, m.value, m.unit, {**m.params, "direction": direction})
+            if is_cipher(str(m.params.get("algorithm", ""))) else m for m in measurements]
+
+
+def import_openssl(text: str, decrypt: bool = False) -> list[Measurement]:
+    """``farm import openssl``: a capture of ``openssl speed -mr`` as a live run records it (the
+    same params, so that the two join): ciphers ``direction=encrypt``, or ``decrypt`` for a
+    capture of ``-decrypt``."""
+    return with_direction(openssl.parse_speed_mr(text), decrypt)
+
+
 def run_openssl_speed(ctx: BenchContext, params: Mapping[str, Any]) -> list[Measurement]:
     """``openssl speed -mr -elapsed`` per algorithm (wall clock, not CPU time); with ``decrypt``,
     ciphers are measured decrypting too (params ``direction``). Every CPU's clock is read right
     before and after each invocation; where cpufreq has them, each throughput gets its
-    cycles/byte at that clock (per process with ``multi``; a clock that moved is warned about)."""
+    cycles/byte at that clock (per process with ``multi``; a clock that moved is warned about).
+    ``seconds`` is the run's length, not what was measured: it is in the pipeline (whose path and
+    sha256 run.json records), not in the records' params, so that a live run and an imported
+    capture of another length join in ``farm compare``."""
     seconds, multi = params.get("seconds", 1), params.get("multi")
     measurements: list[Measurement] = []
     for command, direction in openssl_runs(params):
         before = parse_cpufreq_line(ctx.run(CPUFREQ_COMMAND, timeout=30, tool="cpufreq"))
         lines = ctx.run(command, timeout=seconds * 10 + 60, tool="openssl")
         after = parse_cpufreq_line(ctx.run(CPUFREQ_COMMAND, timeout=30, tool="cpufreq"))
-        extra = {"seconds": seconds, **({"direction": direction} if direction else {}),
-                 **({"multi": multi} if multi else {})}
-        found = openssl.parse_speed_mr("\n".join(lines), params=extra)
+        found = openssl.parse_speed_mr("\n".join(lines), params={"multi": multi} if multi else None)
+        if direction:
+            found = with_direction(found, direction == "decrypt")
         clock = cpufreq_clock(before, after)
         measurements += found
         measurements += [c for m in found if clock and (c := measured_cycles_per_byte(m, clock))]
