@@ -12,7 +12,7 @@ from ..measure.clock import cpufreq_clock, measured_cycles_per_byte
 from .context import BenchContext
 
 
-_FILTER = re.compile(r"^[A-Za-z0-9_]+$")
+_FILTER = re.compile(r"^[A-Za-z0-9_@]+$")
 _CIPHER_PREFIXES = ("aes", "aria", "camellia", "chacha", "des", "sm4", "bf-", "cast", "rc")
 DEFAULT_OPENSSL = ("aes-128-xts", "aes-256-xts", "aes-128-gcm", "sha1", "sha256", "sha512", "md5")
 
@@ -96,8 +96,12 @@ def isal_command(params: Mapping[str, Any]) -> str:
     corpus = params.get("corpus", DEFAULT_CORPUS)
     if not isinstance(seconds, (int, float)) or isinstance(seconds, bool) or not 0 < seconds <= 60:
         raise JobError(f"isal seconds {seconds!r}: expected a number of seconds, 0 < s <= 60")
-    if only and not _FILTER.fullmatch(only):
-        raise JobError(f"isal only {only!r}: expected letters, digits and _")
+    if isinstance(only, (list, tuple)):  # several filters: a test runs when its name contains one
+        if not only or not all(isinstance(f, str) and _FILTER.fullmatch(f) for f in only):
+            raise JobError(f"isal only {only!r}: expected a name part or a list of them, each letters, digits, _ and @")
+        only = ",".join(only)
+    elif not isinstance(only, str) or only and not _FILTER.fullmatch(only):
+        raise JobError(f"isal only {only!r}: expected letters, digits, _ and @ (or a list of such parts)")
     if isinstance(corpus, str) or not isinstance(corpus, (list, tuple)):
         raise JobError(f"isal corpus {corpus!r}: expected a list of absolute paths on the target")
     for path in corpus:

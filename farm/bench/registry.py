@@ -152,7 +152,7 @@ REGISTRATIONS: tuple[BenchmarkSpec, ...] = (
                             frozenset({"decrypt"})),),
         units={"bytes/s": HIGHER_IS_BETTER, "cycles/byte": LOWER_IS_BETTER}, cycles_per_byte=True),
     BenchmarkSpec(
-        isal.BENCHMARK, STORAGE, run_isal, {"seconds": (int, float), "only": str, "corpus": list}, isal_command,
+        isal.BENCHMARK, STORAGE, run_isal, {"seconds": (int, float), "only": (str, list), "corpus": list}, isal_command,
         parsers=(isal.isal_measurements,),
         importers=(Importer("isal", "ISA-L perf lines: isal_bench's output or a perf_report",
                             once(isal.isal_measurements)),),
