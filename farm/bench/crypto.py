@@ -12,7 +12,7 @@ from ..measure.clock import cpufreq_clock, measured_cycles_per_byte
 from .context import BenchContext
 
 
-_FILTER = re.compile(r"^[A-Za-z0-9_]+$")
+_FILTER = re.compile(r"^[A-Za-z0-9_@]+$")
 _CIPHER_PREFIXES = ("aes", "aria", "camellia", "chacha", "des", "sm4", "bf-", "cast", "rc")
 DEFAULT_OPENSSL = ("aes-128-xts", "aes-256-xts", "aes-128-gcm", "sha1", "sha256", "sha512", "md5")
 
@@ -41,20 +41,38 @@ def parse_cpufreq_line(lines: list[str]) -> list[int]:
     return [int(word) for line in lines for word in line.split() if word.isdigit()]
 
 
+def with_direction(measurements: list[Measurement], decrypt: bool) -> list[Measurement]:
+    """Ciphers' measurements with ``direction=encrypt`` (openssl speed's default) or ``decrypt``:
+    ``-mr`` output does not say which, so the caller does (pure)."""
+    direction = "decrypt" if decrypt else "encrypt"
+    return [Measurement(m.benchmark, m.metric, m.value, m.unit, {**m.params, "direction": direction})
+            if is_cipher(str(m.params.get("algorithm", ""))) else m for m in measurements]
+
+
+def import_openssl(text: str, decrypt: bool = False) -> list[Measurement]:
+    """``farm import openssl``: a capture of ``openssl speed -mr`` as a live run records it (the
+    same params, so that the two join): ciphers ``direction=encrypt``, or ``decrypt`` for a
+    capture of ``-decrypt``."""
+    return with_direction(openssl.parse_speed_mr(text), decrypt)
+
+
 def run_openssl_speed(ctx: BenchContext, params: Mapping[str, Any]) -> list[Measurement]:
     """``openssl speed -mr -elapsed`` per algorithm (wall clock, not CPU time); with ``decrypt``,
     ciphers are measured decrypting too (params ``direction``). Every CPU's clock is read right
     before and after each invocation; where cpufreq has them, each throughput gets its
-    cycles/byte at that clock (per process with ``multi``; a clock that moved is warned about)."""
+    cycles/byte at that clock (per process with ``multi``; a clock that moved is warned about).
+    ``seconds`` is the run's length, not what was measured: it is in the pipeline (whose path and
+    sha256 run.json records), not in the records' params, so that a live run and an imported
+    capture of another length join in ``farm compare``."""
     seconds, multi = params.get("seconds", 1), params.get("multi")
     measurements: list[Measurement] = []
     for command, direction in openssl_runs(params):
         before = parse_cpufreq_line(ctx.run(CPUFREQ_COMMAND, timeout=30, tool="cpufreq"))
         lines = ctx.run(command, timeout=seconds * 10 + 60, tool="openssl")
         after = parse_cpufreq_line(ctx.run(CPUFREQ_COMMAND, timeout=30, tool="cpufreq"))
-        extra = {"seconds": seconds, **({"direction": direction} if direction else {}),
-                 **({"multi": multi} if multi else {})}
-        found = openssl.parse_speed_mr("\n".join(lines), params=extra)
+        found = openssl.parse_speed_mr("\n".join(lines), params={"multi": multi} if multi else None)
+        if direction:
+            found = with_direction(found, direction == "decrypt")
         clock = cpufreq_clock(before, after)
         measurements += found
         measurements += [c for m in found if clock and (c := measured_cycles_per_byte(m, clock))]
@@ -78,8 +96,12 @@ def isal_command(params: Mapping[str, Any]) -> str:
     corpus = params.get("corpus", DEFAULT_CORPUS)
     if not isinstance(seconds, (int, float)) or isinstance(seconds, bool) or not 0 < seconds <= 60:
         raise JobError(f"isal seconds {seconds!r}: expected a number of seconds, 0 < s <= 60")
-    if only and not _FILTER.fullmatch(only):
-        raise JobError(f"isal only {only!r}: expected letters, digits and _")
+    if isinstance(only, (list, tuple)):  # several filters: a test runs when its name contains one
+        if not only or not all(isinstance(f, str) and _FILTER.fullmatch(f) for f in only):
+            raise JobError(f"isal only {only!r}: expected a name part or a list of them, each letters, digits, _ and @")
+        only = ",".join(only)
+    elif not isinstance(only, str) or only and not _FILTER.fullmatch(only):
+        raise JobError(f"isal only {only!r}: expected letters, digits, _ and @ (or a list of such parts)")
     if isinstance(corpus, str) or not isinstance(corpus, (list, tuple)):
         raise JobError(f"isal corpus {corpus!r}: expected a list of absolute paths on the target")
     for path in corpus:

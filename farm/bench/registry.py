@@ -24,7 +24,7 @@ from ..measure import (HIGHER_IS_BETTER, LOWER_IS_BETTER, UNKNOWN_DIRECTION, Mea
                        ipbench, iperf3, isal, openssl, vmexit)
 from . import echo, rtt
 from .context import BenchContext
-from .crypto import isal_command, openssl_runs, run_isal, run_openssl_speed
+from .crypto import import_openssl, isal_command, openssl_runs, run_isal, run_openssl_speed
 from .network import IPERF3_PORT, SOCKPERF_PORT, check_sweep, iperf3_argv, run_iperf3, run_sweep
 
 RunFunction = Callable[[BenchContext, Mapping[str, Any]], list[Measurement]]
@@ -61,6 +61,7 @@ class ImportOptions:
     (:attr:`Importer.options` names those it reads) and where its warnings go."""
 
     cpu_fraction: bool = False  # ipbench: the CPU column is a 0..1 fraction, not percent
+    decrypt: bool = False  # openssl: the capture is of `openssl speed -decrypt`
     warn: Callable[[str], None] = _warn_stderr
 
 
@@ -146,10 +147,12 @@ REGISTRATIONS: tuple[BenchmarkSpec, ...] = (
         openssl.BENCHMARK, CRYPTO, run_openssl_speed,
         {"algorithms": list, "seconds": int, "block": int, "decrypt": bool, "multi": int}, openssl_runs,
         parsers=(openssl.parse_speed_mr,),
-        importers=(Importer("openssl", "speed -mr", once(openssl.parse_speed_mr)),),
+        importers=(Importer("openssl", "speed -mr, of -decrypt with --decrypt",
+                            lambda text, o: [(0, m) for m in import_openssl(text, o.decrypt)],
+                            frozenset({"decrypt"})),),
         units={"bytes/s": HIGHER_IS_BETTER, "cycles/byte": LOWER_IS_BETTER}, cycles_per_byte=True),
     BenchmarkSpec(
-        isal.BENCHMARK, STORAGE, run_isal, {"seconds": (int, float), "only": str, "corpus": list}, isal_command,
+        isal.BENCHMARK, STORAGE, run_isal, {"seconds": (int, float), "only": (str, list), "corpus": list}, isal_command,
         parsers=(isal.isal_measurements,),
         importers=(Importer("isal", "ISA-L perf lines: isal_bench's output or a perf_report",
                             once(isal.isal_measurements)),),

@@ -46,7 +46,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     from ..results import importers
 
     records = importers.import_file(args.kind, args.file, setup=args.setup, target=args.target,
-                                    cpu_fraction=args.cpu_fraction)
+                                    cpu_fraction=args.cpu_fraction, decrypt=args.decrypt)
     if args.frequency is not None:
         records = importers.with_cycles(records, args.frequency, args.kind)
     _say_moved(prepare_out_dir(args.out, force=args.force))  # after reading: bad input moves nothing
@@ -77,7 +77,7 @@ def register(sub) -> None:
     kinds = ", ".join(f"{name} ({importer.what}; benchmark {spec.suite}.{spec.name})"
                       for name, (spec, importer) in IMPORTERS.items())
     with_option = {option: [name for name, (_, i) in IMPORTERS.items() if option in i.options]
-                   for option in ("cpu_fraction",)}
+                   for option in ("cpu_fraction", "decrypt")}
     cycles = [name for name, (spec, _) in IMPORTERS.items() if spec.cycles_per_byte]
     p = sub.add_parser("import", help="turn a captured tool output into a result directory",
                        description="Read an output captured by hand or by the lab's old tools and write "
@@ -94,6 +94,9 @@ def register(sub) -> None:
                    "start it anew; its old content is moved aside to DIR.replaced-<time>")
     p.add_argument("--cpu-fraction", action="store_true",
                    help=f"{', '.join(with_option['cpu_fraction'])}: CPU_Utilisation is a 0-1 fraction, not percent")
+    p.add_argument("--decrypt", action="store_true",
+                   help=f"{', '.join(with_option['decrypt'])}: the capture is of `openssl speed -decrypt` (ciphers' "
+                   "direction=decrypt; encrypt otherwise, openssl's default)")
     p.add_argument("--frequency", type=_frequency_arg, metavar="HZ",
                    help=f"{', '.join(cycles)}: the CPU clock of the capture (1.5GHz, 1500MHz, 1500000000); adds "
                    "cycles/byte per throughput, per process for openssl -multi, as a live run does")

@@ -136,8 +136,11 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("qualify", help="compare a candidate run with a baseline; exit 1 on a regression",
-                       description="Compare every metric measured by both BASELINE and CANDIDATE. A regression "
-                       "is a change of the median beyond --threshold in the bad direction for its unit that is "
+                       description="Compare every metric measured by both BASELINE and CANDIDATE. With enough "
+                       "repeats (7 a side at alpha 0.05) a regression is a (1 - alpha) interval of the ratio "
+                       "candidate/baseline median lying wholly beyond --threshold in the bad direction for its "
+                       "unit; one straddling the threshold is inconclusive (listed, not failed). With fewer, "
+                       "a regression is a change of the median beyond --threshold in the bad direction that is "
                        "also significant: two-sided Mann-Whitney U p < --alpha, or, when there are too few "
                        "repeats for the test to ever reach alpha, non-overlapping min-max ranges. Writes "
                        "qualify.md, qualify.csv and junit.xml into --out and prints that directory; exits 1 "

@@ -138,7 +138,8 @@ def build_program(program: Program, arch: str, trees: list[Path], triplet: str) 
     with tempfile.TemporaryDirectory(prefix="farm-cc-") as tmp:
         root = Path(tmp) / "sysroot"
         merge_trees(trees, root)
-        includes = [f"-I{root / 'usr' / 'include'}"]
+        # Debian's multiarch headers (opensslconf.h, configuration.h of libssl-dev) are in usr/include/<triplet>
+        includes = [f"-I{root / 'usr' / 'include'}"] + [f"-I{d}" for d in (root / "usr" / "include" / triplet,) if d.is_dir()]
         libdirs = []
         for d in (root / "usr" / "lib" / triplet, root / "lib" / triplet):
             if d.is_dir():

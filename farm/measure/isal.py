@@ -27,9 +27,12 @@ import math
 import re
 from typing import Any, Mapping
 
+import attrs
+
 from farm.errors import ParseError
 from farm.measure import ImpossibleValue, Measurement, merge_params
-from farm.measure.clock import Clock, combined_clock, measured_cycles_per_byte
+from farm.measure.clock import UNIT as CYCLES_UNIT
+from farm.measure.clock import Clock, combined_clock, measured_cycles_per_byte, metric_for
 
 BENCHMARK = "isal"
 MB = 1_000_000  # ISA-L's perf_print(): total_units / (1000000 * seconds)
@@ -48,6 +51,14 @@ _MODES = ("cold", "warm")
 #   crc32_ieee_cold: cpufreq cpu=0 before_khz=1500000 after_khz=1500000 [migrated=1]
 _CPUFREQ = re.compile(r"^(?P<name>[A-Za-z0-9_.+@-]+): cpufreq cpu=(?P<cpu>[0-9]+) "
                       r"before_khz=(?P<before>[0-9]+) after_khz=(?P<after>[0-9]+)(?P<migrated> migrated=1)?$")
+# isal_bench's cycle-counter line before each perf line, where perf_event_open gave a cycle counter:
+#   crc32_ieee_cold: pmu cycles=201326592 bytes=97509000000 enabled_ns=3000123000 running_ns=3000123000
+_PMU = re.compile(r"^(?P<name>[A-Za-z0-9_.+@-]+): pmu cycles=(?P<cycles>[0-9]+) bytes=(?P<bytes>[0-9]+) "
+                  r"enabled_ns=(?P<enabled>[0-9]+) running_ns=(?P<running>[0-9]+)$")
+#: params ``cycles`` of a cycles/byte record: from the cycle counter, or from the clock (cpufreq) and throughput
+CYCLES_PMU, CYCLES_CPUFREQ = "pmu", "cpufreq"
+#: the warning of a cycle count the kernel scaled (the counter shared with other events: multiplexed)
+WARNING_MULTIPLEXED = "pmu-multiplexed"
 # isal_bench's corpus line before a file's igzip tests: "# igzip GPL-3: in_size=35149 out_size=..."
 _CORPUS = re.compile(r"^# igzip (?P<file>[A-Za-z0-9_.+-]+): in_size=(?P<size>[0-9]+) ")
 #: the igzip tests of isal_bench, per corpus file (``<test>@<file>``); see images/src/isal_bench.c
@@ -156,6 +167,67 @@ def parse_clocks(text: str) -> dict[str, Clock]:
     return clocks
 
 
+@attrs.frozen
+class CycleCount:
+    """The CPU cycles of one test's timed part, from the cycle counter (isal_bench's ``pmu`` line)."""
+
+    cycles: int
+    bytes: int
+    enabled_ns: int
+    running_ns: int
+
+    @property
+    def multiplexed(self) -> bool:
+        """The counter ran for less than the time it was enabled (shared with other events): the
+        count is an estimate, scaled by the kernel's times."""
+        return self.running_ns < self.enabled_ns
+
+    @property
+    def cycles_per_byte(self) -> float:
+        scale = self.enabled_ns / self.running_ns if self.multiplexed else 1.0
+        return self.cycles * scale / self.bytes
+
+
+def parse_cycle_counts(text: str) -> dict[str, CycleCount]:
+    """isal_bench's ``<test>: pmu cycles=C bytes=B enabled_ns=E running_ns=R`` lines, by test name
+    as printed. A test without one (no cycle counter: the program's ``# isal_bench: pmu none``
+    line says why) is absent. A test named twice, or a line counting no bytes or with a running
+    time above its enabled time, raises :class:`ParseError` naming its line."""
+    counts: dict[str, CycleCount] = {}
+    for number, raw in enumerate(text.splitlines(), start=1):
+        match = _PMU.match(raw.strip())
+        if not match:
+            continue
+        if match["name"] in counts:
+            raise ParseError(f"ISA-L perf output line {number}: a second pmu line for {match['name']}")
+        count = CycleCount(int(match["cycles"]), int(match["bytes"]), int(match["enabled"]), int(match["running"]))
+        if count.bytes <= 0 or count.cycles <= 0 or not 0 < count.running_ns <= count.enabled_ns:
+            raise ParseError(f"ISA-L perf output line {number}: {raw.strip()!r}: not a cycle count "
+                             f"(expected cycles and bytes above 0, 0 < running_ns <= enabled_ns)")
+        counts[match["name"]] = count
+    return counts
+
+
+def counted_cycles_per_byte(m: Measurement, counts: Mapping[str, CycleCount],
+                            sizes: Mapping[str, int]) -> Measurement | None:
+    """The cycles/byte sibling of throughput ``m`` from the cycle counter: cycles / bytes of its
+    timed part, ``cycles=pmu`` (``warning=pmu-multiplexed`` for a scaled count); for a corpus
+    average, the files' figures weighted by file size as the throughput is. None without counts."""
+    if m.params.get("file") == CORPUS_FILE:
+        mine = {name.split("@", 1)[1]: c for name, c in counts.items() if name.startswith(f"{m.params['function']}@")}
+        if not mine or len(mine) != m.params.get("files") or any(f not in sizes for f in mine):
+            return None
+        value = sum(sizes[f] * c.cycles_per_byte for f, c in mine.items()) / sum(sizes[f] for f in mine)
+        multiplexed = any(c.multiplexed for c in mine.values())
+    else:
+        count = counts.get(perf_name(m))
+        if count is None:
+            return None
+        value, multiplexed = count.cycles_per_byte, count.multiplexed
+    params = {**m.params, "cycles": CYCLES_PMU, **({"warning": WARNING_MULTIPLEXED} if multiplexed else {})}
+    return Measurement(m.benchmark, metric_for(m.metric), value, CYCLES_UNIT, params)
+
+
 def corpus_sizes(text: str) -> dict[str, int]:
     """isal_bench's ``# igzip <file>: in_size=<bytes> ...`` lines: each corpus file's size."""
     sizes: dict[str, int] = {}
@@ -215,14 +287,23 @@ def clock_of(m: Measurement, clocks: Mapping[str, Clock]) -> "Clock | None":
 def isal_measurements(text: str) -> list[Measurement]:
     """Throughput (per test, and the corpus averages) and measured cycles/byte from isal_bench's
     output or an upstream ``perf_report`` (pure): what a live run records and ``farm import isal``
-    imports."""
+    imports. Cycles/byte comes from the cycle counter where the test has a ``pmu`` line
+    (``cycles=pmu``), else from the clock read around it and the throughput (``cycles=cpufreq``,
+    a clock that moved is a warning), else not from here (the run's clock, farm.results.cycles)."""
     measurements = parse_perf(text)
-    measurements += corpus_average(measurements, corpus_sizes(text))
-    clocks = parse_clocks(text)
+    sizes = corpus_sizes(text)
+    measurements += corpus_average(measurements, sizes)
+    clocks, counts = parse_clocks(text), parse_cycle_counts(text)
     cycles = []
     for m in measurements:
-        clock = clock_of(m, clocks)
-        sibling = measured_cycles_per_byte(m, clock) if clock else None
+        if m.metric != "throughput":
+            continue
+        sibling = counted_cycles_per_byte(m, counts, sizes)
+        if sibling is None and (clock := clock_of(m, clocks)):
+            sibling = measured_cycles_per_byte(m, clock)
+            if sibling is not None:
+                sibling = Measurement(sibling.benchmark, sibling.metric, sibling.value, sibling.unit,
+                                      {**sibling.params, "cycles": CYCLES_CPUFREQ})
         if sibling:
             cycles.append(sibling)
     return measurements + cycles

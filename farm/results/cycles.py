@@ -67,7 +67,10 @@ def cycles_per_byte(records: Iterable[Record],
 
 
 def _without_warning(params: str) -> str:
-    return ";".join(item for item in params.split(";") if not item.startswith("warning=")) if params else params
+    """A measured sibling's params without what the measurement added (``warning=``, how its
+    cycles were found: ``cycles=pmu|cpufreq``): its throughput's params."""
+    return ";".join(item for item in params.split(";")
+                    if not item.startswith(("warning=", "cycles="))) if params else params
 
 
 

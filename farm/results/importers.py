@@ -35,11 +35,11 @@ UNKNOWN = "unknown"
 
 
 def import_file(kind: str, path: PathLike, *, setup: str, target: str = UNKNOWN, cpu_fraction: bool = False,
-                warn: Callable[[str], None] | None = None) -> list[Record]:
+                decrypt: bool = False, warn: Callable[[str], None] | None = None) -> list[Record]:
     """Records from the captured output ``path`` of importer ``kind`` (``farm import KIND``), as a
     live run of its benchmark would have written them: its suite and benchmark, ``repeat`` as the
     importer numbers the runs in the capture. ``cpu_fraction`` is an option of the ipbench importer
-    only (another kind refuses it); ``warn`` gets each warning, the file named (default: stderr).
+    only, ``decrypt`` (a capture of ``openssl speed -decrypt``) of the openssl one (another kind refuses them); ``warn`` gets each warning, the file named (default: stderr).
 
     Errors name the file: it cannot be read, is not UTF-8 (a leading BOM is dropped), its text is
     not the tool's output (:class:`~farm.errors.ParseError`, exit 2) or holds no measurement, or
@@ -49,16 +49,18 @@ def import_file(kind: str, path: PathLike, *, setup: str, target: str = UNKNOWN,
     for name, value in (("setup", setup), ("target", target)):
         if not isinstance(value, str) or not value.strip():
             raise JobError(f"import {path}: {name} {value!r}: expected a non-empty name")
-    if cpu_fraction and "cpu_fraction" not in imp.options:
-        with_it = [n for n, (_, i) in IMPORTERS.items() if "cpu_fraction" in i.options]
-        raise JobError(f"import {kind}: --cpu-fraction applies to {' and '.join(with_it)} imports only")
+    for option, given in (("cpu_fraction", cpu_fraction), ("decrypt", decrypt)):
+        if given and option not in imp.options:
+            with_it = [n for n, (_, i) in IMPORTERS.items() if option in i.options]
+            raise JobError(f"import {kind}: --{option.replace('_', '-')} applies to {' and '.join(with_it)} "
+                           "imports only")
     data = _read(path)
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
         raise ParseError(f"{path}: not UTF-8 text ({e})") from None
     say = warn or ImportOptions().warn
-    options = ImportOptions(cpu_fraction=cpu_fraction, warn=lambda text: say(f"{path}: {text}"))
+    options = ImportOptions(cpu_fraction=cpu_fraction, decrypt=decrypt, warn=lambda text: say(f"{path}: {text}"))
     try:
         captured = list(imp.read(text, options))
         check_measurements(spec.name, (m for _, m in captured))

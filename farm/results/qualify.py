@@ -5,18 +5,28 @@ it ran under (see *Setups*). Its values across repeats form one sample on each s
 are compared by median, min–max range and the two-sided Mann–Whitney U test
 (:mod:`farm.results.stats`).
 
-**Regression** = the candidate's median moved more than ``threshold`` (relative to the baseline
-median) in the *bad* direction for that metric, AND the move is significant:
+**Regression**, by the first rule that applies (every comparison records which one decided it):
 
-* rule ``mann-whitney``: two-sided Mann–Whitney U p < ``alpha``, used whenever the samples are
-  large enough for the test to reach ``alpha`` at all;
-* rule ``ranges``: when they are not (3 repeats per side can never give p < 0.05: the smallest
-  possible p is 0.1), the baseline and candidate min–max ranges must not overlap. With one value
-  per side that is simply "the values differ", so the threshold does all the work.
+* rule ``interval``, whenever both sides have enough values for an interval of the ratio
+  candidate median / baseline median at confidence ``1 - alpha``
+  (:func:`~farm.results.stats.ratio_interval`: 7 values a side at alpha 0.05): a **regression**
+  only when that whole interval lies beyond the threshold in the bad direction (below
+  ``1 - threshold`` where higher is better, above ``1 + threshold`` where lower is better), an
+  improvement when it lies wholly beyond it in the good direction, unchanged when it lies within
+  ``[1 - threshold, 1 + threshold]``, and **inconclusive** when it straddles ``1 - threshold`` or
+  ``1 + threshold``: the data cannot tell whether the change is beyond the threshold, whatever
+  the medians say. Inconclusive does not fail the gate; it is listed and is a skipped JUnit case.
+* Otherwise (fewer values) the candidate's median must have moved more than ``threshold``
+  (relative to the baseline median) in the *bad* direction, AND the move must be significant:
+  rule ``mann-whitney``: two-sided Mann–Whitney U p < ``alpha``, used whenever the samples are
+  large enough for the test to reach ``alpha`` at all; rule ``ranges``: when they are not (3
+  repeats per side can never give p < 0.05: the smallest possible p is 0.1), the baseline and
+  candidate min–max ranges must not overlap. With one value per side that is simply "the values
+  differ", so the threshold does all the work.
 
-Both conditions are needed: the threshold keeps a tiny but consistent change (a 0.3 % drift that a
-test with 30 repeats will call significant) from failing a release, the statistics keep one noisy
-run from doing so. Every comparison records which rule decided it.
+Under every rule the threshold keeps a tiny but consistent change (a 0.3 % drift that a test with
+30 repeats will call significant) from failing a release, the statistics keep one noisy run from
+doing so.
 
 **Direction** comes from the benchmark's registration, which names the direction of each of its
 units (:data:`farm.bench.registry.REGISTRATIONS`); for a benchmark farm does not register (a pytest
@@ -66,7 +76,7 @@ from farm.results.junit import Case, write_junit
 from farm.results.record import FAILED_METRIC, Record, check_unique, key_params, write_text_atomic
 from farm.results.report import human
 from farm.results.report import md_escape as _md
-from farm.results.stats import Summary, mann_whitney_u, median, ranges_overlap
+from farm.results.stats import Summary, mann_whitney_u, median, ranges_overlap, ratio_interval
 
 # every unit a registered benchmark measures has its direction in the benchmark's registration
 # (farm.bench.registry); these tables are for the rest (a pytest test's farm_record, a unit a
@@ -94,9 +104,11 @@ IMPROVEMENT = "improvement"
 UNCHANGED = "unchanged"            # median moved no more than the threshold
 NOT_SIGNIFICANT = "not significant"  # moved more than the threshold, but within the noise
 NO_DIRECTION = "no direction"      # moved more than the threshold; the unit has no known direction
+INCONCLUSIVE = "inconclusive"      # rule interval: the ratio's interval straddles the threshold
 
 RULE_MWU = "mann-whitney"
 RULE_RANGES = "ranges"
+RULE_INTERVAL = "interval"
 
 
 def direction(metric: str, unit: str, benchmark: str = "") -> int:
@@ -181,8 +193,15 @@ class Comparison:
     p_value: float          # of the Mann–Whitney U test, reported under either rule
     test_method: str        # "exact" or "normal"
     min_p: float            # the smallest p the test could give for these sizes: below alpha -> RULE_MWU
-    significant: bool       # under ``rule``
+    significant: bool       # under ``rule`` (interval: the ratio's interval excludes 1)
     verdict: str
+    ratio_interval: tuple[float, float] | None = None  # of candidate / baseline median, at 1 - alpha
+    threshold: float = 0.0  # the threshold the verdict used (the interval rule's band)
+
+    @property
+    def ratio(self) -> float:
+        """Candidate median / baseline median (``1 + change``)."""
+        return 1 + self.change
 
     @property
     def setup(self) -> str:
@@ -195,7 +214,15 @@ class Comparison:
         unit = self.key.unit
         moved = (f"median {human(self.baseline.median, unit)} -> {human(self.candidate.median, unit)} "
                  f"({format_change(self.change)}, threshold {threshold:.1%})")
-        if self.rule == RULE_MWU:
+        if self.rule == RULE_INTERVAL:
+            lo, hi = self.ratio_interval or (math.nan, math.nan)
+            band = (1 - threshold, 1 + threshold)
+            where = ("lies within" if band[0] <= lo and hi <= band[1] else
+                     "lies entirely beyond" if hi < band[0] or lo > band[1] else "straddles")
+            why = (f"ratio {self.ratio:.4g}, {1 - alpha:.0%} CI {lo:.4g} – {hi:.4g} {where} the threshold "
+                   f"band {band[0]:.4g} – {band[1]:.4g} (n={self.baseline.n}+{self.candidate.n}; "
+                   f"Mann-Whitney U p={self.p_value:.3g})")
+        elif self.rule == RULE_MWU:
             why = (f"Mann-Whitney U p={self.p_value:.3g} ({self.test_method}, n={self.baseline.n}+"
                    f"{self.candidate.n}) {'<' if self.significant else '>='} alpha {alpha:g}")
         else:
@@ -262,6 +289,10 @@ class Qualification:
         return tuple(c for c in self.comparisons if c.verdict == IMPROVEMENT)
 
     @property
+    def inconclusive(self) -> tuple[Comparison, ...]:
+        return tuple(c for c in self.comparisons if c.verdict == INCONCLUSIVE)
+
+    @property
     def passed(self) -> bool:
         return not self.regressions and not self.missing and not self.broken
 
@@ -290,7 +321,8 @@ class Qualification:
                             f"measured by the candidate: {names}{more}")
         if problems:
             return "FAILED: " + "; ".join(problems)
-        return f"passed: no regression in {n} ({len(self.improvements)} improved)"
+        unsure = f", {len(self.inconclusive)} inconclusive" if self.inconclusive else ""
+        return f"passed: no regression in {n} ({len(self.improvements)} improved{unsure})"
 
 
 def format_change(change: float) -> str:
@@ -314,22 +346,41 @@ def compare(key: MetricKey, baseline_setup: str, candidate_setup: str, baseline:
     sign = direction(key.metric, key.unit, key.benchmark)
     change = relative_change(base.median, cand.median)
     test = mann_whitney_u(base.values, cand.values)
-    if test.can_reach(alpha):
-        rule, significant = RULE_MWU, test.p_value < alpha
+    ratio_ci = ratio_interval(base.values, cand.values, 1 - alpha) if base.median > 0 else None
+    if ratio_ci is not None:
+        rule, significant = RULE_INTERVAL, not ratio_ci[0] <= 1 <= ratio_ci[1]
+        verdict = interval_verdict(ratio_ci, sign, threshold, change)
     else:
-        rule, significant = RULE_RANGES, not ranges_overlap(base.values, cand.values)
-    if not abs(change) > threshold:
-        verdict = UNCHANGED
-    elif sign == UNKNOWN_DIRECTION:
-        verdict = NO_DIRECTION
-    elif not significant:
-        verdict = NOT_SIGNIFICANT
-    else:
-        verdict = IMPROVEMENT if sign * change > 0 else REGRESSION
+        if test.can_reach(alpha):
+            rule, significant = RULE_MWU, test.p_value < alpha
+        else:
+            rule, significant = RULE_RANGES, not ranges_overlap(base.values, cand.values)
+        if not abs(change) > threshold:
+            verdict = UNCHANGED
+        elif sign == UNKNOWN_DIRECTION:
+            verdict = NO_DIRECTION
+        elif not significant:
+            verdict = NOT_SIGNIFICANT
+        else:
+            verdict = IMPROVEMENT if sign * change > 0 else REGRESSION
     return Comparison(key=key, baseline_setup=baseline_setup, candidate_setup=candidate_setup,
                       baseline=base, candidate=cand, direction=sign, change=change, rule=rule,
                       p_value=test.p_value, test_method=test.method, min_p=test.min_p, significant=significant,
-                      verdict=verdict)
+                      verdict=verdict, ratio_interval=ratio_ci, threshold=threshold)
+
+
+def interval_verdict(ratio_ci: tuple[float, float], sign: int, threshold: float, change: float) -> str:
+    """Rule ``interval`` (module docstring): where the interval of candidate / baseline lies
+    against the band ``[1 - threshold, 1 + threshold]``, judged in the metric's direction."""
+    lo, hi = ratio_ci
+    below, above = hi < 1 - threshold, lo > 1 + threshold
+    if sign == UNKNOWN_DIRECTION:
+        return NO_DIRECTION if abs(change) > threshold else UNCHANGED
+    if below or above:
+        return IMPROVEMENT if (sign == HIGHER_IS_BETTER) == above else REGRESSION
+    if 1 - threshold <= lo and hi <= 1 + threshold:
+        return UNCHANGED
+    return INCONCLUSIVE
 
 
 Samples = dict[tuple[str, str], dict[MetricKey, list[float]]]
@@ -433,7 +484,7 @@ CSV_FIELDS = (
     "target", "suite", "benchmark", "params", "metric", "unit", "baseline_setup", "candidate_setup",
     "baseline_n", "baseline_median", "baseline_min", "baseline_max",
     "candidate_n", "candidate_median", "candidate_min", "candidate_max",
-    "change", "direction", "rule", "p_value", "test", "verdict",
+    "change", "direction", "rule", "p_value", "test", "verdict", "ratio_low", "ratio_high",
 )
 _DIRECTION_WORD = {HIGHER_IS_BETTER: "higher", LOWER_IS_BETTER: "lower", UNKNOWN_DIRECTION: "unknown"}
 
@@ -451,6 +502,8 @@ def csv_text(q: Qualification) -> str:
             "candidate_min": repr(c.candidate.low), "candidate_max": repr(c.candidate.high),
             "change": repr(c.change), "direction": _DIRECTION_WORD[c.direction], "rule": c.rule,
             "p_value": repr(c.p_value), "test": c.test_method, "verdict": c.verdict,
+            **({"ratio_low": repr(c.ratio_interval[0]), "ratio_high": repr(c.ratio_interval[1])}
+               if c.ratio_interval else {}),
         })
     for side, items in (("baseline", q.only_in_baseline), ("candidate", q.only_in_candidate)):
         for u in items:
@@ -470,16 +523,17 @@ def _key_row(key: MetricKey) -> dict[str, str]:
 
 
 def junit_cases(q: Qualification) -> list[Case]:
-    """One test case per compared metric (a regression is a failure), plus one per metric missing
+    """One test case per compared metric (a regression is a failure, an inconclusive one skipped:
+    not decided either way), plus one per metric missing
     from the candidate (a failure, or skipped with ``allow_missing``), plus a failure per failed
     benchmark or broken metric of the candidate."""
     cases = []
     for c in q.comparisons:
         name = f"{c.key.label()} {c.setup}"
-        kind = "failure" if c.verdict == REGRESSION else "pass"
+        kind = {REGRESSION: "failure", INCONCLUSIVE: "skipped"}.get(c.verdict, "pass")
         text = c.explain(q.threshold, q.alpha)
         cases.append(Case(name, f"farm.qualify.{c.key.suite}", 0.0, kind,
-                          message=text if kind == "failure" else "", output=text))
+                          message=text if kind != "pass" else "", output=text))
     for u in q.only_in_baseline:
         cases.append(Case(f"{u.key.label()} {u.setup}", f"farm.qualify.{u.key.suite}", 0.0,
                           "skipped" if q.allow_missing else "failure",
@@ -495,8 +549,13 @@ def markdown(q: Qualification, *, baseline_label: str = "baseline", candidate_la
     could not be compared."""
     lines = [f"# Release qualification: {_md(q.headline())}", "",
              f"- baseline: {_md(baseline_label)}", f"- candidate: {_md(candidate_label)}",
-             f"- threshold {q.threshold:.1%} on the change of the median, alpha {q.alpha:g}", "",
-             "A **regression** is a change of the median beyond the threshold in the bad direction that is "
+             f"- threshold {q.threshold:.1%} on the change of the median, alpha {q.alpha:g} "
+             f"({1 - q.alpha:.0%} intervals)", "",
+             f"Where both sides have enough repeats (7 a side at alpha 0.05) the {1 - q.alpha:.0%} interval of "
+             "the ratio candidate/baseline median decides (rule `interval`): a **regression** only when the "
+             "whole interval lies beyond the threshold in the bad direction, **inconclusive** when it straddles "
+             "the threshold (listed, does not fail), unchanged when it lies within it. With fewer repeats a "
+             "regression is a change of the median beyond the threshold in the bad direction that is "
              "also significant: two-sided Mann-Whitney U p < alpha (rule `mann-whitney`) or, where the "
              "samples are too small for the test ever to reach alpha, baseline and candidate min-max ranges "
              "that do not overlap (rule `ranges`). Higher is better for rates (bit/s, bytes/s, ops/s), lower "
@@ -508,21 +567,23 @@ def markdown(q: Qualification, *, baseline_label: str = "baseline", candidate_la
     if q.broken:
         lines += ["## Not measured, impossible or failed in the candidate", ""]
         lines += [f"- **{_md(b.key.label())}** ({_md(b.setup)}): {_md(b.explain())}" for b in q.broken] + [""]
-    for title, items in (("Regressions", q.regressions), ("Improvements", q.improvements)):
+    for title, items in (("Regressions", q.regressions), ("Inconclusive (the ratio's interval straddles the "
+                                                           "threshold)", q.inconclusive),
+                         ("Improvements", q.improvements)):
         if items:
             lines += [f"## {title}", ""] + [f"- **{_md(c.key.label())}** ({_md(c.setup)}): "
                                              f"{_md(c.explain(q.threshold, q.alpha))}" for c in items] + [""]
     if q.comparisons:
         lines += ["## All metrics", "",
                   "| target | setup | benchmark | params | metric | baseline median (n, range) | "
-                  "candidate median (n, range) | change | p | rule | verdict |",
-                  "|---|---|---|---|---|---|---|---:|---:|---|---|"]
+                  f"candidate median (n, range) | change | ratio ({1 - q.alpha:.0%} CI) | p | rule | verdict |",
+                  "|---|---|---|---|---|---|---|---:|---:|---:|---|---|"]
         for c in q.comparisons:
             verdict = f"**{c.verdict}**" if c.verdict == REGRESSION else _md(c.verdict)
             lines.append("| " + " | ".join([*(_md(v) for v in (
                 c.key.target, c.setup, f"{c.key.suite}.{c.key.benchmark}", c.key.params or "-", c.key.metric,
                 _side(c.baseline, c.key.unit), _side(c.candidate, c.key.unit), format_change(c.change),
-                f"{c.p_value:.3g}", c.rule)), verdict]) + " |")
+                _ratio(c), f"{c.p_value:.3g}", c.rule)), verdict]) + " |")
         lines.append("")
     for side, items in (("baseline", q.only_in_baseline), ("candidate", q.only_in_candidate)):
         if items:
@@ -531,6 +592,13 @@ def markdown(q: Qualification, *, baseline_label: str = "baseline", candidate_la
             lines += [f"- {_md(u.key.label())} ({_md(u.setup)}): median {_md(human(u.median, u.key.unit))}, "
                       f"n={u.n}" for u in items] + [""]
     return "\n".join(lines)
+
+
+def _ratio(c: Comparison) -> str:
+    if not c.baseline.median > 0:
+        return "-"
+    ci = f" ({c.ratio_interval[0]:.3f} – {c.ratio_interval[1]:.3f})" if c.ratio_interval else ""
+    return f"{c.ratio:.3f}{ci}"
 
 
 def _side(s: Sample, unit: str) -> str:

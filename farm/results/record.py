@@ -52,13 +52,16 @@ def check_unique(records: Iterable["Record"], what: str) -> None:
 # parameters that say how long or how much was measured (and the sample count), not what: they are
 # recorded but do not split the keys that join runs (compare, qualify, summaries, sweeps)
 RUN_LENGTH_PARAMS = frozenset({"n", "duration", "seconds", "samples", "warmup", "cooldown"})
+# how a cycles/byte figure was found (``cycles=pmu``: the cycle counter, ``cpufreq``: the clock and the
+# throughput): recorded, but the same quantity, so a board's counted figure joins a twin's or an import's
+NOT_KEY_PARAMS = RUN_LENGTH_PARAMS | {"cycles"}
 
 
 def key_params(text: str) -> str:
-    """``params`` text without :data:`RUN_LENGTH_PARAMS`: what identifies the measurement."""
-    if not any(f"{name}=" in text for name in RUN_LENGTH_PARAMS):
+    """``params`` text without :data:`NOT_KEY_PARAMS`: what identifies the measurement."""
+    if not any(f"{name}=" in text for name in NOT_KEY_PARAMS):
         return text
-    return format_params({k: v for k, v in parse_params(text).items() if k not in RUN_LENGTH_PARAMS})
+    return format_params({k: v for k, v in parse_params(text).items() if k not in NOT_KEY_PARAMS})
 
 
 @attrs.frozen

@@ -5,8 +5,9 @@
  *
  * Usage: isal_bench SECONDS [FILTER [FILE...]]
  *   SECONDS  timed run per test, a number in (0, 3600] (upstream's BENCHMARK_TIME is 3)
- *   FILTER   run only the tests whose name contains it ("" = all); one matching nothing is an
- *            error (an empty output must not look like a result)
+ *   FILTER   run only the tests whose name contains it, or one of its ","-separated parts
+ *            ("" = all); one matching nothing is an error (an empty output must not look like a
+ *            result)
  *   FILE     igzip corpus files: each is compressed (stateful and stateless) and decompressed
  *
  * What is measured, per test, as upstream's 2.30 sources do it (facts of those programs, checked
@@ -41,6 +42,14 @@
  *
  *   crc32_ieee_cold: cpufreq cpu=0 before_khz=1500000 after_khz=1500000
  *
+ * and a line with the CPU cycles the timed part took, from the cycle counter through
+ * perf_event_open(PERF_COUNT_HW_CPU_CYCLES) on this thread, user and kernel, following it across
+ * CPUs (absent where the kernel or the CPU has no cycle counter, or perf events are refused; the
+ * "# isal_bench: pmu" line at the start says which): bytes is what the perf line counts, enabled
+ * and running the counter's times (running < enabled: the counter was multiplexed, the count scaled)
+ *
+ *   crc32_ieee_cold: pmu cycles=201326592 bytes=97509 enabled_ns=3000123000 running_ns=3000123000
+ *
  * igzip lines are named <test>@<file's base name>: igzip_file_perf (stateful isal_deflate of the
  * whole file, level 0: igzip_file_perf's defaults), igzip_stateless_file_perf
  * (isal_deflate_stateless, level 0: that program's defaults, until 2.26), isal_stateful_inflate
@@ -51,8 +60,9 @@
  * and the lab's crypto functions with OpenSSL (see "the lab's crypto functions" below).
  *
  * Build (no pkg-config, so that a cross build only needs a sysroot with libisal-dev and
- * libssl-dev extracted):
- *   cc -O2 -o isal_bench isal_bench.c -I$SYSROOT/usr/include -L$SYSROOT/usr/lib/<triplet> -lisal -lcrypto
+ * libssl-dev extracted; Debian keeps opensslconf.h under usr/include/<triplet>):
+ *   cc -O2 -o isal_bench isal_bench.c -I$SYSROOT/usr/include -I$SYSROOT/usr/include/<triplet> \
+ *      -L$SYSROOT/usr/lib/<triplet> -lisal -lcrypto
  */
 #define _GNU_SOURCE
 
@@ -64,52 +74,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+#include <linux/perf_event.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
 
 #include <isa-l/crc.h>
 #include <isa-l/erasure_code.h>
 #include <isa-l/igzip_lib.h>
 #include <isa-l/raid.h>
-
-/* OpenSSL 3.0's EVP, declared here: Debian keeps opensslconf.h under /usr/include/<triplet>/, which
- * farm's cross build does not search. Where the headers are complete (a native build) they are
- * included as well, so that the compiler checks these declarations against OpenSSL's own. */
-#if defined(__has_include)
-#if __has_include(<openssl/opensslconf.h>)
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
-#endif
-#endif
-typedef struct evp_cipher_st EVP_CIPHER;
-typedef struct evp_cipher_ctx_st EVP_CIPHER_CTX;
-typedef struct evp_md_st EVP_MD;
-typedef struct evp_md_ctx_st EVP_MD_CTX;
-typedef struct engine_st ENGINE;
-typedef struct ossl_lib_ctx_st OSSL_LIB_CTX;
-EVP_CIPHER_CTX *EVP_CIPHER_CTX_new(void);
-void EVP_CIPHER_CTX_free(EVP_CIPHER_CTX *c);
-EVP_CIPHER *EVP_CIPHER_fetch(OSSL_LIB_CTX *ctx, const char *algorithm, const char *properties);
-void EVP_CIPHER_free(EVP_CIPHER *cipher);
-int EVP_DecryptInit_ex(EVP_CIPHER_CTX *ctx, const EVP_CIPHER *cipher, ENGINE *impl,
-                       const unsigned char *key, const unsigned char *iv);
-int EVP_DecryptUpdate(EVP_CIPHER_CTX *ctx, unsigned char *out, int *outl, const unsigned char *in,
-                      int inl);
-int EVP_DecryptFinal_ex(EVP_CIPHER_CTX *ctx, unsigned char *outm, int *outl);
-EVP_MD_CTX *EVP_MD_CTX_new(void);
-void EVP_MD_CTX_free(EVP_MD_CTX *ctx);
-EVP_MD *EVP_MD_fetch(OSSL_LIB_CTX *ctx, const char *algorithm, const char *properties);
-void EVP_MD_free(EVP_MD *md);
-int EVP_DigestInit_ex(EVP_MD_CTX *ctx, const EVP_MD *type, ENGINE *impl);
-int EVP_DigestUpdate(EVP_MD_CTX *ctx, const void *d, size_t cnt);
-int EVP_DigestFinal_ex(EVP_MD_CTX *ctx, unsigned char *md, unsigned int *s);
-unsigned int OPENSSL_version_major(void);
-unsigned int OPENSSL_version_minor(void);
-const char *OpenSSL_version(int type);
-#ifndef OPENSSL_VERSION
-#define OPENSSL_VERSION 0
-#endif
-#ifndef EVP_MAX_MD_SIZE
-#define EVP_MAX_MD_SIZE 64
-#endif
 
 /* upstream's constants (2.30: crc/crc*_perf.c, raid/xor_gen_perf.c, raid/pq_gen_perf.c, erasure_code/erasure_code_perf.c) */
 #define GT_L3_FLOOR    (32 * 1024 * 1024)
@@ -252,6 +227,62 @@ cur_khz(int cpu)
         return read_number(path);
 }
 
+/* --- the cycle counter ---------------------------------------------------------------------- */
+
+static int cycles_fd = -1; /* perf event of this thread's CPU cycles; -1: none */
+
+static void
+open_cycle_counter(void)
+{
+        struct perf_event_attr attr;
+        memset(&attr, 0, sizeof(attr));
+        attr.type = PERF_TYPE_HARDWARE;
+        attr.size = sizeof(attr);
+        attr.config = PERF_COUNT_HW_CPU_CYCLES;
+        attr.disabled = 1;
+        attr.exclude_hv = 1;
+        attr.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
+        /* this thread on any CPU: the count follows the process when it migrates */
+        cycles_fd = (int) syscall(SYS_perf_event_open, &attr, 0, -1, -1, 0);
+        if (cycles_fd < 0)
+                printf("# isal_bench: pmu none (perf_event_open cycles: %s): cycles/byte from the clock\n",
+                       strerror(errno));
+        else
+                printf("# isal_bench: pmu cycles (perf_event_open PERF_COUNT_HW_CPU_CYCLES, user+kernel)\n");
+}
+
+struct cycle_reading {
+        uint64_t value, enabled, running;
+};
+
+static struct cycle_reading cycles_base; /* the counter's times when it was last reset */
+
+static void
+cycles_start(void)
+{
+        if (cycles_fd >= 0) {
+                ioctl(cycles_fd, PERF_EVENT_IOC_RESET, 0);
+                /* the count restarts from 0, its enabled and running times do not */
+                if (read(cycles_fd, &cycles_base, sizeof(cycles_base)) != (ssize_t) sizeof(cycles_base))
+                        memset(&cycles_base, 0, sizeof(cycles_base));
+                ioctl(cycles_fd, PERF_EVENT_IOC_ENABLE, 0);
+        }
+}
+
+/* 0 and the reading since cycles_start(), or -1 when there is no counter or it did not count */
+static int
+cycles_stop(struct cycle_reading *r)
+{
+        if (cycles_fd < 0)
+                return -1;
+        ioctl(cycles_fd, PERF_EVENT_IOC_DISABLE, 0);
+        if (read(cycles_fd, r, sizeof(*r)) != (ssize_t) sizeof(*r))
+                return -1;
+        r->enabled -= cycles_base.enabled;
+        r->running -= cycles_base.running;
+        return r->running == 0 || r->value == 0 ? -1 : 0;
+}
+
 /* --- timing (upstream's BENCHMARK: calibrate, then a timed run of at least SECONDS) ---------- */
 
 static unsigned long long
@@ -296,6 +327,8 @@ benchmark(const char *name, call_fn fn, void *ctx, long long bytes)
 
         int cpu = sched_getcpu();
         long long before = cpu >= 0 ? cur_khz(cpu) : -1;
+        struct cycle_reading cycles;
+        cycles_start();
         took = 0;
         unsigned long long calls = iterations_for(seconds_per_test, per_call);
         if (timed(fn, ctx, calls, &took) != 0)
@@ -307,6 +340,7 @@ benchmark(const char *name, call_fn fn, void *ctx, long long bytes)
                         return -1;
                 calls += more;
         }
+        int counted = cycles_stop(&cycles) == 0;
         long long after = cpu >= 0 ? cur_khz(cpu) : -1;
         int cpu_after = sched_getcpu();
         if (before > 0 && after > 0)
@@ -314,6 +348,10 @@ benchmark(const char *name, call_fn fn, void *ctx, long long bytes)
                        after, cpu_after == cpu ? "" : " migrated=1");
 
         long long total = (long long) calls * bytes;
+        if (counted)
+                printf("%s: pmu cycles=%llu bytes=%lld enabled_ns=%llu running_ns=%llu\n", name,
+                       (unsigned long long) cycles.value, total, (unsigned long long) cycles.enabled,
+                       (unsigned long long) cycles.running);
         printf("%s: runtime = %10lld usecs, bandwidth %lld MB in %.4f sec = %.2f MB/s\n", name,
                (long long) (took * 1e6), total / 1000000, took, (double) total / (1e6 * took));
         fflush(stdout);
@@ -617,10 +655,22 @@ read_file(const char *path, unsigned char **data, size_t *len)
         return 0;
 }
 
+/* FILTER is one name part or several separated by ",": a test runs when its name contains one */
 static int
 wanted(const char *name, const char *filter)
 {
-        return !filter || strstr(name, filter) != NULL;
+        if (!filter)
+                return 1;
+        for (const char *part = filter; *part;) {
+                size_t len = strcspn(part, ",");
+                for (const char *at = name; len && (at = strchr(at, part[0])) != NULL; at++)
+                        if (strncmp(at, part, len) == 0)
+                                return 1;
+                part += len;
+                if (*part == ',')
+                        part++;
+        }
+        return 0;
 }
 
 /* The igzip tests of one file; *ran counts those the filter let through. */
@@ -843,6 +893,7 @@ main(int argc, char **argv)
                 return 1;
         }
         size_cold();
+        open_cycle_counter();
         printf("# crypto: impl=openssl-%u.%u (%s)\n", (unsigned) OPENSSL_version_major(),
                (unsigned) OPENSSL_version_minor(), OpenSSL_version(OPENSSL_VERSION));
 

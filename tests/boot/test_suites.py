@@ -11,6 +11,7 @@ import pytest
 
 from farm.results.csvout import read_records
 from farm.results.ipbench import WIDE_COLUMNS
+from farm.results.record import key_params, parse_params
 
 from ..conftest import ROOT, run_farm
 
@@ -73,7 +74,11 @@ def test_crypto_suite_and_compare_between_setups(maaxboard_image, tftp_root, tmp
     records = read_records(out / "results.csv")
     four = [r for r in records if r.setup == "four-cores"]
     throughput = {(r.benchmark, r.params) for r in four if r.metric == "throughput" and r.unit == "bytes/s"}
-    cycles = {(r.benchmark, r.params) for r in four if r.metric == "cycles_per_byte"}
+    # a cycles/byte per throughput; isal's say how they were found (the twin's cycle counter: cycles=pmu)
+    cycles = {(r.benchmark, key_params(r.params)) for r in four if r.metric == "cycles_per_byte"}
+    assert {parse_params(r.params)["cycles"] for r in four if r.metric == "cycles_per_byte" and r.benchmark == "isal"} \
+        == {"pmu"}
+    assert not any("seconds=" in r.params for r in four)  # the run's length is not in the key
     functions = {p.split("function=")[1].split(";")[0] for b, p in throughput if b == "isal"}
     algorithms = {p.split("algorithm=")[1].split(";")[0] for b, p in throughput if b == "openssl-speed"}
     assert functions == {"crc16_t10dif", "crc32_ieee", "crc32_iscsi", "xor_gen", "pq_gen", "erasure_code_encode",
@@ -119,3 +124,56 @@ benchmarks: [{{iperf3: {{duration: 1}}}}]
     case = next(tc for tc in ET.parse(out / "junit.xml").getroot().iter("testcase") if tc.get("name") == "boot maaxboard-twin/1GHz")
     assert case.find("failure").get("message") == "maaxboard-twin: cannot pin the CPUs to 1000000 kHz: it has no cpufreq"
     assert json.loads((out / "run.json").read_text())["setups"]["1GHz"]["cpu_frequency_khz"] == 1000000
+
+
+def test_crypto_ci_gives_every_function_n_cv_and_intervals(maaxboard_image, tftp_root, tmp_path):
+    """pipelines/crypto-ci.yaml: 7 repeats in one boot, so summary.md gives every function n=7, a CV
+    and the 95 % interval of its median, and compare of two such runs the interval of each ratio;
+    cycles/byte from the twin's cycle counter (QEMU's PMUv3), not the env file's nominal clock."""
+    import shutil
+    import time
+
+    out = tmp_path / "ci"
+    started = time.monotonic()
+    _run("pipelines/crypto-ci.yaml", out)
+    took = time.monotonic() - started
+    records = read_records(out / "results.csv")
+    values: dict[tuple, list[float]] = {}
+    for r in records:
+        values.setdefault((r.benchmark, r.params, r.metric), []).append(r.value)
+    isal = {p for b, p, m in values if b == "isal" and m == "throughput"}
+    functions = {p.split("function=")[1].split(";")[0] for p in isal}
+    assert functions == {"crc16_t10dif", "crc32_ieee", "crc32_iscsi", "xor_gen", "pq_gen", "erasure_code_encode",
+                         "erasure_code_decode", "aes_xts_128_dec", "aes_xts_256_dec", "md5_mb", "sha1_mb", "sha256",
+                         "sha512", "igzip_file_perf", "igzip_stateless_file_perf", "isal_stateful_inflate",
+                         "isal_stateless_inflate"}
+    assert len(isal) == 13 + 4 * 3  # warm tests; igzip per file (2) and weighted
+    assert all(len(v) == 7 for v in values.values()), {k: len(v) for k, v in values.items() if len(v) != 7}
+    cycles = [r for r in records if r.metric == "cycles_per_byte" and r.benchmark == "isal"]
+    assert len(cycles) == 7 * len(isal) and {r.params.split("cycles=")[1].split(";")[0] for r in cycles} == {"pmu"}
+    assert any("direction=decrypt" in p for b, p, m in values if b == "openssl-speed")
+
+    # summary.md: every key figure has n=7, a CV and an interval
+    rows = [line.split(" | ") for line in (out / "summary.md").read_text().splitlines()
+            if line.startswith("| maaxboard-twin | default |")]
+    assert len(rows) == len(values)
+    for row in rows:
+        n, cv, ci = row[6], row[8], row[9].rstrip(" |")
+        assert n == "7" and cv.endswith(" %") and " – " in ci, row
+
+    # compare of this run with a copy of it: n, CV and the intervals per column, ratio 1 inside its interval
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    shutil.copy(out / "results.csv", copy / "results.csv")
+    proc = run_farm("compare", str(out), str(copy), "--out", str(tmp_path / "cmp"))
+    assert proc.returncode == 0, proc.stderr
+    with open(tmp_path / "cmp" / "compare.csv") as f:
+        table = list(csv.DictReader(f))
+    assert len(table) == len(values)
+    for row in table:
+        low, high = float(row["ratio_ci_low"]), float(row["ratio_ci_high"])
+        assert low <= float(row["ratio"]) == 1.0 <= high and row["ratio_ci_includes_1"] == "true"
+        for column in ("default@ci", "default@copy"):  # both labelled by their directory: one setup name
+            assert row[f"{column}_n"] == "7" and row[f"{column}_cv"] != ""
+            assert float(row[f"{column}_ci_low"]) <= float(row[column]) <= float(row[f"{column}_ci_high"])
+    assert took < 180, f"crypto-ci took {took:.0f} s on the twin"

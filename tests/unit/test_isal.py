@@ -253,3 +253,12 @@ def test_live_records_join_an_imported_perf_report_in_compare(tmp_path):
     row = rows["function=crc32_ieee;mode=warm", "throughput"]
     assert row.medians == (6553.80e6, 40.02e6) and row.ratio == pytest.approx(40.02 / 6553.80)  # twin: 40.02 MB/s
     assert rows["function=erasure_code_decode;mode=cold", "throughput"].ratio is not None
+
+
+def test_only_takes_several_name_parts():
+    """crypto-ci.yaml's `only: [_warm, "@"]`: isal_bench runs a test whose name contains one of them."""
+    assert isal_command({"seconds": 0.05, "only": ["_warm", "@"], "corpus": ["/usr/lib/ssl/openssl.cnf"]}) == \
+        "isal_bench 0.05 _warm,@ /usr/lib/ssl/openssl.cnf"
+    for bad in ([], ["_warm", "a,b"], ["x y"], [3], 3):
+        with pytest.raises(JobError, match="isal only"):
+            isal_command({"only": bad})
