@@ -101,7 +101,7 @@ class LoadResult:
 
 
 _HEADER = re.compile(r"^farm_load 1 (?P<kv>.*)$")
-_EDGE = re.compile(r"^window_(?P<edge>start|end) t=(?P<t>\S+)$")
+EDGE = _EDGE = re.compile(r"^window_(?P<edge>start|end) t=(?P<t>\S+)$")  # a window edge, as printed
 _CLIENT = re.compile(r"^client (?P<id>\d+) (?P<kv>.*)$")
 _RESULT = re.compile(r"^result (?P<kv>.*)$")
 _RESULT_KEYS = ("requested", "send", "receive", "size", "n", "min", "avg", "max", "stdev", "median",

@@ -21,7 +21,7 @@ from typing import Any, Callable, Mapping
 from ..errors import JobError
 from ..measure import BenchmarkError, Measurement, cpustat, iperf3
 from ..measure.ipbench import BENCHMARK as SWEEP
-from . import echo, rtt
+from . import echo, loadgen, rtt
 from .context import BenchContext
 
 IPERF3_PORT = 5201
@@ -48,7 +48,7 @@ SWEEP_METHODS = ("ipbench-echo", "iperf3-sockperf")
 # parameters of each method (the registry's list is their union)
 _METHOD_PARAMS = {
     "ipbench-echo": {"method", "loads", "packet_size", "duration", "samples", "warmup", "cooldown", "clients",
-                     "echo_priority", "echo_cpu"},
+                     "echo_priority", "echo_cpu", "generator"},
     "iperf3-sockperf": {"method", "protocol", "loads", "packet_size", "duration", "warmup", "rtt_rate"},
 }
 
@@ -69,6 +69,7 @@ def check_sweep(params: Mapping[str, Any]) -> None:
         for load in loads:
             _echo_spec(params, load)
         echo.responder_command(echo.ECHO_PORT, priority=params.get("echo_priority"), cpu=params.get("echo_cpu"))
+        loadgen.check_generator(params.get("generator", loadgen.HOST))
         return
     for load in loads:
         iperf3.client_command("127.0.0.1", IPERF3_PORT, duration=params.get("duration", 5),
@@ -158,7 +159,9 @@ def run_echo_sweep(ctx: BenchContext, params: Mapping[str, Any], *,
     two ``/proc/stat`` reads, for tests.
     """
     loads = [float(v) for v in params.get("loads", DEFAULT_LOADS_MBPS)]
-    binary = str(echo.host_generator())
+    source = loadgen.generator(loadgen.check_generator(params.get("generator", loadgen.HOST)),
+                               getattr(getattr(ctx, "booted", None), "target", None))
+    binary = source.prepare()
     ctx.run(echo.responder_command(echo.ECHO_PORT, priority=params.get("echo_priority"), cpu=params.get("echo_cpu")),
             tool=echo.RESPONDER)
     _wait_listening(ctx, echo.ECHO_PORT, "udp", echo.RESPONDER)
@@ -173,15 +176,17 @@ def run_echo_sweep(ctx: BenchContext, params: Mapping[str, Any], *,
 
         length = spec.duration if spec.duration is not None else spec.samples * spec.size * 8 / spec.rate_bps
         with tempfile.TemporaryDirectory(prefix="farm-load-") as tmp:
-            dump = f"{tmp}/samples.txt"
-            output = echo.run_load(echo.load_command(binary, host, port, spec, dump=dump if observe else None),
-                                   on_edge=on_edge, timeout=spec.warmup + length + spec.cooldown + 60)
+            output, samples = source.run(echo.load_command(binary, host, port, spec), on_edge=on_edge,
+                                         timeout=spec.warmup + length + spec.cooldown + 60,
+                                         dump=f"{tmp}/samples.txt" if observe else None)
+        try:
             result = echo.parse_load(output)
-            if set(edges) != {"start", "end"}:
-                raise BenchmarkError(echo.TOOL, f"the output has no window edges: {output[:200]!r}")
-            if observe is not None:
-                with open(dump) as f:
-                    observe(load, result, f.read(), edges["end"][0] - edges["start"][0])
+        except BenchmarkError as exc:
+            raise BenchmarkError(echo.TOOL, f"{source.where}: {exc.message}") from None
+        if set(edges) != {"start", "end"}:
+            raise BenchmarkError(echo.TOOL, f"{source.where}: the output has no window edges: {output[:200]!r}")
+        if observe is not None:
+            observe(load, result, samples or "", edges["end"][0] - edges["start"][0])
         point = {"requested": int(load * 1e6), "packet_size": spec.size}
         found = result.measurements(point)
         tagged = {**point, "method": echo.METHOD, "n": result.samples}
