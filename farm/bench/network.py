@@ -21,7 +21,7 @@ from typing import Any, Callable, Mapping
 from ..errors import JobError
 from ..measure import BenchmarkError, Measurement, cpustat, iperf3
 from ..measure.ipbench import BENCHMARK as SWEEP
-from . import echo, loadgen, rtt
+from . import cputarget, echo, loadgen, rtt
 from .context import BenchContext
 
 IPERF3_PORT = 5201
@@ -48,7 +48,7 @@ SWEEP_METHODS = ("ipbench-echo", "iperf3-sockperf")
 # parameters of each method (the registry's list is their union)
 _METHOD_PARAMS = {
     "ipbench-echo": {"method", "loads", "packet_size", "duration", "samples", "warmup", "cooldown", "clients",
-                     "echo_priority", "echo_cpu", "generator"},
+                     "echo_priority", "echo_cpu", "generator", "cpu_target"},
     "iperf3-sockperf": {"method", "protocol", "loads", "packet_size", "duration", "warmup", "rtt_rate"},
 }
 
@@ -70,6 +70,8 @@ def check_sweep(params: Mapping[str, Any]) -> None:
             _echo_spec(params, load)
         echo.responder_command(echo.ECHO_PORT, priority=params.get("echo_priority"), cpu=params.get("echo_cpu"))
         loadgen.check_generator(params.get("generator", loadgen.HOST))
+        if not isinstance(params.get("cpu_target", False), bool):
+            raise JobError(f"sweep cpu_target {params['cpu_target']!r}: expected true or false")
         return
     for load in loads:
         iperf3.client_command("127.0.0.1", IPERF3_PORT, duration=params.get("duration", 5),
@@ -151,7 +153,11 @@ def run_echo_sweep(ctx: BenchContext, params: Mapping[str, Any], *,
     ipbench's figures of the measured window (:class:`farm.bench.echo.LoadResult`), and the target's
     CPU utilisation over that window: ``/proc/stat`` is read on the target when the generator says
     the window opens and again when it closes (not over warm-up or cool-down), in total
-    (``cpu_utilisation``) and per core (``cpu<N>_utilisation``).
+    (``cpu_utilisation``) and per core (``cpu<N>_utilisation``). With ``cpu_target: true`` the
+    idle-cycle target runs too (:mod:`farm.bench.cputarget`): ``idle_cycles``, ``total_cycles`` and
+    ``cpu_target_utilisation``, and ``cpu_utilisation`` counts the spinners' time as idle (no per-core
+    figures then: /proc/stat's would be the spinners'). The generator is ``generator`` (default the lab
+    host; :mod:`farm.bench.loadgen`).
 
     Every record's params are the point (``requested`` bit/s, ``packet_size``), ``method=ipbench-echo``
     and ``n`` (RTT samples of the window). ``observe(load, result, samples_text, cpu_seconds)`` gets
@@ -166,13 +172,47 @@ def run_echo_sweep(ctx: BenchContext, params: Mapping[str, Any], *,
             tool=echo.RESPONDER)
     _wait_listening(ctx, echo.ECHO_PORT, "udp", echo.RESPONDER)
     host, port = ctx.reach(echo.ECHO_PORT, ("udp",))
+    spinning = bool(params.get("cpu_target", False))
+    rate = _start_cpu_target(ctx) if spinning else None
+    try:
+        points = _echo_points(ctx, params, loads, source, binary, host, port, rate, observe)
+    except BaseException:
+        if spinning:  # best effort: the error that stopped the sweep is the one to report
+            try:
+                ctx.run(cputarget.STOP, tool=cputarget.TOOL)
+            except Exception:
+                pass
+        raise
+    if spinning:
+        ctx.run(cputarget.STOP, tool=cputarget.TOOL)
+    return points
+
+
+def _start_cpu_target(ctx: BenchContext) -> float:
+    """Start farm_spin and calibrate its idle rate (the responder is idle: no load runs yet)."""
+    ctx.run(cputarget.START, tool=cputarget.TOOL)
+    reads = cputarget.parse_reads(ctx.run(cputarget.CALIBRATE, timeout=30, tool=cputarget.TOOL))
+    if len(reads) != 2:
+        raise BenchmarkError(cputarget.TOOL, f"calibration: {len(reads)} reads of the counters, expected 2")
+    return cputarget.idle_rate(*reads)
+
+
+def _echo_points(ctx: BenchContext, params: Mapping[str, Any], loads: list[float], source: Any, binary: str,
+                 host: str, port: int, rate: float | None,
+                 observe: Callable[[float, echo.LoadResult, str, float], None] | None) -> list[Measurement]:
+    read = "grep '^cpu' /proc/stat" + (f"; {cputarget.READ}" if rate is not None else "")
     measurements: list[Measurement] = []
     for load in loads:
         spec = _echo_spec(params, load)
         edges: dict[str, tuple[float, dict[str, cpustat.CpuTimes]]] = {}
+        spins: dict[str, cputarget.SpinCounts] = {}
 
         def on_edge(edge: str) -> None:
-            edges[edge] = (time.monotonic(), _cpu_cores(ctx))
+            now = time.monotonic()
+            lines = ctx.run(read, tool="cpu")
+            edges[edge] = (now, cpustat.parse_proc_stat_cores("\n".join(l for l in lines if l.startswith("cpu"))))
+            if rate is not None:
+                (spins[edge],) = cputarget.parse_reads(lines)
 
         length = spec.duration if spec.duration is not None else spec.samples * spec.size * 8 / spec.rate_bps
         with tempfile.TemporaryDirectory(prefix="farm-load-") as tmp:
@@ -191,16 +231,24 @@ def run_echo_sweep(ctx: BenchContext, params: Mapping[str, Any], *,
         found = result.measurements(point)
         tagged = {**point, "method": echo.METHOD, "n": result.samples}
         (_, before), (_, after) = edges["start"], edges["end"]
-        cpu = cpustat.utilisation(before["cpu"], after["cpu"])
-        found.append(Measurement(SWEEP, "cpu_utilisation", cpu, "percent", tagged))
-        for core in sorted((c for c in before if c != "cpu"), key=lambda c: int(c[3:])):
-            if core in after:
-                found.append(Measurement(SWEEP, f"{core}_utilisation",
-                                         cpustat.utilisation(before[core], after[core]), "percent", tagged))
+        if rate is None:
+            cpu = cpustat.utilisation(before["cpu"], after["cpu"])
+            found.append(Measurement(SWEEP, "cpu_utilisation", cpu, "percent", tagged))
+            for core in sorted((c for c in before if c != "cpu"), key=lambda c: int(c[3:])):
+                if core in after:
+                    found.append(Measurement(SWEEP, f"{core}_utilisation",
+                                             cpustat.utilisation(before[core], after[core]), "percent", tagged))
+        else:  # the spinners' time is idle time to the load; per core /proc/stat would be the spinners'
+            w = cputarget.window(rate, spins["start"], spins["end"])
+            cpu = cputarget.load_utilisation(before["cpu"], after["cpu"], w.spin_ticks)
+            found += [Measurement(SWEEP, "cpu_utilisation", cpu, "percent", tagged),
+                      Measurement(SWEEP, "idle_cycles", w.idle, cputarget.UNIT, tagged),
+                      Measurement(SWEEP, "total_cycles", w.total, cputarget.UNIT, tagged),
+                      Measurement(SWEEP, "cpu_target_utilisation", w.utilisation, "percent", tagged)]
         measurements += found
         ctx.say(f"  sweep {load:g} Mb/s: sent {result.send / 1e6:.1f}, received {result.receive / 1e6:.1f} Mb/s, "
                 f"RTT median {result.rtt_median:.0f} us (max {result.rtt_max:.0f}, n {result.samples}), "
-                f"CPU {cpu:.0f} %")
+                f"CPU {cpu:.0f} %" + (f" (target {found[-1].value:.0f} %)" if rate is not None else ""))
     return measurements
 
 
