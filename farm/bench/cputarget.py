@@ -9,13 +9,14 @@ the core. Before the loads, farm counts what the spinners do in one second of an
 * ``idle_cycles``: the iterations the spinners counted in the window;
 * ``total_cycles``: the calibrated rate × the window's length (the target's own clock): what they
   would have counted had the target been idle throughout;
-* ``cpu_target_utilisation`` = ``100 × (1 − idle/total)`` (ipbench's formula), clamped to 0-100
-  (the idle rate is one second's, and a window can be idler than the calibration).
+* ``cpu_utilisation`` (param ``cpu=farm_spin``) = ``100 × (1 − idle/total)`` (ipbench's formula),
+  clamped to 0-100 (the idle rate is one second's, and a window can be idler than the calibration).
 
 They fill the wide CSV's ``Idle_Cycles``/``Total_Cycles`` columns, in spinner **iterations**, not
-CPU cycles (unit ``iterations``): only their ratio compares with ipbench's. The spinners' own CPU
-time is busy time to ``/proc/stat``; ``cpu_utilisation`` counts it as idle (``ticks=`` of
-``farm_spin -r``), so it stays the load's.
+CPU cycles (unit ``iterations``): only their ratio compares with ipbench's. ``/proc/stat`` is not used
+then: it counts the spinners as busy. (``ticks=`` of ``farm_spin -r``, the spinners' own CPU time,
+is parsed for a check of the counters; subtracting it from /proc/stat's busy time gave 0 % on the
+twin at every load, so farm does not offer that figure.)
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ import re
 import attrs
 
 from ..errors import ParseError
-from ..measure import cpustat
 
 TOOL = "farm_spin"
 UNIT = "iterations"
@@ -99,11 +99,3 @@ def window(rate: float, start: SpinCounts, end: SpinCounts) -> Window:
     if end.t <= start.t or end.count < start.count or end.ticks < start.ticks:
         raise ParseError(f"farm_spin window: the counters went backwards ({start} -> {end})")
     return Window(float(end.count - start.count), rate * (end.t - start.t), end.ticks - start.ticks)
-
-
-def load_utilisation(before: cpustat.CpuTimes, after: cpustat.CpuTimes, spin_ticks: int) -> float:
-    """``/proc/stat``'s utilisation with the spinners' ticks counted as idle (they run only when the
-    core would idle), in [0, 100]."""
-    busy = cpustat.utilisation(before, after)
-    total = after.total - before.total
-    return min(100.0, max(0.0, busy - 100.0 * spin_ticks / total))

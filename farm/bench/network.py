@@ -154,9 +154,9 @@ def run_echo_sweep(ctx: BenchContext, params: Mapping[str, Any], *,
     CPU utilisation over that window: ``/proc/stat`` is read on the target when the generator says
     the window opens and again when it closes (not over warm-up or cool-down), in total
     (``cpu_utilisation``) and per core (``cpu<N>_utilisation``). With ``cpu_target: true`` the
-    idle-cycle target runs too (:mod:`farm.bench.cputarget`): ``idle_cycles``, ``total_cycles`` and
-    ``cpu_target_utilisation``, and ``cpu_utilisation`` counts the spinners' time as idle (no per-core
-    figures then: /proc/stat's would be the spinners'). The generator is ``generator`` (default the lab
+    idle-cycle target runs too (:mod:`farm.bench.cputarget`): ``idle_cycles``, ``total_cycles``, and
+    ``cpu_utilisation`` is the target's (param ``cpu=farm_spin``), as ipbench's CPU figure is; no
+    /proc/stat figures then (they would count the spinners as busy). The generator is ``generator`` (default the lab
     host; :mod:`farm.bench.loadgen`).
 
     Every record's params are the point (``requested`` bit/s, ``packet_size``), ``method=ipbench-echo``
@@ -238,17 +238,16 @@ def _echo_points(ctx: BenchContext, params: Mapping[str, Any], loads: list[float
                 if core in after:
                     found.append(Measurement(SWEEP, f"{core}_utilisation",
                                              cpustat.utilisation(before[core], after[core]), "percent", tagged))
-        else:  # the spinners' time is idle time to the load; per core /proc/stat would be the spinners'
+        else:  # the CPU figure is the target's, as ipbench's is; /proc/stat would count the spinners as busy
             w = cputarget.window(rate, spins["start"], spins["end"])
-            cpu = cputarget.load_utilisation(before["cpu"], after["cpu"], w.spin_ticks)
-            found += [Measurement(SWEEP, "cpu_utilisation", cpu, "percent", tagged),
+            cpu = w.utilisation
+            found += [Measurement(SWEEP, "cpu_utilisation", cpu, "percent", {**tagged, "cpu": cputarget.TOOL}),
                       Measurement(SWEEP, "idle_cycles", w.idle, cputarget.UNIT, tagged),
-                      Measurement(SWEEP, "total_cycles", w.total, cputarget.UNIT, tagged),
-                      Measurement(SWEEP, "cpu_target_utilisation", w.utilisation, "percent", tagged)]
+                      Measurement(SWEEP, "total_cycles", w.total, cputarget.UNIT, tagged)]
         measurements += found
         ctx.say(f"  sweep {load:g} Mb/s: sent {result.send / 1e6:.1f}, received {result.receive / 1e6:.1f} Mb/s, "
                 f"RTT median {result.rtt_median:.0f} us (max {result.rtt_max:.0f}, n {result.samples}), "
-                f"CPU {cpu:.0f} %" + (f" (target {found[-1].value:.0f} %)" if rate is not None else ""))
+                f"CPU {cpu:.0f} %" + (" (farm_spin)" if rate is not None else ""))
     return measurements
 
 

@@ -5,7 +5,7 @@
  * system in the same time (calibrated by farm before the load), are the idle share of the window.
  *
  *   farm_spin -d [-f FILE]   start the spinners as a daemon; counters in FILE (default
- *                            /dev/shm/farm_spin, shared memory); prints "farm_spin: cores N pid P"
+ *                            /tmp/farm_spin.counts, mapped shared: the initrd has no /dev/shm); prints "farm_spin: cores N pid P"
  *   farm_spin -r [-f FILE]   print the counters once, with the target's CLOCK_MONOTONIC time and the
  *                            spinners' own CPU time (utime+stime of the daemon, USER_HZ ticks, from
  *                            /proc/PID/stat: what /proc/stat counts as busy but is the spinners'):
@@ -104,7 +104,7 @@ static long ticks_of(long pid)
 
 int main(int argc, char **argv)
 {
-	const char *file = "/dev/shm/farm_spin";
+	const char *file = "/tmp/farm_spin.counts";
 	int daemon_mode = 0, read_mode = 0, opt;
 
 	while ((opt = getopt(argc, argv, "drf:")) != -1) {

@@ -12,7 +12,6 @@ import pytest
 from farm.bench import cputarget
 from farm.bench.network import check_sweep
 from farm.errors import JobError, ParseError
-from farm.measure import cpustat
 from farm.results.ipbench import sweep_rows, write_wide_csv
 from farm.results.record import Record
 
@@ -45,14 +44,6 @@ def test_a_window_half_idle_is_half_utilised():
         cputarget.window(rate, cputarget.SpinCounts(1, 5, 10, (10,)), cputarget.SpinCounts(2, 4, 20, (20,)))
 
 
-def test_proc_stat_counts_the_spinners_time_as_idle():
-    before = cpustat.CpuTimes(user=0, nice=0, system=0, idle=0)
-    # 400 ticks over 4 cores: 300 user (of which 200 the spinners' nice-19 time... as user here), 100 idle
-    after = cpustat.CpuTimes(user=300, nice=0, system=0, idle=100)
-    assert cpustat.utilisation(before, after) == 75.0
-    assert cputarget.load_utilisation(before, after, 200) == 25.0
-
-
 def test_cpu_target_is_a_boolean_parameter():
     check_sweep({"cpu_target": True, "loads": [10]})
     with pytest.raises(JobError, match="cpu_target 'yes'"):
@@ -76,34 +67,34 @@ def test_the_wide_csv_gets_idle_and_total_cycles_when_recorded(tmp_path):
     assert "Idle_Cycles" not in sweep_rows([_rec("cpu_utilisation", 12.5, "percent")])[0]
 
 
-def test_the_spinner_counts_idle_time_and_yields_to_work(tmp_path):
-    """farm_spin for real on this machine: counts while it runs; a busy normal-priority loop on
-    every core takes (most of) the time back from it."""
+def test_the_spinner_yields_to_work(tmp_path):
+    """farm_spin for real on this machine: with a normal-priority busy loop per core beside it, its
+    own CPU time (``ticks=``) is a small share. (Before its autogroup got nice 19 it took about half:
+    a new session is a scheduling group of its own, which CFS serves as fairly as the load's.) Other
+    jobs on this machine only lower its share."""
     binary = tmp_path / "farm_spin"
     subprocess.run(["gcc", "-O2", "-Wall", "-pthread", "-o", str(binary), str(SOURCE)], check=True)
     shm = tmp_path / "counts"
     started = subprocess.run([str(binary), "-d", "-f", str(shm)], capture_output=True, text=True, check=True)
     pid = int(started.stdout.split()[-1])
+
+    def read():
+        out = subprocess.run([str(binary), "-r", "-f", str(shm)], capture_output=True, text=True, check=True)
+        return cputarget.parse_reads(out.stdout.splitlines())[0]
+
     try:
-        def read():
-            out = subprocess.run([str(binary), "-r", "-f", str(shm)], capture_output=True, text=True, check=True)
-            return cputarget.parse_reads(out.stdout.splitlines())[0]
-        a = read()
-        time.sleep(0.5)
-        b = read()
-        alone = (b.count - a.count) / (b.t - a.t)
-        hogs = [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(len(a.cores))]
+        cores = len(read().cores)
+        hogs = [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(cores)]
         try:
-            time.sleep(0.2)
-            c = read()
-            time.sleep(0.5)
-            d = read()
+            time.sleep(0.3)
+            a = read()
+            time.sleep(1.0)
+            b = read()
         finally:
             for h in hogs:
                 h.kill()
                 h.wait()
-        busy = (d.count - c.count) / (d.t - c.t)
-        assert alone > 0
-        assert busy < 0.5 * alone, (alone, busy)  # SCHED_IDLE: it gives the cores up to normal work
+        available = cores * (b.t - a.t) * 100  # USER_HZ ticks
+        assert b.ticks - a.ticks < 0.1 * available, (b.ticks - a.ticks, available)
     finally:
         subprocess.run(["kill", str(pid)])
