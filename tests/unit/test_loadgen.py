@@ -184,3 +184,13 @@ imports:
     assert isinstance(gen, RemoteGenerator)
     assert gen.login == SSHLogin("vb04", "192.168.10.4", "bench", 22, str(tmp_path / "keys" / "id_vb04"),
                                  str(tmp_path / "keys" / "known_hosts"))
+
+
+def test_the_sweep_checks_its_generator_before_any_boot():
+    from farm.bench.network import check_sweep
+
+    check_sweep({"loads": [10], "generator": "vb04"})
+    with pytest.raises(JobError, match="sweep generator"):
+        check_sweep({"loads": [10], "generator": "vb 04; rm"})
+    with pytest.raises(JobError, match="generator not a parameter of this method"):
+        check_sweep({"method": "iperf3-sockperf", "loads": [10], "generator": "vb04"})
