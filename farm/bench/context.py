@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from typing import TYPE_CHECKING, Callable
 
 import attrs
@@ -10,6 +11,12 @@ from ..measure import BenchmarkError
 
 if TYPE_CHECKING:
     from ..boot.facts import TargetFacts
+
+
+# where each booted target's ports were reached: one forward per port for the whole boot. A second
+# QEMU user-mode UDP forward to the same guest port is never answered: slirp finds a reply's socket by
+# the guest's address and port, so the first forward's socket sends it (to a peer long gone).
+_REACHED: "weakref.WeakKeyDictionary[object, dict[tuple, tuple[str, int]]]" = weakref.WeakKeyDictionary()
 
 
 @attrs.define
@@ -29,9 +36,15 @@ class BenchContext:
             raise BenchmarkError(tool, f"'{command}' failed: {output or exc.msg}") from None
 
     def reach(self, port: int, protos: tuple[str, ...] = ("tcp",)) -> tuple[str, int]:
-        """(host, port) at which the lab host reaches ``port`` on the target."""
+        """(host, port) at which the lab host reaches ``port`` on the target; the same for every
+        benchmark of one boot (one forward per port, see ``_REACHED``)."""
         from ..boot.network import reach
 
         if not self.facts.address:
             raise BenchmarkError("network", "the target has no IPv4 address (did DHCP answer? see the console log)")
-        return reach(self.booted.target, self.facts.address, port, protos)
+        target = self.booted.target
+        known = _REACHED.setdefault(target, {})
+        key = (self.facts.address, port, tuple(sorted(protos)))
+        if key not in known:
+            known[key] = reach(target, self.facts.address, port, protos)
+        return known[key]

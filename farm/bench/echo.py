@@ -18,7 +18,10 @@ The figures of a window (see :class:`LoadResult`):
   summed over clients (echoes of packets sent before the window count, as in ipbench);
 * RTT min/avg/max/stdev/median in µs over *every* packet sent in the window that came back before
   the load ended: population standard deviation, the median the upper middle sample;
-* ``n``: how many such samples there were (max and stdev depend on it).
+* ``n``: how many such samples there were (max and stdev depend on it);
+* ``rtt_p10``/``rtt_p90``: the 10th and 90th percentile of the same samples (``sorted[floor(n p)]``,
+  as the median is ``sorted[n/2]``), farm's own figures for the plots' band (not in ipbench's form;
+  output of generators built before them has none).
 """
 
 from __future__ import annotations
@@ -88,6 +91,8 @@ class LoadResult:
     last_rx: float
     lost: int
     clients: tuple[ClientCounts, ...]
+    rtt_p10: float | None = None
+    rtt_p90: float | None = None
 
     def measurements(self, params: Mapping[str, Any] | None = None, *, benchmark: str = SWEEP) -> list[Measurement]:
         """The sweep point's metrics under ``params`` (plus ``method`` and ``n``)."""
@@ -96,12 +101,14 @@ class LoadResult:
                   ("received_throughput", self.receive, "bit/s"), ("rtt_min", self.rtt_min, "us"),
                   ("rtt_avg", self.rtt_avg, "us"), ("rtt_max", self.rtt_max, "us"),
                   ("rtt_stdev", self.rtt_stdev, "us"), ("rtt_median", self.rtt_median, "us"),
-                  ("lost", float(self.lost), "count"))
+                  ("lost", float(self.lost), "count"),
+                  *((("rtt_p10", self.rtt_p10, "us"), ("rtt_p90", self.rtt_p90, "us"))
+                    if self.rtt_p10 is not None and self.rtt_p90 is not None else ()))
         return [Measurement(benchmark, metric, float(value), unit, point) for metric, value, unit in values]
 
 
 _HEADER = re.compile(r"^farm_load 1 (?P<kv>.*)$")
-_EDGE = re.compile(r"^window_(?P<edge>start|end) t=(?P<t>\S+)$")
+EDGE = _EDGE = re.compile(r"^window_(?P<edge>start|end) t=(?P<t>\S+)$")  # a window edge, as printed
 _CLIENT = re.compile(r"^client (?P<id>\d+) (?P<kv>.*)$")
 _RESULT = re.compile(r"^result (?P<kv>.*)$")
 _RESULT_KEYS = ("requested", "send", "receive", "size", "n", "min", "avg", "max", "stdev", "median",
@@ -157,7 +164,8 @@ def parse_load(text: str) -> LoadResult:
                       samples=int(kv["n"]), rtt_min=kv["min"], rtt_avg=kv["avg"], rtt_max=kv["max"],
                       rtt_stdev=kv["stdev"], rtt_median=kv["median"], window_start=kv["window_start"],
                       window_end=kv["window_end"], load_end=kv["load_end"], first_tx=kv["first_tx"],
-                      last_rx=kv["last_rx"], lost=int(kv["lost"]), clients=tuple(clients))
+                      last_rx=kv["last_rx"], lost=int(kv["lost"]), clients=tuple(clients),
+                      rtt_p10=kv.get("p10"), rtt_p90=kv.get("p90"))
 
 
 def _pairs(number: int, text: str, keys: tuple[str, ...]) -> dict[str, float]:

@@ -22,7 +22,7 @@ from ..errors import JobError
 from ..measure import BenchmarkError, Measurement, cpustat, iperf3
 from ..measure.ipbench import BENCHMARK as SWEEP
 from ..measure.units import human
-from . import echo, rtt
+from . import cputarget, echo, loadgen, rtt
 from .context import BenchContext
 
 IPERF3_PORT = 5201
@@ -49,7 +49,7 @@ SWEEP_METHODS = ("ipbench-echo", "iperf3-sockperf")
 # parameters of each method (the registry's list is their union)
 _METHOD_PARAMS = {
     "ipbench-echo": {"method", "loads", "packet_size", "duration", "samples", "warmup", "cooldown", "clients",
-                     "echo_priority", "echo_cpu"},
+                     "echo_priority", "echo_cpu", "generator", "cpu_target"},
     "iperf3-sockperf": {"method", "protocol", "loads", "packet_size", "duration", "warmup", "rtt_rate"},
 }
 
@@ -70,6 +70,9 @@ def check_sweep(params: Mapping[str, Any]) -> None:
         for load in loads:
             _echo_spec(params, load)
         echo.responder_command(echo.ECHO_PORT, priority=params.get("echo_priority"), cpu=params.get("echo_cpu"))
+        loadgen.check_generator(params.get("generator", loadgen.HOST))
+        if not isinstance(params.get("cpu_target", False), bool):
+            raise JobError(f"sweep cpu_target {params['cpu_target']!r}: expected true or false")
         return
     for load in loads:
         iperf3.client_command("127.0.0.1", IPERF3_PORT, duration=params.get("duration", 5),
@@ -151,7 +154,11 @@ def run_echo_sweep(ctx: BenchContext, params: Mapping[str, Any], *,
     ipbench's figures of the measured window (:class:`farm.bench.echo.LoadResult`), and the target's
     CPU utilisation over that window: ``/proc/stat`` is read on the target when the generator says
     the window opens and again when it closes (not over warm-up or cool-down), in total
-    (``cpu_utilisation``) and per core (``cpu<N>_utilisation``).
+    (``cpu_utilisation``) and per core (``cpu<N>_utilisation``). With ``cpu_target: true`` the
+    idle-cycle target runs too (:mod:`farm.bench.cputarget`): ``idle_cycles``, ``total_cycles``, and
+    ``cpu_utilisation`` is the target's (param ``cpu=farm_spin``), as ipbench's CPU figure is; no
+    /proc/stat figures then (they would count the spinners as busy). The generator is ``generator`` (default the lab
+    host; :mod:`farm.bench.loadgen`).
 
     Every record's params are the point (``requested`` bit/s, ``packet_size``), ``method=ipbench-echo``
     and ``n`` (RTT samples of the window). ``observe(load, result, samples_text, cpu_seconds)`` gets
@@ -159,44 +166,90 @@ def run_echo_sweep(ctx: BenchContext, params: Mapping[str, Any], *,
     two ``/proc/stat`` reads, for tests.
     """
     loads = [float(v) for v in params.get("loads", DEFAULT_LOADS_MBPS)]
-    binary = str(echo.host_generator())
+    source = loadgen.generator(loadgen.check_generator(params.get("generator", loadgen.HOST)),
+                               getattr(getattr(ctx, "booted", None), "target", None))
+    binary = source.prepare()
     ctx.run(echo.responder_command(echo.ECHO_PORT, priority=params.get("echo_priority"), cpu=params.get("echo_cpu")),
             tool=echo.RESPONDER)
     _wait_listening(ctx, echo.ECHO_PORT, "udp", echo.RESPONDER)
     host, port = ctx.reach(echo.ECHO_PORT, ("udp",))
+    spinning = bool(params.get("cpu_target", False))
+    rate = _start_cpu_target(ctx) if spinning else None
+    try:
+        points = _echo_points(ctx, params, loads, source, binary, host, port, rate, observe)
+    except BaseException:
+        if spinning:  # best effort: the error that stopped the sweep is the one to report
+            try:
+                ctx.run(cputarget.STOP, tool=cputarget.TOOL)
+            except Exception:
+                pass
+        raise
+    if spinning:
+        ctx.run(cputarget.STOP, tool=cputarget.TOOL)
+    return points
+
+
+def _start_cpu_target(ctx: BenchContext) -> float:
+    """Start farm_spin and calibrate its idle rate (the responder is idle: no load runs yet)."""
+    ctx.run(cputarget.START, tool=cputarget.TOOL)
+    reads = cputarget.parse_reads(ctx.run(cputarget.CALIBRATE, timeout=30, tool=cputarget.TOOL))
+    if len(reads) != 2:
+        raise BenchmarkError(cputarget.TOOL, f"calibration: {len(reads)} reads of the counters, expected 2")
+    return cputarget.idle_rate(*reads)
+
+
+def _echo_points(ctx: BenchContext, params: Mapping[str, Any], loads: list[float], source: Any, binary: str,
+                 host: str, port: int, rate: float | None,
+                 observe: Callable[[float, echo.LoadResult, str, float], None] | None) -> list[Measurement]:
+    read = "grep '^cpu' /proc/stat" + (f"; {cputarget.READ}" if rate is not None else "")
     measurements: list[Measurement] = []
     for load in loads:
         spec = _echo_spec(params, load)
         edges: dict[str, tuple[float, dict[str, cpustat.CpuTimes]]] = {}
+        spins: dict[str, cputarget.SpinCounts] = {}
 
         def on_edge(edge: str) -> None:
-            edges[edge] = (time.monotonic(), _cpu_cores(ctx))
+            now = time.monotonic()
+            lines = ctx.run(read, tool="cpu")
+            edges[edge] = (now, cpustat.parse_proc_stat_cores("\n".join(l for l in lines if l.startswith("cpu"))))
+            if rate is not None:
+                (spins[edge],) = cputarget.parse_reads(lines)
 
         length = spec.duration if spec.duration is not None else spec.samples * spec.size * 8 / spec.rate_bps
         with tempfile.TemporaryDirectory(prefix="farm-load-") as tmp:
-            dump = f"{tmp}/samples.txt"
-            output = echo.run_load(echo.load_command(binary, host, port, spec, dump=dump if observe else None),
-                                   on_edge=on_edge, timeout=spec.warmup + length + spec.cooldown + 60)
+            output, samples = source.run(echo.load_command(binary, host, port, spec), on_edge=on_edge,
+                                         timeout=spec.warmup + length + spec.cooldown + 60,
+                                         dump=f"{tmp}/samples.txt" if observe else None)
+        try:
             result = echo.parse_load(output)
-            if set(edges) != {"start", "end"}:
-                raise BenchmarkError(echo.TOOL, f"the output has no window edges: {output[:200]!r}")
-            if observe is not None:
-                with open(dump) as f:
-                    observe(load, result, f.read(), edges["end"][0] - edges["start"][0])
+        except BenchmarkError as exc:
+            raise BenchmarkError(echo.TOOL, f"{source.where}: {exc.message}") from None
+        if set(edges) != {"start", "end"}:
+            raise BenchmarkError(echo.TOOL, f"{source.where}: the output has no window edges: {output[:200]!r}")
+        if observe is not None:
+            observe(load, result, samples or "", edges["end"][0] - edges["start"][0])
         point = {"requested": int(load * 1e6), "packet_size": spec.size}
         found = result.measurements(point)
         tagged = {**point, "method": echo.METHOD, "n": result.samples}
         (_, before), (_, after) = edges["start"], edges["end"]
-        cpu = cpustat.utilisation(before["cpu"], after["cpu"])
-        found.append(Measurement(SWEEP, "cpu_utilisation", cpu, "percent", tagged))
-        for core in sorted((c for c in before if c != "cpu"), key=lambda c: int(c[3:])):
-            if core in after:
-                found.append(Measurement(SWEEP, f"{core}_utilisation",
-                                         cpustat.utilisation(before[core], after[core]), "percent", tagged))
+        if rate is None:
+            cpu = cpustat.utilisation(before["cpu"], after["cpu"])
+            found.append(Measurement(SWEEP, "cpu_utilisation", cpu, "percent", tagged))
+            for core in sorted((c for c in before if c != "cpu"), key=lambda c: int(c[3:])):
+                if core in after:
+                    found.append(Measurement(SWEEP, f"{core}_utilisation",
+                                             cpustat.utilisation(before[core], after[core]), "percent", tagged))
+        else:  # the CPU figure is the target's, as ipbench's is; /proc/stat would count the spinners as busy
+            w = cputarget.window(rate, spins["start"], spins["end"])
+            cpu = w.utilisation
+            found += [Measurement(SWEEP, "cpu_utilisation", cpu, "percent", {**tagged, "cpu": cputarget.TOOL}),
+                      Measurement(SWEEP, "idle_cycles", w.idle, cputarget.UNIT, tagged),
+                      Measurement(SWEEP, "total_cycles", w.total, cputarget.UNIT, tagged)]
         measurements += found
         ctx.say(f"  sweep {human(load * 1e6, 'bit/s')}: sent {human(result.send, 'bit/s')}, received "
                 f"{human(result.receive, 'bit/s')}, RTT median {human(result.rtt_median, 'us')} (max "
-                f"{human(result.rtt_max, 'us')}, n {result.samples}), CPU {human(cpu, 'percent')}")
+                f"{human(result.rtt_max, 'us')}, n {result.samples}), CPU {human(cpu, 'percent')}"
+                + (" (farm_spin)" if rate is not None else ""))
     return measurements
 
 

@@ -123,7 +123,7 @@ REGISTRATIONS: tuple[BenchmarkSpec, ...] = (
         ipbench.BENCHMARK, NETWORK, run_sweep,
         {"method": str, "protocol": str, "loads": list, "packet_size": int, "duration": (int, float),
          "samples": int, "warmup": (int, float), "cooldown": (int, float), "clients": int, "echo_priority": int,
-         "echo_cpu": int, "rtt_rate": int},
+         "echo_cpu": int, "rtt_rate": int, "generator": str, "cpu_target": bool},
         check_sweep,
         parsers=(lambda text: echo.parse_load(text).measurements(), lambda text: rtt.parse_sockperf(text).measurements(),
                  lambda text: [m for _, m in ipbench.parse_csv(text)]),
@@ -132,7 +132,7 @@ REGISTRATIONS: tuple[BenchmarkSpec, ...] = (
                             frozenset({"cpu_fraction"})),),
         # throughputs, RTTs, CPU utilisation (whole and per core); lost packets: a count, no direction
         units={"bit/s": HIGHER_IS_BETTER, "us": LOWER_IS_BETTER, "percent": LOWER_IS_BETTER,
-               "count": UNKNOWN_DIRECTION},
+               "count": UNKNOWN_DIRECTION, "iterations": UNKNOWN_DIRECTION},  # the CPU target's counts
         ports=(echo.ECHO_PORT, IPERF3_PORT, SOCKPERF_PORT)),  # ipbench-echo's; iperf3-sockperf's
     BenchmarkSpec(
         iperf3.BENCHMARK, NETWORK, run_iperf3,

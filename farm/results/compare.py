@@ -21,6 +21,11 @@ this module reports, :mod:`farm.results.qualify` judges.
 **Missing.** A key present in some columns only is kept as a row with empty cells, and listed in
 :attr:`Comparison.missing` and in its own section of ``compare.md``: a benchmark that silently
 vanished from a run is a result too.
+
+**Methods apart.** The ``method=`` param is part of the key, so a live ``ipbench-echo`` sweep and an
+imported ``import:ipbench`` history (or the older ``iperf3-sockperf``) are never joined: their
+figures share names but not definitions. Such pairs are listed by :func:`methods_apart` and in
+``compare.md``'s section "Not joined: methods differ", so that a comparison that joined nothing says why.
 """
 
 from __future__ import annotations
@@ -39,7 +44,8 @@ from farm.errors import JobError
 from farm.results.stats import cv, median_interval, ratio_interval
 from farm.results.csvout import read_records
 from farm.results.ipbench import BENCHMARK as SWEEP_BENCHMARK
-from farm.results.record import Record, check_unique, key_params, open_atomic, write_text_atomic
+from farm.results.record import (Record, check_unique, format_params, key_params, open_atomic, parse_params,
+                                 write_text_atomic)
 from farm.results.sweeps import run_sweeps
 from farm.measure.units import human
 from farm.secrets import mask
@@ -119,6 +125,14 @@ class Missing:
 
 
 @attrs.frozen
+class Apart:
+    """Keys that are one measurement but for their ``method=``: which columns have which method."""
+
+    key: Key  # params without method=
+    methods: tuple[tuple[str, tuple[str, ...]], ...]  # (method, labels of the columns that have it)
+
+
+@attrs.frozen
 class Comparison:
     columns: tuple[Column, ...]
     rows: tuple[Row, ...]        # every key, in order of first appearance
@@ -195,6 +209,22 @@ def compare(inputs: Sequence[tuple[str, Sequence[Record]]]) -> Comparison:
             several = sum(s.target == sweep.target and s.setup == sweep.setup for s in found) > 1
             sweeps.append((f"{label} ({sweep.method})" if several else label, tuple(sweep.rows)))
     return Comparison(tuple(columns), tuple(rows), tuple(missing), tuple(sweeps))
+
+
+def methods_apart(comparison: Comparison) -> tuple[Apart, ...]:
+    """The missing keys that another column has under another ``method=`` (and the same suite,
+    benchmark, other params, metric and unit), in the comparison's order: what was kept apart only
+    because the methods differ."""
+    groups: dict[Key, dict[str, set[str]]] = {}
+    for m in comparison.missing:
+        params = parse_params(m.key.params)
+        method = params.pop("method", "")
+        bare = attrs.evolve(m.key, params=format_params(params))
+        groups.setdefault(bare, {}).setdefault(method, set()).update(m.present)
+    order = {label: i for i, label in enumerate(comparison.labels)}
+    return tuple(Apart(key, tuple((method or "(none)", tuple(sorted(labels, key=order.__getitem__)))
+                                  for method, labels in sorted(found.items())))
+                 for key, found in groups.items() if len(found) > 1)
 
 
 def _columns(inputs: Sequence[tuple[str, Sequence[Record]]],
@@ -325,6 +355,16 @@ def to_markdown(comparison: Comparison) -> str:
                          f"only in {', '.join(m.present)}; not in {', '.join(m.absent)}")
     else:
         lines.append("None: every column measured every row.")
+    apart = methods_apart(comparison)
+    if apart:
+        lines += ["", "## Not joined: methods differ", "",
+                  "Measured in several columns, but by different methods (`method=`), so not joined "
+                  "(their figures share names, not definitions):", ""]
+        for a in apart:
+            k = a.key
+            params = f" `{k.params}`" if k.params else ""
+            lines.append(f"- {k.suite} / {k.benchmark}{params} {k.metric} ({k.unit}): "
+                         + "; ".join(f"{method} in {', '.join(labels)}" for method, labels in a.methods))
     return "\n".join(lines) + "\n"
 
 

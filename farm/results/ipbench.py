@@ -21,6 +21,8 @@ from farm.results.record import Record, parse_params, write_text_atomic
 
 PathLike = str | os.PathLike[str]
 _COLUMN_OF_METRIC = {metric: column for column, (metric, _) in METRICS.items()}
+#: optional trailing columns, in a row only when the sweep recorded them (farm's CPU target)
+_OPTIONAL_COLUMNS = {"idle_cycles": "Idle_Cycles", "total_cycles": "Total_Cycles"}
 
 
 # --- records -> wide rows --------------------------------------------------------------------
@@ -35,6 +37,8 @@ def sweep_rows(records: Iterable[Record]) -> list[dict[str, float | None]]:
     packet size, when the sweep has several), sorted by requested load then packet size.
 
     Each row has every key of :data:`WIDE_COLUMNS`; a metric the sweep did not record is ``None``.
+    ``Idle_Cycles``/``Total_Cycles`` (farm's CPU target, :mod:`farm.bench.cputarget`) are keys of a
+    row only when the sweep recorded them.
     ``Requested_Throughput`` is the ``requested_throughput`` metric, or the ``requested`` param
     when that metric is absent. Records of other benchmarks are skipped. Two *different* values
     for the same metric of the same point (two setups, runs or repeats mixed together) raise
@@ -55,7 +59,7 @@ def sweep_rows(records: Iterable[Record]) -> list[dict[str, float | None]]:
         key = (requested, size)
         row = rows.setdefault(key, {**dict.fromkeys(WIDE_COLUMNS), "Requested_Throughput": requested,
                                     "Packet_Size": size})
-        column = _COLUMN_OF_METRIC.get(record.metric)
+        column = _COLUMN_OF_METRIC.get(record.metric) or _OPTIONAL_COLUMNS.get(record.metric)
         if column is None:
             continue  # loss, jitter, ...: not part of the wide form
         first = origin.setdefault((key, column), record)

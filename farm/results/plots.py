@@ -124,6 +124,7 @@ def _value(row: Mapping[str, Any], column: str, missing: float = math.nan) -> fl
 def write_run_plots(run_dir: PathLike, records: Sequence[Any]) -> list[Path]:
     """``plots/sweep-<target>.png`` for each target of a run with sweeps, every setup one series
     (repeats folded into medians). Called by :func:`farm.results.report.regenerate`."""
+    from . import sweep_plots
     from .sweeps import run_sweeps
 
     by_target: dict[str, dict[str, Sequence[Mapping[str, Any]]]] = {}
@@ -137,6 +138,6 @@ def write_run_plots(run_dir: PathLike, records: Sequence[Any]) -> list[Path]:
             raise JobError(f"{path.parent}: is a symbolic link (to {os.readlink(path.parent)}); farm writes only "
                            "files of its own")
         path.parent.mkdir(parents=True, exist_ok=True)
-        plot_sweep(series, path, title=f"Network load sweep: {target}")
+        sweep_plots.plot_target(records, target, path)  # knee, percentile band, run/image/date
         written.append(path)
     return written

@@ -15,11 +15,12 @@
  *   window_end t=T        when it closes (flushed at once)
  *   client K sent=.. window_sent=.. received=.. samples=.. duplicates=.. send_errors=.. bad=..
  *   result requested=R send=.. receive=.. size=S n=.. min=.. avg=.. max=.. stdev=.. median=..
- *          window_start=.. window_end=.. load_end=.. first_tx=.. last_rx=.. lost=..   (one line)
+ *          window_start=.. window_end=.. load_end=.. first_tx=.. last_rx=.. lost=.. p10=.. p90=..  (one line)
  * with ipbench's definitions: send = payload bits sent in the window / window length, receive =
  * payload bits that came back in the window / window length (summed over clients); RTT statistics
  * in microseconds over every packet sent in the window that came back before the load ended:
- * population standard deviation, median the upper middle sample (sorted[n/2]). first_tx/last_rx
+ * population standard deviation, median the upper middle sample (sorted[n/2]), p10/p90 likewise
+ * sorted[floor(n * 0.1)] and sorted[floor(n * 0.9)] (farm's, not ipbench's). first_tx/last_rx
  * are the earliest send and the latest reply among those samples. -o FILE writes every sample as
  * "client seq tx rx" (seconds). -S US is the senders' timer slack (default 50 µs, the kernel's
  * default): a packet leaves up to that late (the average rate holds); 1 paces more exactly and
@@ -319,7 +320,7 @@ usage:
 	if (out && fclose(out) != 0)
 		die(dump);
 	double length = sec(window_end_ns - window_start_ns), bits = (double)size * 8;
-	double mn = 0, mx = 0, avg = 0, sd = 0, med = 0;
+	double mn = 0, mx = 0, avg = 0, sd = 0, med = 0, p10 = 0, p90 = 0;
 	if (n > 0) {
 		double sum = 0, sq = 0;
 		qsort(rtts, (size_t)n, sizeof(int64_t), cmp64);
@@ -333,11 +334,14 @@ usage:
 		mn = (double)rtts[0] / 1e3;
 		mx = (double)rtts[n - 1] / 1e3;
 		med = (double)rtts[n / 2] / 1e3; /* the upper middle sample, as ipbench */
+		p10 = (double)rtts[(long)((double)n * 0.1)] / 1e3;
+		p90 = (double)rtts[(long)((double)n * 0.9)] / 1e3;
 	}
 	printf("result requested=%.0f send=%.0f receive=%.0f size=%ld n=%ld min=%.3f avg=%.3f max=%.3f stdev=%.3f "
-	       "median=%.3f window_start=%.9f window_end=%.9f load_end=%.9f first_tx=%.9f last_rx=%.9f lost=%ld\n",
+	       "median=%.3f window_start=%.9f window_end=%.9f load_end=%.9f first_tx=%.9f last_rx=%.9f lost=%ld "
+	       "p10=%.3f p90=%.3f\n",
 	       rate, (double)window_sent * bits / length, (double)window_received * bits / length, size, n, mn, avg, mx, sd,
 	       med, sec(window_start_ns), sec(window_end_ns), sec(end_ns - t0_ns), n ? sec(first_tx) : 0.0,
-	       n ? sec(last_rx) : 0.0, window_sent - n);
+	       n ? sec(last_rx) : 0.0, window_sent - n, p10, p90);
 	return 0;
 }

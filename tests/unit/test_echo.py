@@ -218,3 +218,18 @@ def test_parse_real_twin_runs():
     assert loaded.rtt_median > 100 * idle.rtt_median
     for r in (idle, loaded):
         assert r.window_start <= r.first_tx < r.window_end and r.last_rx <= r.load_end
+
+
+def test_the_percentiles_are_those_of_the_samples():
+    """p10/p90 of a real run (farm_load with percentiles) are sorted[floor(n p)] of its -o samples, in µs."""
+    r = echo.parse_load(_text("farm-load-loopback-percentiles.txt"))
+    rtts = sorted(rx - tx for *_, tx, rx in echo.parse_samples(_text("farm-load-loopback-percentiles-samples.txt")))
+    assert len(rtts) == r.samples == 2000
+    assert r.rtt_p10 == pytest.approx(rtts[200] * 1e6, abs=0.002)
+    assert r.rtt_p90 == pytest.approx(rtts[1800] * 1e6, abs=0.002)
+    assert r.rtt_min <= r.rtt_p10 <= r.rtt_median <= r.rtt_p90 <= r.rtt_max
+    metrics = {m.metric: m for m in r.measurements({"requested": 10_000_000})}
+    assert metrics["rtt_p10"].value == r.rtt_p10 and metrics["rtt_p90"].unit == "us"
+    # output of a generator built before the percentiles: parsed, without them
+    older = echo.parse_load(_text("farm-load-loopback-samples.txt"))
+    assert older.rtt_p10 is None and "rtt_p10" not in {m.metric for m in older.measurements()}
