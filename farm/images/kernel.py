@@ -433,10 +433,15 @@ def _build(source: KernelSource, identity: SourceIdentity, arch: str, tree: Path
             proc = subprocess.Popen(argv, cwd=build_dir, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                     text=True, errors="replace")
             assert proc.stdout is not None
-            for line in proc.stdout:
-                log.write(line)
-                if progress:
-                    progress.line(line)
+            try:
+                for line in proc.stdout:
+                    log.write(line)
+                    if progress:
+                        progress.line(line)
+            except BaseException:  # interrupted (Ctrl-C, a timeout): make must not go on compiling alone
+                proc.kill()
+                proc.wait()
+                raise
             if proc.wait() != 0:
                 log.flush()
                 raise JobError(f"{where}: {what} failed (exit {proc.returncode}); the last lines of {log_path}:\n"
