@@ -419,8 +419,8 @@ def _build(source: KernelSource, identity: SourceIdentity, arch: str, tree: Path
     env = {**os.environ, "KBUILD_BUILD_TIMESTAMP": build_timestamp(epoch), "KBUILD_BUILD_USER": BUILD_USER,
            "KBUILD_BUILD_HOST": BUILD_HOST, "KBUILD_BUILD_VERSION": "1", "SOURCE_DATE_EPOCH": str(epoch),
            "LC_ALL": "C", "TZ": "UTC",
-           # ccache: paths below the cache are hashed relative to the build directory, so builds in other
-           # caches (a test's) with the same source and config hit the same objects
+           # ccache: paths below the cache are hashed relative to the build directory (the kernel's own
+           # -fmacro-prefix-map keeps the source's absolute path, so hits need the same source path)
            "CCACHE_BASEDIR": str(cache_root(build_dir)), "CCACHE_NOHASHDIR": "1"}
     for var in ("ARCH", "CROSS_COMPILE", "KCONFIG_CONFIG", "KBUILD_OUTPUT", "O", "KCFLAGS", "KCPPFLAGS"):
         env.pop(var, None)

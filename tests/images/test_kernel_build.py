@@ -46,6 +46,15 @@ def _cache(path: Path) -> Path:
     return path
 
 
+def _share_source(cache: Path) -> None:
+    """linux-source-6.1 unpacked once in the user's cache (as the lean recipes have it) and linked into
+    ``cache``: the kernel's build sees its real path, the same in every run, so ccache serves the objects of
+    the last run (the kernel puts the source's absolute path into every compile, -fmacro-prefix-map)."""
+    source = kernel_mod.KernelSource("package", "linux-source-6.1", "tinyconfig", (), ())
+    kernel_mod._unpacked(kernel_mod.source_identity(source, default_cache(), "test"), default_cache())
+    os.symlink(default_cache() / "kernel-src", cache / "kernel-src")
+
+
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     root = tmp_path_factory.mktemp("tiny-kernel")
@@ -53,6 +62,7 @@ def tiny(tmp_path_factory):
     recipe = root / "tiny-kernel.yaml"
     recipe.write_text(RECIPE.format())
     cache = _cache(root / "cache")
+    _share_source(cache)
     started = time.monotonic()
     image = build(recipe, cache=cache)
     return recipe, cache, image, time.monotonic() - started
@@ -62,7 +72,7 @@ def test_tiny_kernel_is_built_with_its_config_and_source_in_the_manifest(tiny):
     recipe, cache, image, seconds = tiny
     assert not image.cached
     info = image.manifest["kernel_source"]
-    assert info["source"]["version"].startswith("linux-source-6.1 ")
+    assert info["source"]["version"].startswith("linux-source-6.1 ") and info["source_kind"] == "package"
     assert info["source"]["sha256"] == hashlib.sha256(Path("/usr/src/linux-source-6.1.tar.xz").read_bytes()).hexdigest()
     assert (info["config_base"], info["config_fragments"], info["modules"]) == ("tinyconfig", ["tiny.config"], False)
     kernels = [p for p in (cache / "kernels").iterdir() if p.is_dir() and not p.name.startswith(".")]
@@ -104,7 +114,7 @@ def test_two_builds_are_bit_identical_without_ccache(tiny, tmp_path, monkeypatch
     """Another cache (another build directory), no ccache: every object compiled again gives the same bytes."""
     recipe, cache, image, _ = tiny
     second = _cache(tmp_path / "cache")
-    os.symlink(cache / "kernel-src", second / "kernel-src")  # the same unpacked tarball: no need to unpack twice
+    _share_source(second)
     monkeypatch.setenv("CCACHE_DISABLE", "1")
     again = build(recipe, cache=second)
     assert not again.cached and again.path != image.path
