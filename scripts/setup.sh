@@ -17,6 +17,7 @@ APT_PACKAGES=(
   mmdebstrap                                                        # scripts/clean-root-check.sh (CI)
   postgresql                                                        # tests/store: a throwaway PostgreSQL cluster
   chromium chromium-driver                                          # tests/store: the dashboard in a headless browser
+  linux-source-6.1 bc bison flex libssl-dev libelf-dev ccache xz-utils  # kernels from source (farm/images/kernel.py)
 )
 # C compilers for the target benchmark programs (farm/images/programs.py): the native gcc for the host's own
 # architecture, a cross gcc for the other, each with the C library headers of its target.

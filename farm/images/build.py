@@ -22,7 +22,7 @@ from pathlib import Path
 import attrs
 
 from ..errors import JobError
-from . import cachefs, debian, host
+from . import cachefs, debian, host, kernel as source_kernel
 from .cpio import Entry, write_newc
 from .elf import elf_deps, is_elf
 from .modules import load_order, parse_modules_dep
@@ -124,7 +124,7 @@ def _hash_json(obj: object) -> str:
 
 @attrs.frozen
 class Resolution:
-    kernel: debian.Package
+    kernel: debian.Package | None  # None: the recipe builds its kernel from source
     packages: tuple[debian.Package, ...]
 
 
@@ -134,7 +134,7 @@ def resolve_recipe(recipe: Recipe, cache: Path) -> Resolution:
     cached = cache / "resolved" / f"{key}.json"
     try:
         data = json.loads(cached.read_text())
-        return Resolution(debian.package_from_json(data["kernel"]),
+        return Resolution(debian.package_from_json(data["kernel"]) if data["kernel"] is not None else None,
                           tuple(debian.package_from_json(p) for p in data["packages"]))
     except FileNotFoundError:
         pass
@@ -145,7 +145,7 @@ def resolve_recipe(recipe: Recipe, cache: Path) -> Resolution:
     hint = (f"not found for {recipe.arch} (does apt know this architecture? "
             f"`dpkg --add-architecture {recipe.arch} && apt-get update`, which `make setup` runs)")
     try:
-        kernel = debian.follow_metapackage(recipe.kernel_package, recipe.arch)
+        kernel = debian.follow_metapackage(recipe.kernel_package, recipe.arch) if not recipe.kernel_source else None
     except debian.PackageNotFound as exc:
         raise recipe.error("kernel.package", f"Debian package '{exc.args[0]}' {hint}") from None
     program_packages = [name for program in recipe.programs for name in program.packages]
@@ -154,16 +154,17 @@ def resolve_recipe(recipe: Recipe, cache: Path) -> Resolution:
         where = "programs" if missing[0] in program_packages and missing[0] not in recipe.packages else "initrd.packages"
         raise recipe.error(where, f"Debian package '{missing[0]}' {hint}")
     resolution = Resolution(kernel, tuple(packages[n] for n in sorted(packages)))
-    cachefs.atomic_write(cached, debian.dumps({"kernel": debian.package_to_json(kernel),
+    cachefs.atomic_write(cached, debian.dumps({"kernel": debian.package_to_json(kernel) if kernel else None,
                                                "packages": [debian.package_to_json(p) for p in resolution.packages]}))
     return resolution
 
 
-def image_key(recipe: Recipe, resolution: Resolution) -> str:
+def image_key(recipe: Recipe, resolution: Resolution, cache: Path) -> str:
     return _hash_json({
         "builder": BUILDER_VERSION,
         "recipe": recipe.canonical(),
-        "kernel": debian.package_to_json(resolution.kernel),
+        "kernel": debian.package_to_json(resolution.kernel) if resolution.kernel else None,
+        **({"kernel_build": _kernel_key(recipe, cache)} if recipe.kernel_source else {}),
         "packages": [debian.package_to_json(p) for p in resolution.packages],
         "support": [hashlib.sha256(_support_file(n)).hexdigest() for n in ("init.sh", "udhcpc.sh")],
         "compiler": compiler_fingerprint(recipe.arch) if recipe.programs else None,
@@ -192,7 +193,7 @@ def build(recipe_path: str | Path, out: str | Path | None = None, cache: Path | 
     pkgs = debian.PackageCache(cache)
     _clean_abandoned(cache, pkgs)
     resolution = resolve_recipe(recipe, cache)
-    key = image_key(recipe, resolution)
+    key = image_key(recipe, resolution, cache)
     if guest is not None:
         key = host.host_key(key, guest.manifest)
     image_dir = cache / "images" / f"{recipe.name}-{key[:16]}"
@@ -201,7 +202,7 @@ def build(recipe_path: str | Path, out: str | Path | None = None, cache: Path | 
         if problem is not None:
             if image_dir.exists() or image_dir.is_symlink():
                 cachefs.say(f"cached image {image_dir} is damaged ({problem}): rebuilding it")
-            _build_into(recipe, resolution, key, image_dir, pkgs, guest)
+            _build_into(recipe, resolution, key, image_dir, pkgs, cache, guest)
         image = attrs.evolve(load_image(image_dir), cached=problem is None)
         if out is not None:
             image = attrs.evolve(export(image, Path(out)), cached=image.cached)
@@ -397,12 +398,24 @@ def _collect(tree: _Tree, wanted: list[str], arch: str, recipe: Recipe,
     return entries, used
 
 
+def _kernel_key(recipe: Recipe, cache: Path) -> str:
+    assert recipe.kernel_source is not None
+    where = recipe.where.get("kernel.source", recipe.source)
+    identity = source_kernel.source_identity(recipe.kernel_source, cache, where)
+    return source_kernel.kernel_key(recipe.kernel_source, identity, recipe.arch)
+
+
 def _kernel_parts(recipe: Recipe, tree: Path) -> tuple[Path, str, list[str]]:
     vmlinuz = sorted((tree / "boot").glob("vmlinuz-*"))
     if len(vmlinuz) != 1:
         raise recipe.error("kernel.package", f"expected one /boot/vmlinuz-* in the package, found {len(vmlinuz)}")
     version = vmlinuz[0].name[len("vmlinuz-"):]
     moddir = tree / "lib" / "modules" / version
+    if recipe.kernel_source and not moddir.is_dir():  # everything built in (CONFIG_MODULES is not set)
+        if recipe.modules:
+            raise recipe.error("kernel.modules", f"kernel {version} is built without modules (its config sets no "
+                                                 "CONFIG_MODULES): drop kernel.modules, its drivers are built in")
+        return vmlinuz[0], version, []
     if not (moddir / "modules.dep").exists():  # Debian's .deb ships none; depmod works across architectures
         proc = subprocess.run(["depmod", "-b", str(tree), version], capture_output=True, text=True)
         if proc.returncode != 0:
@@ -416,8 +429,15 @@ def _kernel_parts(recipe: Recipe, tree: Path) -> tuple[Path, str, list[str]]:
 
 
 def _build_into(recipe: Recipe, resolution: Resolution, key: str, image_dir: Path, pkgs: debian.PackageCache,
-                guest: Image | None = None) -> None:
-    ktree = pkgs.tree(resolution.kernel)
+                cache: Path, guest: Image | None = None) -> None:
+    built_kernel = None
+    if recipe.kernel_source:
+        built_kernel = source_kernel.kernel_for(recipe.kernel_source, recipe.arch, cache,
+                                                recipe.where.get("kernel.source", recipe.source))
+        ktree = built_kernel.tree
+    else:
+        assert resolution.kernel is not None
+        ktree = pkgs.tree(resolution.kernel)
     vmlinuz, kversion, modules = _kernel_parts(recipe, ktree)
     trees = {p: pkgs.tree(p) for p in resolution.packages}
     built = {f"/usr/bin/{program.name}": build_program(program, recipe.arch, list(trees.values()), TRIPLETS[recipe.arch])
@@ -455,12 +475,15 @@ def _build_into(recipe: Recipe, resolution: Resolution, key: str, image_dir: Pat
                 shutil.copyfileobj(src, gz, 1 << 20)
         else:
             shutil.copyfile(vmlinuz, tmp / kernel_name)
+        dtbs = dict(source_kernel.iter_dtbs(built_kernel)) if built_kernel else {}
+        for name, path in dtbs.items():
+            shutil.copyfile(path, tmp / name)
         with open(tmp / INITRD_NAME, "wb") as raw:
             # mtime=0 and no file name in the header: the same cpio gives the same .gz
             with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=6) as gz:
                 gz.write(cpio)
         artifacts = {name: {"sha256": debian.sha256_file(tmp / name), "size": (tmp / name).stat().st_size}
-                     for name in (kernel_name, INITRD_NAME)}
+                     for name in (kernel_name, INITRD_NAME, *dtbs)}
         manifest = {
             "name": recipe.name, "arch": recipe.arch, "key": key, "builder": BUILDER_VERSION,
             "recipe": recipe.canonical(), "kernel": kernel_name, "initrd": INITRD_NAME,
@@ -468,11 +491,15 @@ def _build_into(recipe: Recipe, resolution: Resolution, key: str, image_dir: Pat
             "kernel_version": kversion, "modules": [posixpath.basename(m) for m in modules],
             "artifacts": artifacts,
             "packages": [{"name": p.name, "version": p.version, "arch": p.arch, "sha256": p.sha256}
-                         for p in sorted({resolution.kernel, *used}, key=lambda p: p.name)],
+                         for p in sorted({resolution.kernel, *used} - {None}, key=lambda p: p.name)],
             "initrd_files": len(entries),
         }
         if guest is not None:
             manifest["guest"] = host.guest_record(guest.manifest)
+        if built_kernel:  # what it was built from: the source's version and sha256, the merged config's sha256
+            manifest["kernel_source"] = {k: built_kernel.info[k] for k in (
+                "source", "source_kind", "config_base", "config_fragments", "config_sha256", "modules")}
+            manifest["dtbs"] = sorted(dtbs)
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
         _write_record(tmp / VERIFIED, {name: cachefs.stat_fingerprint(tmp / name) for name in artifacts})
         if image_dir.exists() or image_dir.is_symlink():  # damaged (the caller holds the image's lock)

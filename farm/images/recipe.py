@@ -23,6 +23,7 @@ import attrs
 from ..config import Node, field, load_yaml, reject_unknown, require, string_list
 from ..errors import JobError
 from ..values import name_problem
+from .kernel import KernelSource, base_problem, dtb_problem
 from .programs import Program
 
 ARCHES = ("arm64", "amd64")
@@ -35,7 +36,7 @@ _PATH = re.compile(r"^(/[A-Za-z0-9._+@-]+)+$")
 class Recipe:
     name: str
     arch: str
-    kernel_package: str
+    kernel_package: str  # "" when the kernel is built from source (kernel_source)
     kernel_compress: str  # "none" or "gzip": a gzip'ed arm64 Image that U-Boot's booti unpacks
     modules: tuple[str, ...]
     packages: tuple[str, ...]
@@ -43,6 +44,7 @@ class Recipe:
     programs: tuple[Program, ...]
     source: str  # the recipe file, for messages
     where: dict[str, str] = attrs.field(factory=dict, eq=False)  # field -> "file:line: field", for messages
+    kernel_source: KernelSource | None = None  # kernel: {source: ..., config: [...], dtbs: [...]}
 
     def error(self, field_name: str, message: str) -> JobError:
         return JobError(f"{self.where.get(field_name, self.source + ': ' + field_name)}: {message}")
@@ -52,7 +54,9 @@ class Recipe:
         return {"name": self.name, "arch": self.arch, "kernel_package": self.kernel_package,
                 "kernel_compress": self.kernel_compress,
                 "modules": list(self.modules), "packages": list(self.packages), "files": list(self.files),
-                "programs": [p.fingerprint() for p in self.programs]}
+                "programs": [p.fingerprint() for p in self.programs],
+                # only when set, so the keys of package-kernel images stay what they were
+                **({"kernel_source": self.kernel_source.fingerprint()} if self.kernel_source else {})}
 
 
 def _check(pattern: re.Pattern[str], what: str):
@@ -71,9 +75,16 @@ def load_recipe(path: str | Path) -> Recipe:
     if arch not in ARCHES:
         raise doc.error("arch", f"unsupported architecture {arch!r} (one of: {', '.join(ARCHES)})")
     kernel = require(doc, "kernel", Node)
-    reject_unknown(kernel, {"package", "modules", "compress"})
-    kernel_package = require(kernel, "package", str)
-    if _check(_PACKAGE, "Debian package name")(kernel_package):
+    reject_unknown(kernel, {"package", "modules", "compress", "source", "config", "dtbs"})
+    if "package" in kernel and "source" in kernel:  # neither: require() below says package is missing
+        raise kernel.error(None, "exactly one of kernel.package (a Debian kernel) and kernel.source (built "
+                                 "from source) is needed, not both")
+    kernel_source = _kernel_source(kernel, Path(path)) if "source" in kernel else None
+    for key in ("config", "dtbs"):
+        if key in kernel and kernel_source is None:
+            raise kernel.error(key, "only a kernel built from source (kernel.source) takes a config and dtbs")
+    kernel_package = "" if kernel_source else require(kernel, "package", str)
+    if kernel_package and _check(_PACKAGE, "Debian package name")(kernel_package):
         raise kernel.error("package", f"{kernel_package!r} is not a valid Debian package name")
     modules = string_list(kernel, "modules", check=_check(_MODULE, "kernel module name"))
     compress = field(kernel, "compress", str, "none")
@@ -105,6 +116,42 @@ def load_recipe(path: str | Path) -> Recipe:
                                 tuple(string_list(item, "libs", check=_check(_MODULE, "library name")))))
     return Recipe(name=name, arch=arch, kernel_package=kernel_package, kernel_compress=compress, modules=tuple(modules),
                   packages=tuple(packages), files=tuple(files), programs=tuple(programs), source=str(path),
+                  kernel_source=kernel_source,
                   where={"kernel.package": kernel.where("package"), "kernel.modules": kernel.where("modules"),
+                         "kernel.source": kernel.where("source") if "source" in kernel else f"{path}: kernel.source",
                          "initrd.packages": initrd.where("packages"), "initrd.files": initrd.where("files"),
                          "programs": doc.where("programs") if "programs" in doc else f"{path}: programs"})
+
+
+def _kernel_source(kernel: Node, recipe_path: Path) -> KernelSource:
+    """``source: {package: NAME} | {tarball: PATH} | {tree: PATH}``, ``config: [BASE, FRAGMENT...]``,
+    ``dtbs: [DIR/NAME.dtb...]``; paths relative to the recipe's directory."""
+    source = require(kernel, "source", Node)
+    reject_unknown(source, {"package", "tarball", "tree"})
+    kinds = [k for k in ("package", "tarball", "tree") if k in source]
+    if len(kinds) != 1:
+        raise kernel.error("source", "expected exactly one of package (e.g. linux-source-6.1), tarball or tree")
+    kind = kinds[0]
+    location = require(source, kind, str)
+    if kind == "package":
+        if _check(_PACKAGE, "Debian package name")(location):
+            raise source.error(kind, f"{location!r} is not a valid Debian package name")
+    else:
+        resolved = Path(location).expanduser()
+        resolved = resolved if resolved.is_absolute() else recipe_path.parent / resolved
+        if not (resolved.is_file() if kind == "tarball" else resolved.is_dir()):
+            raise source.error(kind, f"{resolved} is not a {'file' if kind == 'tarball' else 'directory'}")
+        location = str(resolved.resolve())
+    config = string_list(kernel, "config")
+    if not config:
+        raise kernel.error("config", "a make target to start from (allnoconfig, defconfig, ...) and fragments are needed")
+    if (problem := base_problem(config[0])):
+        raise kernel.error("config", f"item 0 {config[0]!r}: {problem}")
+    fragments = []
+    for i, name in enumerate(config[1:], start=1):
+        fragment = Path(name) if Path(name).is_absolute() else recipe_path.parent / name
+        if not fragment.is_file():
+            raise kernel.error("config", f"item {i}: fragment {fragment} not found")
+        fragments.append(fragment.resolve())
+    dtbs = string_list(kernel, "dtbs", check=dtb_problem)
+    return KernelSource(kind, location, config[0], tuple(fragments), tuple(dtbs))

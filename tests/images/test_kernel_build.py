@@ -1,0 +1,133 @@
+"""A kernel built from linux-source-6.1 for real, on a tiny config so it is quick: two builds are
+bit-identical (the second without ccache, in another cache), an unchanged recipe is served without make in
+well under a second, and a fragment line the merged config does not honour is a job error naming it.
+
+These compile a kernel (a minute or two with a warm ccache, more without): marked ``boot`` with the other
+slow tests."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from farm.images import build as build_mod
+from farm.images import kernel as kernel_mod
+from farm.images.build import build, default_cache
+
+from ..conftest import run_farm
+
+pytestmark = [pytest.mark.boot, pytest.mark.timeout(3600), pytest.mark.skipif(not Path("/usr/src/linux-source-6.1.tar.xz").is_file(),
+                                                    reason="linux-source-6.1 is not installed (make setup)")]
+
+RECIPE = """\
+name: tiny-kernel
+arch: arm64
+kernel:
+  source: {{package: linux-source-6.1}}
+  config: [tinyconfig, tiny.config]
+initrd:
+  packages: [busybox-static]
+  files: [/bin/busybox]
+"""
+FRAGMENT = "# the smallest kernel that still takes farm's initrd\nCONFIG_BLK_DEV_INITRD=y\nCONFIG_RD_GZIP=y\n"
+
+
+def _cache(path: Path) -> Path:
+    """A cache of its own that shares only the Debian packages with the user's (no downloads)."""
+    path.mkdir()
+    for shared in ("debs", "pkgs", "resolved"):
+        if (default_cache() / shared).is_dir():
+            os.symlink(default_cache() / shared, path / shared)
+    return path
+
+
+def _share_source(cache: Path) -> None:
+    """linux-source-6.1 unpacked once in the user's cache (as the lean recipes have it) and linked into
+    ``cache``: the kernel's build sees its real path, the same in every run, so ccache serves the objects of
+    the last run (the kernel puts the source's absolute path into every compile, -fmacro-prefix-map)."""
+    source = kernel_mod.KernelSource("package", "linux-source-6.1", "tinyconfig", (), ())
+    kernel_mod._unpacked(kernel_mod.source_identity(source, default_cache(), "test"), default_cache())
+    os.symlink(default_cache() / "kernel-src", cache / "kernel-src")
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    root = tmp_path_factory.mktemp("tiny-kernel")
+    (root / "tiny.config").write_text(FRAGMENT)
+    recipe = root / "tiny-kernel.yaml"
+    recipe.write_text(RECIPE.format())
+    cache = _cache(root / "cache")
+    _share_source(cache)
+    started = time.monotonic()
+    image = build(recipe, cache=cache)
+    return recipe, cache, image, time.monotonic() - started
+
+
+def test_tiny_kernel_is_built_with_its_config_and_source_in_the_manifest(tiny):
+    recipe, cache, image, seconds = tiny
+    assert not image.cached
+    info = image.manifest["kernel_source"]
+    assert info["source"]["version"].startswith("linux-source-6.1 ") and info["source_kind"] == "package"
+    assert info["source"]["sha256"] == hashlib.sha256(Path("/usr/src/linux-source-6.1.tar.xz").read_bytes()).hexdigest()
+    assert (info["config_base"], info["config_fragments"], info["modules"]) == ("tinyconfig", ["tiny.config"], False)
+    kernels = [p for p in (cache / "kernels").iterdir() if p.is_dir() and not p.name.startswith(".")]
+    assert len(kernels) == 1
+    release = image.manifest["kernel_version"]
+    config = (kernels[0] / "boot" / f"config-{release}").read_bytes()
+    assert info["config_sha256"] == hashlib.sha256(config).hexdigest()
+    assert b"CONFIG_RD_GZIP=y\n" in config and b"CONFIG_CC_OPTIMIZE_FOR_SIZE=y\n" in config  # tinyconfig + the fragment
+    log = kernels[0].with_name(kernels[0].name + ".log")
+    assert "LD      vmlinux" in log.read_text()  # make's whole output, beside the kernel
+    assert json.loads((kernels[0] / "kernel.json").read_text())["build_seconds"] > 0
+    assert (image.kernel.read_bytes()[0x38:0x3c]) == b"ARM\x64"  # an arm64 Image's magic
+    print(f"tiny kernel: built in {seconds:.0f} s")
+
+
+def test_unchanged_kernel_recipe_is_served_without_make_in_under_a_second(tiny, monkeypatch):
+    recipe, cache, image, _ = tiny
+
+    def no_build(*args, **kwargs):
+        raise AssertionError(f"a cached kernel was built or unpacked again: {args}")
+
+    monkeypatch.setattr(kernel_mod, "_build", no_build)
+    monkeypatch.setattr(kernel_mod, "_unpacked", no_build)
+    monkeypatch.setattr(build_mod, "_build_into", no_build)
+    started = time.monotonic()
+    again = build(recipe, cache=cache)
+    assert time.monotonic() - started < 1.0
+    assert again.cached and again.path == image.path
+    # and an image of another initrd reuses the built kernel (kernels/ is its own cache level)
+    monkeypatch.undo()
+    other = recipe.with_name("tiny-other.yaml")
+    other.write_text(recipe.read_text().replace("name: tiny-kernel", "name: tiny-other"))
+    proc = run_farm("build", str(other), env={"FARM_CACHE": str(cache)})
+    assert proc.returncode == 0, proc.stderr
+    assert "kernel 6.1." in proc.stderr and ": cached (" in proc.stderr
+
+
+def test_two_builds_are_bit_identical_without_ccache(tiny, tmp_path, monkeypatch):
+    """Another cache (another build directory), no ccache: every object compiled again gives the same bytes."""
+    recipe, cache, image, _ = tiny
+    second = _cache(tmp_path / "cache")
+    _share_source(second)
+    monkeypatch.setenv("CCACHE_DISABLE", "1")
+    again = build(recipe, cache=second)
+    assert not again.cached and again.path != image.path
+    assert again.manifest["artifacts"] == image.manifest["artifacts"]
+    assert again.manifest["kernel_source"] == image.manifest["kernel_source"]
+
+
+def test_a_fragment_value_that_does_not_stick_is_a_job_error_naming_its_line(tiny, tmp_path):
+    recipe, cache, _, _ = tiny
+    (tmp_path / "tiny.config").write_text(FRAGMENT + "CONFIG_FEC=y\n")  # needs NET and the i.MX platform
+    bad = tmp_path / "tiny-kernel.yaml"
+    bad.write_text(recipe.read_text())
+    proc = run_farm("build", str(bad), env={"FARM_CACHE": str(cache)})
+    assert proc.returncode == 2, proc.stderr
+    assert f"{tmp_path / 'tiny.config'}:4: CONFIG_FEC=y was asked for, the merged config has it not set" in proc.stderr
+    assert "Traceback" not in proc.stderr
