@@ -389,9 +389,14 @@ def main() -> int:
     p.add_argument("--parallel", choices=("lab", "local"), default="lab",
                    help="two boards at once on the virtual farm (default; local twins if it fails) or local twins")
     p.add_argument("--out", help="output directory (default results/speed-<time>)")
+    p.add_argument("--recipe", help="the image recipe all three ways boot (default images/maaxboard-bench.yaml; "
+                   "images/maaxboard-lean.yaml: the kernel built from source, nothing to load)")
     args = p.parse_args()
     boots = args.boots or (3 if args.quick else 5)
     levers = args.levers if args.levers is not None else not args.quick
+    global RECIPE
+    if args.recipe:
+        RECIPE = Path(args.recipe).resolve()
     sections = set((args.only or "main,build,parallel,iperf,levers").split(","))
     if not levers:
         sections.discard("levers")
@@ -411,7 +416,7 @@ def main() -> int:
     try:
         say(f"building the image (cached if unchanged); results in {out}")
         image = image_files(farm_build(procs, RECIPE)[0])
-        data["image"] = {k: image[k] for k in ("dir", "kernel", "initrd")}
+        data["image"] = {"recipe": str(RECIPE), **{k: image[k] for k in ("dir", "kernel", "initrd")}}
         data["lava_skipped"] = lava_missing()
         if data["lava_skipped"]:
             say(f"LAVA skipped: {data['lava_skipped']}")

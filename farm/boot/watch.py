@@ -33,6 +33,9 @@ LINUX_FATAL = (
     Fatal(r"U-Boot 20\d\d\.[^\r\n]*", "the board reset (U-Boot banner seen again)", InfrastructureError),
     Fatal(r"iPXE \d+\.\d+[^\r\n]* -- Open Source Network Boot Firmware", "the board reset (iPXE banner seen again)",
           InfrastructureError),
+    # a guest setup's QEMU ended under a command in the guest (farm.guest.command's start line prints it;
+    # its typed echo says "=$s", never digits): the command fails at once, not at its timeout
+    Fatal(r"FARM-QEMU-EXIT=\d+", "the guest's QEMU exited", InfrastructureError),
 )
 #: while U-Boot works (tftpboot, booti)
 UBOOT_FATAL = (
