@@ -113,8 +113,9 @@ class TwinQEMUDriver(QEMUDriver):
         ready, _, _ = select.select([self._clientsocket], [], [], timeout)
         if not ready:
             raise TIMEOUT(f"Timeout of {timeout:.2f} seconds exceeded")
-        time.sleep(0.01)  # as the stock driver: let a burst of output arrive, read it in one go
-        data = self._clientsocket.recv(min(max_size, 4096) if max_size else 4096)
+        # the stock driver sleeps 10 ms here to gather a burst; every expect round trip (an echo check,
+        # a U-Boot command, a shell marker) then waited for it. What is there now is read at once, up to 64 KiB.
+        data = self._clientsocket.recv(min(max_size, 65536) if max_size else 65536)
         if not data:
             code = self._child.poll() if self._child else None
             raise InfrastructureError(f"{self.target.name}: serial console closed: the board's QEMU "
