@@ -158,7 +158,7 @@ def test_crypto_ci_gives_every_function_n_cv_and_intervals(maaxboard_image, tftp
             if line.startswith("| maaxboard-twin | default |")]
     assert len(rows) == len(values)
     for row in rows:
-        n, cv, ci = row[6], row[8], row[9].rstrip(" |")
+        n, cv, ci = row[5], row[7], row[8].rstrip(" |")  # target, setup, params, metric, median, n, min–max, CV, CI
         assert n == "7" and cv.endswith(" %") and " – " in ci, row
 
     # compare of this run with a copy of it: n, CV and the intervals per column, ratio 1 inside its interval
