@@ -58,3 +58,16 @@ class Terminated(KeyboardInterrupt):
     @property
     def exit_code(self) -> int:
         return 128 + self.signum
+
+
+def interrupt_in(exc: BaseException | None) -> KeyboardInterrupt | None:
+    """The Ctrl-C or SIGTERM an error was raised while unwinding from, if any: labgrid's step bookkeeping
+    asserts when an interrupt cuts a step short, and that AssertionError (or the boot error wrapping it)
+    would otherwise hide the interrupt."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return exc
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return None

@@ -23,7 +23,7 @@ from ..boot.console_log import ConsoleLog
 from ..boot.facts import TargetFacts, pin_frequency, read_facts
 from ..boot.flow import BootFlow, BootRequest, NetbootFlow
 from ..boot.session import EnvFile
-from ..errors import EXIT_TEST_FAILURE, FarmError, InfrastructureError, JobError
+from ..errors import EXIT_TEST_FAILURE, FarmError, InfrastructureError, JobError, interrupt_in
 from ..images.build import Image, build
 from ..results.cycles import cycles_per_byte
 from ..results.junit import Case
@@ -208,6 +208,8 @@ class Runner:
                                                   str(exc).splitlines()[0], str(exc)), label))
             raise
         except Exception as exc:
+            if (interrupt := interrupt_in(exc)) is not None:  # Ctrl-C/SIGTERM, whatever its unwinding raised
+                raise interrupt from None
             # the lab failed (error), or the image did not boot (failure): either way the next target
             # or setup still runs, and what this boot measured before is already in results.csv
             if not isinstance(exc, FarmError):
@@ -257,6 +259,8 @@ class Runner:
             ended("error", str(exc).splitlines()[0], str(exc))
             raise
         except Exception as exc:  # the board or its console went away mid-benchmark: the boot is over
+            if (interrupt := interrupt_in(exc)) is not None:
+                raise interrupt from None
             if not isinstance(exc, FarmError):
                 exc = InfrastructureError(f"{name}: {type(exc).__name__}: {exc}")
             kind = "failure" if exc.kind == "test" else "error"

@@ -213,3 +213,28 @@ def test_a_lost_lock_stops_touching_the_board(pipeline, tmp_path, place):
     got = cases(run.path)
     assert got["test.count maaxboard-twin/a"] == "error" and got["boot maaxboard-twin/b"] == "error"
     assert place["health"] == [False]  # neither the lost lock nor b count against the place
+
+
+def test_an_interrupt_whose_unwinding_raised_another_error_is_still_an_interrupt(pipeline, tmp_path):
+    """SIGTERM inside labgrid's step bookkeeping: the step's stop asserts while the interrupt unwinds,
+    and the boot's error wraps that AssertionError. The run is interrupted (exit 143), not an error."""
+    from farm.errors import Terminated
+
+    def raised_while_unwinding() -> InfrastructureError:
+        try:
+            try:
+                raise Terminated(15)
+            finally:
+                raise AssertionError  # labgrid/step.py: assert self._stack[-1] is step
+        except AssertionError as exc:
+            error = InfrastructureError("maaxboard-twin: boot failed: AssertionError")
+            error.__cause__ = exc
+            return error
+
+    flow = FakeFlow({"a": raised_while_unwinding()})
+    with pytest.raises(Terminated):
+        run_pipeline(pipeline(setups=("a", "b")), out=tmp_path / "run", flow_for=lambda s: flow,
+                     registry=registry(count=constant))
+    assert flow.boots == ["a"]  # b is not booted after the interrupt
+    info = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert info["status"] == "interrupted" and info["stopped_at"] == "boot maaxboard-twin/a"
