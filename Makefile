@@ -1,5 +1,5 @@
 # The two commands of the README. Both set the machine up first (idempotent, quick when done).
-.PHONY: setup demo test unit clean-root-check
+.PHONY: setup demo test unit bench clean-root-check
 
 setup:
 	@scripts/setup.sh
@@ -15,6 +15,11 @@ test: setup
 # only the fast tests that need no QEMU
 unit: setup
 	.venv/bin/pytest tests/unit
+
+# farm's own speed against a hand-written pexpect script and LAVA's lava-run (docs/speed.md); installs LAVA
+bench:
+	@scripts/setup.sh --lava
+	.venv/bin/python benchmarks/run.py $(BENCH_ARGS)
 
 # the README's promise checked where nothing was installed by hand: make demo, farm lab up/status/down and
 # the x86 smoke run in a minimal Debian 12 root (mmdebstrap; needs root). CI runs it after make test.

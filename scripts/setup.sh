@@ -2,8 +2,17 @@
 # Install everything farm needs on a Debian 12 machine: Debian packages (QEMU, U-Boot, iPXE, iperf3,
 # openssl, the arm64 architecture for target packages) and a virtualenv .venv with farm in it.
 # Idempotent and quick when nothing changed. Runs apt through sudo when not root.
+#   scripts/setup.sh          what farm and its tests need
+#   scripts/setup.sh --lava   also LAVA's dispatcher, the third way benchmarks/run.py compares (make bench)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+with_lava=0
+for arg in "$@"; do
+  case "$arg" in
+    --lava) with_lava=1 ;;
+    *) echo "setup: unknown option $arg (scripts/setup.sh [--lava])" >&2; exit 2 ;;
+  esac
+done
 
 # Installed with --no-install-recommends, so every package a command needs is named here, not reached
 # through a Recommends (gcc recommends libc6-dev, the cross gcc libc6-dev-arm64-cross): checked from a
@@ -19,6 +28,10 @@ APT_PACKAGES=(
   chromium chromium-driver                                          # tests/store: the dashboard in a headless browser
   linux-source-6.1 bc bison flex libssl-dev libelf-dev ccache xz-utils  # kernels from source (farm/images/kernel.py)
 )
+# LAVA 2023.01 for benchmarks/run.py's lava-run row only (~130 packages, systemd among them: not in the
+# default set). tftpd-hpa because LAVA's TFTP deploy insists on in.tftpd and its TFTP_DIRECTORY; no TFTP
+# daemon needs to run (QEMU's user network serves the files).
+[ $with_lava -eq 1 ] && APT_PACKAGES+=(lava-dispatcher tftpd-hpa)
 # C compilers for the target benchmark programs (farm/images/programs.py): the native gcc for the host's own
 # architecture, a cross gcc for the other, each with the C library headers of its target.
 case "$(dpkg --print-architecture)" in
