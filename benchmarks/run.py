@@ -189,8 +189,9 @@ def _kill_pidfile(procs: Processes, pidfile: Path) -> None:
 
 # --- env file / recipe variants (temporary copies, benchmarks/variants.py) ----------------------
 
-def env_variant(tmp: Path, name: str, strategy_settings: dict | None = None, bootargs: str | None = None) -> Path:
-    return _env_variant(ENV_TWIN, tmp, name, strategy_settings, bootargs)
+def env_variant(tmp: Path, name: str, strategy_settings: dict | None = None, bootargs: str | None = None,
+                qemu_settings: dict | None = None) -> Path:
+    return _env_variant(ENV_TWIN, tmp, name, strategy_settings, bootargs, qemu_settings)
 
 
 def recipe_variant(tmp: Path, name: str, *, compress: str | None = None, modules: list | None = None) -> Path:
@@ -237,9 +238,19 @@ def measure_builds(procs: Processes, out: Path, cached_n: int, cold_n: int) -> d
 
 # --- sections ------------------------------------------------------------------------------------
 
+def run_farm_cli(procs: Processes, out: Path, image: Path, job: str) -> dict:
+    """`farm boot` as a CI job runs it: the CLI process from start to exit (boot, the facts it reports, power off)."""
+    argv = [PY, "-m", "farm.cli", "boot", "--env", str(ENV_TWIN), "--image", str(image), "--job", job,
+            "--log-dir", str(out / "console" / job), "--attempts", "1"]
+    done, wall = procs.run(argv, timeout=300, cwd=ROOT)
+    if done.returncode != 0:
+        return {"ok": False, "error": (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1][-400:]}
+    return {"ok": True, "wall": wall, "seconds": wall}
+
+
 def section_main(procs, out, image, boots, with_lava) -> dict:
-    results = {"farm": [], "naive": [], "lava": []}
-    ways = ["naive", "farm"] + (["lava"] if with_lava else [])
+    results = {"farm": [], "naive": [], "lava": [], "cli": []}
+    ways = ["naive", "farm", "cli"] + (["lava"] if with_lava else [])
     for r in range(boots):
         order = ways[r % len(ways):] + ways[:r % len(ways)]  # rotate who goes first
         for way in order:
@@ -247,6 +258,8 @@ def section_main(procs, out, image, boots, with_lava) -> dict:
                 res = run_farm(procs, out, Path(image["dir"]), f"bench-{os.getpid()}-main-{r}")
             elif way == "naive":
                 res = run_naive(procs, image)
+            elif way == "cli":
+                res = run_farm_cli(procs, out, Path(image["dir"]), f"bench-{os.getpid()}-cli-{r}")
             else:
                 res = run_lava(procs, out, image, f"{os.getpid()}{r:03d}")  # LAVA's dirs are per job id
             results[way].append(res)
@@ -255,15 +268,19 @@ def section_main(procs, out, image, boots, with_lava) -> dict:
     return results
 
 
-def section_parallel(procs, out, image, rounds, use_lab: bool = True) -> dict:
+def section_parallel(procs, out, image, rounds, use_lab: bool = True, cpus: int = 4) -> dict:
+    """One board alone vs two at once, each twin with ``cpus`` vCPUs (1: two boards fit on 2 host cores, so
+    the figure is farm's coordination rather than TCG's share of the host)."""
     lab_dir = Path(tempfile.mkdtemp(prefix="farm-bench-lab-"))
-    mode, extra_env, env, places = "local twins", {}, ENV_TWIN, [None, None]
+    (out / "variants").mkdir(parents=True, exist_ok=True)
+    local_env = env_variant(out / "variants", f"smp{cpus}", qemu_settings={"extra_args": f"-smp {cpus}"})
+    mode, extra_env, env, places = "local twins", {}, local_env, [None, None]
     note = "" if use_lab else "local twins asked for (--parallel local)"
     try:
         if not use_lab:
             raise _Local()
-        done, wall = procs.run([PY, "-m", "farm.cli", "lab", "up", "--boards", "maaxboard=2", "--dir", str(lab_dir)],
-                               timeout=180, cwd=ROOT)
+        done, wall = procs.run([PY, "-m", "farm.cli", "lab", "up", "--boards", "maaxboard=2", "--cpus", str(cpus),
+                                "--dir", str(lab_dir)], timeout=180, cwd=ROOT)
         m = re.search(r"export LG_COORDINATOR=(\S+)", done.stdout)
         if done.returncode == 0 and m:
             mode, extra_env, env = "farm lab (virtual farm)", {"LG_COORDINATOR": m.group(1)}, ENV_BOARD
@@ -293,14 +310,14 @@ def section_parallel(procs, out, image, rounds, use_lab: bool = True) -> dict:
                 for b in both:
                     b["start_skew"] = skew
             pair.append(both)
-            say(f"parallel {r + 1}/{rounds}: one {_fmt(res)}, two {' / '.join(_fmt(b) for b in both)}")
+            say(f"parallel {cpus} vCPU {r + 1}/{rounds}: one {_fmt(res)}, two {' / '.join(_fmt(b) for b in both)}")
     finally:
         if mode.startswith("farm lab"):
             done, _ = procs.run([PY, "-m", "farm.cli", "lab", "down", "--dir", str(lab_dir)], timeout=120, cwd=ROOT)
             if done.returncode != 0:
                 say("farm lab down: " + done.stderr.strip()[-300:])
         shutil.rmtree(lab_dir, ignore_errors=True)
-    return {"mode": mode, "note": note, "single": single, "pair": pair}
+    return {"mode": mode, "note": note, "single": single, "pair": pair, "cpus": cpus}
 
 
 class _Local(Exception):
@@ -388,6 +405,9 @@ def main() -> int:
     p.add_argument("--iperf-duration", type=int, help="seconds per iperf3 run (default 5; --quick 3)")
     p.add_argument("--parallel", choices=("lab", "local"), default="lab",
                    help="two boards at once on the virtual farm (default; local twins if it fails) or local twins")
+    p.add_argument("--parallel-cpus", default="1,4", metavar="N[,N]",
+                   help="vCPUs of each twin in the parallel section, one measurement each (default 1,4; the target "
+                   "applies to 1: two boards of 1 vCPU fit on 2 host cores)")
     p.add_argument("--out", help="output directory (default results/speed-<time>)")
     p.add_argument("--recipe", help="the image recipe all three ways boot (default images/maaxboard-bench.yaml; "
                    "images/maaxboard-lean.yaml: the kernel built from source, nothing to load)")
@@ -430,7 +450,8 @@ def main() -> int:
             elif name == "build":
                 data["build"] = measure_builds(procs, out, 3, 1 if args.quick else 2)
             elif name == "parallel":
-                data["parallel"] = section_parallel(procs, out, image, 2 if args.quick else 3, args.parallel == "lab")
+                data["parallel"] = [section_parallel(procs, out, image, 2 if args.quick else 3, args.parallel == "lab",
+                                                     int(n)) for n in args.parallel_cpus.split(",")]
             elif name == "iperf":
                 data["iperf"] = section_iperf(procs, out, image, args.iperf_pairs or (3 if args.quick else 6),
                                              args.iperf_duration or (3 if args.quick else 5))

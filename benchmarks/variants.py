@@ -12,6 +12,7 @@ from pathlib import Path
 import yaml
 
 STRATEGY = "UBootNetbootStrategy"
+QEMU = "TwinQEMUDriver"
 
 
 def _dump(path: Path, doc: dict, source: Path, change: str) -> Path:
@@ -29,9 +30,9 @@ def _only_target(doc: dict, source: Path) -> dict:
 
 
 def env_variant(source: Path, tmp: Path, name: str, strategy_settings: dict | None = None,
-                bootargs: str | None = None) -> Path:
-    """``source`` (an env file) with ``strategy_settings`` set on its U-Boot strategy and/or its
-    ``bootargs`` replaced, written as ``tmp/env-<name>.yaml``."""
+                bootargs: str | None = None, qemu_settings: dict | None = None) -> Path:
+    """``source`` (an env file) with ``strategy_settings`` set on its U-Boot strategy, its ``bootargs``
+    replaced and/or ``qemu_settings`` set on its TwinQEMUDriver, written as ``tmp/env-<name>.yaml``."""
     doc = yaml.safe_load(source.read_text())
     drivers = _only_target(doc, source).get("drivers") or {}
     if STRATEGY not in drivers:
@@ -44,6 +45,11 @@ def env_variant(source: Path, tmp: Path, name: str, strategy_settings: dict | No
     for key, value in (strategy_settings or {}).items():
         strategy[key] = value
         changes.append(f"{key}: {value!r}")
+    if qemu_settings:
+        if QEMU not in drivers:
+            raise ValueError(f"{source}: no {QEMU} among the drivers")
+        drivers[QEMU] = {**(drivers[QEMU] or {}), **qemu_settings}
+        changes += [f"{QEMU} {key}: {value!r}" for key, value in qemu_settings.items()]
     doc["images"] = {key: _absolute(value, source.parent) for key, value in (doc.get("images") or {}).items()}
     return _dump(tmp / f"env-{name}.yaml", doc, source, f"{STRATEGY} " + ", ".join(changes or ["unchanged"]))
 

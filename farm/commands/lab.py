@@ -18,11 +18,11 @@ def _say(text: str) -> None:
 
 
 def cmd_up(args: argparse.Namespace) -> int:
-    from ..virtual.boards import parse_board_counts
+    from ..virtual.boards import check_cpus, parse_board_counts
     from ..virtual.lab import up
 
     # interrupted half-way (Ctrl-C, or SIGTERM through farm.signals), up stops what it started
-    lab = up(_dir(args), parse_board_counts(args.boards or []), say=_say)
+    lab = up(_dir(args), parse_board_counts(args.boards or []), cpus=check_cpus(args.cpus), say=_say)
     _say(f"up in {lab.directory}: {', '.join(b.place for b in lab.boards)}; `farm lab down"
          + (f" --dir {lab.directory}" if args.dir else "") + "` stops it")
     print(f"export LG_COORDINATOR={lab.coordinator}")
@@ -96,6 +96,8 @@ def register(sub) -> None:
                           "(eval it, then farm places, farm reserve, ...). Fails if one is up in DIR.")
     up.add_argument("--boards", action="append", metavar="MODEL=N",
                     help="boards to create (default maaxboard=1; repeatable or comma-separated)")
+    up.add_argument("--cpus", type=int, metavar="N",
+                    help="vCPUs of every twin (default: the board's, 4 for a MaaXBoard); tagged cores=N")
     up.add_argument("--dir", metavar="DIR", help=dir_help)
     up.set_defaults(func=cmd_up)
 

@@ -21,16 +21,22 @@ class BoardModel:
     qemu_bin: str
     machine: tuple[str, ...]  # machine, CPU, memory, firmware: what makes it this board's twin
     tags: dict[str, str]
+    cpus: int = 4             # the board's cores; a lab may give its twins fewer (farm lab up --cpus)
     forwarded_ports: tuple[int, ...] = (5201, 11111)  # target ports benchmarks use: iperf3, sockperf
+
+    def tags_for(self, cpus: int) -> dict[str, str]:
+        """The place's tags for a twin of ``cpus`` vCPUs: ``cores`` says what the twin has."""
+        return {**self.tags, "cores": str(cpus)}
 
 
 MODELS: dict[str, BoardModel] = {
     "maaxboard": BoardModel(
         name="maaxboard",
         qemu_bin="qemu-system-aarch64",
-        machine=("-machine", "virt", "-cpu", "cortex-a53", "-smp", "4", "-m", "1G",
+        machine=("-machine", "virt", "-cpu", "cortex-a53", "-m", "1G",
                  "-bios", "/usr/lib/u-boot/qemu_arm64/u-boot.bin"),
-        tags={"board": "maaxboard", "arch": "aarch64", "cores": "4", "lab": "virtual"},
+        tags={"board": "maaxboard", "arch": "aarch64", "lab": "virtual"},
+        cpus=4,
     ),
 }
 
@@ -54,6 +60,17 @@ def parse_board_counts(specs: list[str]) -> dict[str, int]:
     return counts or {"maaxboard": 1}
 
 
+MAX_CPUS = 8
+
+
+def check_cpus(cpus: int | None) -> int | None:
+    """``farm lab up --cpus N``: vCPUs of every twin (fewer than the board's, so that boards in parallel fit
+    on the host's cores and a benchmark of two measures farm's coordination, not TCG's share of the host)."""
+    if cpus is not None and not 1 <= cpus <= MAX_CPUS:
+        raise JobError(f"--cpus {cpus}: expected 1..{MAX_CPUS} vCPUs per board")
+    return cpus
+
+
 @attrs.frozen
 class VirtualBoard:
     """One board of a virtual lab: its place, its QEMU's endpoints, its PDU outlet."""
@@ -64,6 +81,7 @@ class VirtualBoard:
     serial_port: int       # QEMU's serial, a TCP server on 127.0.0.1
     qmp_socket: str
     forwards: dict[int, int]  # target port -> port on 127.0.0.1 (TCP and UDP)
+    cpus: int = 4             # the twin's vCPUs (-smp)
 
     def as_dict(self) -> dict:
         return {**attrs.asdict(self), "forwards": {str(k): v for k, v in self.forwards.items()}}
@@ -71,7 +89,12 @@ class VirtualBoard:
     @classmethod
     def from_dict(cls, data: dict) -> "VirtualBoard":
         return cls(data["place"], data["model"], int(data["outlet"]), int(data["serial_port"]), data["qmp_socket"],
-                   {int(k): int(v) for k, v in data["forwards"].items()})
+                   {int(k): int(v) for k, v in data["forwards"].items()},
+                   int(data.get("cpus", MODELS[data["model"]].cpus)))
+
+    @property
+    def tags(self) -> dict[str, str]:
+        return MODELS[self.model].tags_for(self.cpus)
 
 
 def qemu_argv(board: VirtualBoard, tftp_root: Path, accel: str = "tcg") -> list[str]:
@@ -81,7 +104,7 @@ def qemu_argv(board: VirtualBoard, tftp_root: Path, accel: str = "tcg") -> list[
     for target_port, host_port in sorted(board.forwards.items()):
         nic += f",hostfwd=tcp:127.0.0.1:{host_port}-:{target_port},hostfwd=udp:127.0.0.1:{host_port}-:{target_port}"
     return [
-        model.qemu_bin, "-name", board.place, *model.machine, "-accel", accel,
+        model.qemu_bin, "-name", board.place, *model.machine, "-smp", str(board.cpus), "-accel", accel,
         "-nodefaults", "-display", "none",
         "-nic", nic,
         "-serial", f"tcp:127.0.0.1:{board.serial_port},server=on,wait=off",

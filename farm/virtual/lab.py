@@ -111,8 +111,9 @@ def _venv_tool(name: str) -> str | None:
     return str(beside) if beside.exists() else shutil.which(name)
 
 
-def plan_lab(directory: Path, counts: dict[str, int]) -> Lab:
-    """Names, ports and sockets for a lab with ``counts`` boards per model (nothing started yet)."""
+def plan_lab(directory: Path, counts: dict[str, int], cpus: int | None = None) -> Lab:
+    """Names, ports and sockets for a lab with ``counts`` boards per model (nothing started yet); ``cpus``:
+    every twin's vCPUs instead of its model's."""
     total = sum(counts.values())
     forwards_each = {model: len(MODELS[model].forwarded_ports) for model in counts}
     ports = free_ports(3 + total + sum(forwards_each[m] * n for m, n in counts.items()))
@@ -127,12 +128,12 @@ def plan_lab(directory: Path, counts: dict[str, int]) -> Lab:
             if len(str(qmp)) > 100:
                 raise JobError(f"--dir {directory}: too long for a unix socket path ({qmp}); use a shorter one")
             boards.append(VirtualBoard(place=f"{model}-{i}", model=model, outlet=outlet, serial_port=serial,
-                                       qmp_socket=str(qmp), forwards=forwards))
+                                       qmp_socket=str(qmp), forwards=forwards, cpus=cpus or MODELS[model].cpus))
     return Lab(directory=directory, name=f"farm-vlab-{secrets.token_hex(3)}",
                coordinator=f"127.0.0.1:{coordinator_port}", pdu_port=pdu_port, ssh_port=ssh_port, boards=boards)
 
 
-def up(directory: Path, counts: dict[str, int], *, say=lambda text: None) -> Lab:
+def up(directory: Path, counts: dict[str, int], *, cpus: int | None = None, say=lambda text: None) -> Lab:
     """Start a whole virtual lab in ``directory``; on any failure, stop what was started and raise."""
     directory = directory.resolve()
     check_prerequisites()
@@ -142,7 +143,7 @@ def up(directory: Path, counts: dict[str, int], *, say=lambda text: None) -> Lab
             raise JobError(f"a virtual lab is already up in {directory} (coordinator {old.coordinator}); "
                            f"farm lab down --dir {directory} first")
         _forget(old)
-    lab = plan_lab(directory, counts)
+    lab = plan_lab(directory, counts, cpus)
     for stale in ("coordinator", "tftp", "boards"):  # a new lab: no places or staged files of an old one
         shutil.rmtree(directory / stale, ignore_errors=True)
     for sub in ("coordinator", "logs", "tftp", *(f"boards/{b.outlet}" for b in lab.boards)):
@@ -219,7 +220,7 @@ def _start(lab: Lab, say) -> None:
         say(f"exporter      {lab.name}: {len(groups)} board(s)")
         for board in lab.boards:
             create_place(coord, lab, board)
-            say(f"place         {board.place}: " + " ".join(f"{k}={v}" for k, v in MODELS[board.model].tags.items()))
+            say(f"place         {board.place}: " + " ".join(f"{k}={v}" for k, v in board.tags.items()))
 
 
 def create_place(coord: Coordinator, lab: Lab, board: VirtualBoard) -> None:
@@ -227,8 +228,8 @@ def create_place(coord: Coordinator, lab: Lab, board: VirtualBoard) -> None:
     if board.place not in coord.places():
         coord.add_place(board.place)
     coord.add_match(board.place, f"{lab.name}/{board.place}/*")
-    coord.set_tags(board.place, {**MODELS[board.model].tags, HEALTH_TAG: HEALTHY})  # reservations ask for it
-    coord.set_comment(board.place, f"virtual {board.model} (QEMU twin), lab {lab.directory}")
+    coord.set_tags(board.place, {**board.tags, HEALTH_TAG: HEALTHY})  # reservations ask for it
+    coord.set_comment(board.place, f"virtual {board.model} (QEMU twin, {board.cpus} vCPU), lab {lab.directory}")
 
 
 # --- status and down -----------------------------------------------------------------------------

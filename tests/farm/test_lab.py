@@ -92,3 +92,23 @@ def test_console_is_attached_before_power_on(lab):
                 console.kill()
             release(coord, "maaxboard-1")
     assert not is_on(qmp)
+
+
+def test_a_lab_of_one_vcpu_twins(tmp_path):
+    """`farm lab up --cpus 1`: each QEMU runs one vCPU and its place is tagged cores=1 (a lab of its own)."""
+    directory = tmp_path / "lab1"
+    proc = run_farm("lab", "up", "--boards", "maaxboard=1", "--cpus", "1", "--dir", str(directory))
+    assert proc.returncode == 0, proc.stderr
+    try:
+        coordinator = re.search(r"export LG_COORDINATOR=(\S+)", proc.stdout)[1]
+        assert "place         maaxboard-1: board=maaxboard arch=aarch64 lab=virtual cores=1" in proc.stderr
+        places = json.loads(run_farm("places", "--json", "--coordinator", coordinator).stdout)
+        assert [p["tags"]["cores"] for p in places] == ["1"]
+        state = json.loads((directory / "lab.json").read_text())
+        assert state["boards"][0]["cpus"] == 1
+        qemus = [p for p in state["processes"] if "qemu" in p["name"]]
+        argv = Path(f"/proc/{qemus[0]['pid']}/cmdline").read_bytes().split(b"\0")
+        assert argv[argv.index(b"-smp") + 1] == b"1" and argv.count(b"-smp") == 1
+    finally:
+        down = run_farm("lab", "down", "--dir", str(directory))
+        assert down.returncode == 0, down.stderr

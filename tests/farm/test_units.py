@@ -111,10 +111,38 @@ def test_qemu_board_starts_paused_with_sockets_and_forwards(tmp_path):
     argv = qemu_argv(_board(1), tmp_path / "tftp")
     line = " ".join(argv)
     assert argv[0] == "qemu-system-aarch64" and argv[-1] == "-S"
-    assert "-cpu cortex-a53 -smp 4 -m 1G -bios /usr/lib/u-boot/qemu_arm64/u-boot.bin" in line
+    assert "-cpu cortex-a53 -m 1G -bios /usr/lib/u-boot/qemu_arm64/u-boot.bin -smp 4 " in line
     assert f"tftp={tmp_path}/tftp,hostfwd=tcp:127.0.0.1:41001-:5201,hostfwd=udp:127.0.0.1:41001-:5201" in line
     assert "-serial tcp:127.0.0.1:40001,server=on,wait=off" in line
     assert "-qmp unix:/lab/boards/1/qmp.sock,server=on,wait=off" in line
+
+
+def test_a_lab_of_one_vcpu_twins_says_so_in_qemu_its_tags_and_its_state(tmp_path):
+    from farm.virtual.boards import MODELS, check_cpus
+    from farm.virtual.lab import plan_lab
+
+    lab = plan_lab(tmp_path, {"maaxboard": 2}, cpus=1)
+    for board in lab.boards:
+        assert " -smp 1 " in " ".join(qemu_argv(board, tmp_path / "tftp"))
+        assert board.tags == {"board": "maaxboard", "arch": "aarch64", "cores": "1", "lab": "virtual"}
+        assert VirtualBoard.from_dict(json.loads(json.dumps(board.as_dict()))) == board
+    default = plan_lab(tmp_path, {"maaxboard": 1}).boards[0]
+    assert default.cpus == MODELS["maaxboard"].cpus == 4 and default.tags["cores"] == "4"
+    old_state = {k: v for k, v in default.as_dict().items() if k != "cpus"}  # lab.json of an older farm
+    assert VirtualBoard.from_dict(old_state).cpus == 4
+    assert check_cpus(None) is None and check_cpus(1) == 1
+    for bad in (0, -1, 9):
+        with pytest.raises(JobError, match=rf"--cpus {bad}: expected 1\.\.8"):
+            check_cpus(bad)
+
+
+def test_lab_up_refuses_a_bad_cpu_count_before_starting_anything(tmp_path):
+    from ..conftest import run_farm
+
+    proc = run_farm("lab", "up", "--cpus", "0", "--dir", str(tmp_path / "lab"))
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == "farm: job error: --cpus 0: expected 1..8 vCPUs per board"
+    assert not (tmp_path / "lab").exists()
 
 
 def test_exporter_example_for_a_real_lab_host_is_valid(project_root):

@@ -56,6 +56,20 @@ def test_an_env_variant_does_not_depend_on_how_the_file_is_written(tmp_path):
         env_variant(ROOT / "env" / "qemu-x86.yaml", tmp_path, "x86", {"tftp_blocksize": 1468})
 
 
+def test_an_env_variant_can_give_the_twin_fewer_vcpus(tmp_path, monkeypatch):
+    """The parallel section's 1-vCPU twins: labgrid builds QEMU's command line from the copy."""
+    monkeypatch.setenv("LG_TFTP_ROOT", str(tmp_path / "tftp"))
+    path = env_variant(TWIN, tmp_path, "smp1", qemu_settings={"extra_args": "-smp 1"})
+    _, target = open_target(EnvFile.load(path))
+    argv = target.get_driver("TwinQEMUDriver").get_qemu_base_args()
+    assert argv[argv.index("-smp") + 1] == "1" and argv.count("-smp") == 1
+    doc = yaml.safe_load(TWIN.read_text())
+    del doc["targets"]["maaxboard-twin"]["drivers"]["TwinQEMUDriver"]
+    (tmp_path / "board.yaml").write_text(yaml.safe_dump(doc))
+    with pytest.raises(ValueError, match="no TwinQEMUDriver"):
+        env_variant(tmp_path / "board.yaml", tmp_path, "board", qemu_settings={"extra_args": "-smp 1"})
+
+
 def test_a_recipe_variant_keeps_its_programs_found(tmp_path):
     path = recipe_variant(ROOT / "images" / "maaxboard-bench.yaml", tmp_path, "gzip", compress="gzip")
     doc = yaml.safe_load(path.read_text())
