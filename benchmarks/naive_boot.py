@@ -7,7 +7,7 @@ The naive way by default: the uncompressed kernel, U-Boot's default TFTP block s
 handed to Linux (the image's /init then asks DHCP itself), ``console=ttyAMA0`` and nothing else.
 The options exist so that benchmarks/run.py can also time it with farm's own settings.
 
-    python3 benchmarks/naive_boot.py --kernel IMAGE_DIR/Image --initrd IMAGE_DIR/initrd.cpio.gz
+    python3 benchmarks/naive_boot.py --kernel IMAGE_DIR/Image --initrd IMAGE_DIR/initrd.cpio.zst
 
 Files are served by QEMU's user-mode TFTP server from a temporary folder of links.
 """

@@ -194,8 +194,9 @@ def env_variant(tmp: Path, name: str, strategy_settings: dict | None = None, boo
     return _env_variant(ENV_TWIN, tmp, name, strategy_settings, bootargs, qemu_settings)
 
 
-def recipe_variant(tmp: Path, name: str, *, compress: str | None = None, modules: list | None = None) -> Path:
-    return _recipe_variant(RECIPE, tmp, name, compress=compress, modules=modules)
+def recipe_variant(tmp: Path, name: str, *, compress: str | None = None, modules: list | None = None,
+                   initrd_compress: str | None = None) -> Path:
+    return _recipe_variant(RECIPE, tmp, name, compress=compress, modules=modules, initrd_compress=initrd_compress)
 
 
 # --- builds --------------------------------------------------------------------------------------
@@ -348,23 +349,29 @@ def section_levers(procs, out, image, boots) -> dict:
     say("levers: building the recipe variants")
     gz_path, gz_wall = farm_build(procs, recipe_variant(tmp, "gzip", compress="gzip"))
     builds["gzip"] = gz_wall
-    mods_path, mods_wall = farm_build(procs, recipe_variant(tmp, "twin-modules", modules=["virtio_net", "virtio_pci"]))
-    builds["twin-modules"] = mods_wall
-    gz_img, mods_img = image_files(gz_path), image_files(mods_path)
+    other_rd = "gzip" if image["manifest"].get("initrd_compression", "gzip") != "gzip" else "zstd"
+    rd_path, builds[f"initrd-{other_rd}"] = farm_build(procs, recipe_variant(tmp, f"initrd-{other_rd}",
+                                                                            initrd_compress=other_rd))
+    gz_img, rd_img = image_files(gz_path), image_files(rd_path)
+    has_modules = bool(image["manifest"].get("modules"))  # a lean kernel has every driver built in
+    mods_img = None
+    if has_modules:
+        mods_path, builds["twin-modules"] = farm_build(procs, recipe_variant(tmp, "twin-modules",
+                                                                             modules=["virtio_net", "virtio_pci"]))
+        mods_img = image_files(mods_path)
     variants = [
         ("farm as configured", {}),
         ("recipe kernel.compress: gzip", {"image": gz_img}),
+        (f"recipe initrd.compress: {other_rd}", {"image": rd_img}),
         *[(f"env tftp_blocksize: {n}", {"env": env_variant(tmp, f"bs{n}", {"tftp_blocksize": n})})
           for n in (1468, 4096, 8192, 16384)],
         ("env tftp_windowsize: 8", {"env": env_variant(tmp, "ws8", {"tftp_windowsize": 8})}),
-        ("recipe twin-only modules (virtio_net, virtio_pci)", {"image": mods_img}),
+        *([("recipe twin-only modules (virtio_net, virtio_pci)", {"image": mods_img})] if has_modules else []),
         ("env bootargs without quiet", {"env": env_variant(tmp, "noquiet", bootargs="")}),
         ("env bootargs quiet loglevel=1", {"env": env_variant(tmp, "loglevel1", bootargs="quiet loglevel=1")}),
         ("env pass_lease: false", {"env": env_variant(tmp, "nolease", {"pass_lease": False})}),
-        ("patch console _read without the 10 ms sleep", {"patches": ["read-nosleep"]}),
         ("patch back: labgrid's _check_prompt before every shell command", {"patches": ["check-prompt-always"]}),
         ("patch U-Boot commands batched (&&)", {"patches": ["batch-uboot"]}),
-        ("read without sleep + batched U-Boot", {"patches": ["read-nosleep", "batch-uboot"]}),
         ("gzip + batched U-Boot", {"image": gz_img, "patches": ["batch-uboot"]}),
         ("naive script with farm's settings (quiet, lease)", {"naive": {"bootargs": "console=ttyAMA0 quiet",
                                                                        "pass_lease": True}}),
@@ -387,8 +394,9 @@ def section_levers(procs, out, image, boots) -> dict:
                                env=v.get("env", ENV_TWIN), patches=v.get("patches", ()))
             results[name].append(res)
             say(f"lever {r + 1}/{boots} {name}: {_fmt(res)}")
-    sizes = {"Image": image["manifest"]["artifacts"], "Image.gz": gz_img["manifest"]["artifacts"],
-             "twin-modules initrd": mods_img["manifest"]["artifacts"]}
+    sizes = {"as configured": image["manifest"]["artifacts"], "Image.gz": gz_img["manifest"]["artifacts"],
+             f"initrd {other_rd}": rd_img["manifest"]["artifacts"],
+             **({"twin-modules initrd": mods_img["manifest"]["artifacts"]} if mods_img else {})}
     return {"builds": builds, "results": results, "sizes": sizes, "micro": micro}
 
 

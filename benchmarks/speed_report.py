@@ -136,6 +136,7 @@ def render_micro(data: dict) -> str:
 
 UBOOT_PHASES = ("interrupt + dhcp", "tftp kernel", "tftp initrd", "setenv + booti (+ unpack)")
 ACTS_ON = {  # the phases a lever can change: their sum is compared, the rest is the guest's noise
+    "initrd.compress": ("tftp initrd", "kernel boot -> /init"),  # before "gzip": the initrd's, not the kernel's
     "batched": UBOOT_PHASES,  # first: "gzip + batched" acts on all of U-Boot's phases
     "gzip": ("tftp kernel", "setenv + booti (+ unpack)"),
     "tftp_": ("tftp kernel", "tftp initrd"),

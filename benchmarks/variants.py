@@ -55,11 +55,14 @@ def env_variant(source: Path, tmp: Path, name: str, strategy_settings: dict | No
 
 
 def recipe_variant(source: Path, tmp: Path, name: str, *, compress: str | None = None,
-                   modules: list | None = None) -> Path:
-    """``source`` (an image recipe) with its kernel compressed by ``compress`` and/or only ``modules``,
-    written as ``tmp/recipe-<name>.yaml``."""
+                   modules: list | None = None, initrd_compress: str | None = None) -> Path:
+    """``source`` (an image recipe) with its kernel compressed by ``compress``, only ``modules`` and/or its
+    initrd compressed by ``initrd_compress``, written as ``tmp/recipe-<name>.yaml``."""
     doc = yaml.safe_load(source.read_text())
     changes = []
+    if initrd_compress:
+        doc["initrd"]["compress"] = initrd_compress
+        changes.append(f"initrd.compress: {initrd_compress}")
     if compress:
         doc["kernel"]["compress"] = compress
         changes.append(f"kernel.compress: {compress}")

@@ -20,6 +20,7 @@ done
 APT_PACKAGES=(
   qemu-system-arm qemu-system-x86 qemu-utils u-boot-qemu ipxe-qemu   # the QEMU twins and their firmware
   iperf3 openssl busybox-static sockperf                            # host side of the benchmarks
+  zstd                                                              # initrd.compress: zstd, farm/images/build.py
   kmod cpio binutils                                                # depmod for target modules; cpio, readelf for tests
   ser2net pdudaemon openssh-server openssh-client rsync iproute2    # farm lab: PDU, lab-host SSH, labgrid staging, ss
   git make python3 python3-venv python3-pip ca-certificates

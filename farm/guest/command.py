@@ -3,7 +3,7 @@
 The lab's line, on the MaaXBoard (arm64; amd64 is the same on a PC with VT-x)::
 
     qemu-system-aarch64 -M virt,gic-version=3 -cpu host -enable-kvm -smp 1 -m 512M -nographic
-        -serial mon:stdio -kernel /guest/Image -initrd /guest/initrd.cpio.gz
+        -serial mon:stdio -kernel /guest/Image -initrd /guest/initrd.cpio.zst
         -append 'console=ttyAMA0 quiet' -netdev user,id=n0,net=10.0.3.0/24,hostfwd=tcp::5201-:5201,...
         -device virtio-net-device,netdev=n0
 

@@ -1,6 +1,6 @@
 """Start a guest under QEMU on a booted host's serial console, use its shell, stop it.
 
-    info = start_guest(booted.shell, booted.shell.console, spec, "/guest/Image", "/guest/initrd.cpio.gz",
+    info = start_guest(booted.shell, booted.shell.console, spec, "/guest/Image", "/guest/initrd.cpio.zst",
                        guest_forwards([5201]), [])
     booted.shell.run_check("uname -a")        # runs IN THE GUEST now
     stop_guest(booted.shell, booted.shell.console)   # the host's shell again

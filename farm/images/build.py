@@ -27,12 +27,13 @@ from .cpio import Entry, write_newc
 from .elf import elf_deps, is_elf
 from .modules import load_order, parse_modules_dep
 from .programs import build_program, compiler_fingerprint
-from .recipe import Recipe, load_recipe
+from .recipe import INITRD_COMPRESSIONS, Recipe, load_recipe
 
 BUILDER_VERSION = "1"
 TRIPLETS = {"arm64": "aarch64-linux-gnu", "amd64": "x86_64-linux-gnu"}
 KERNEL_NAMES = {"arm64": "Image", "amd64": "bzImage"}
-INITRD_NAME = "initrd.cpio.gz"
+INITRD_NAME = "initrd.cpio.gz"  # with initrd.compress: zstd, initrd.cpio.zst (initrd_name)
+ZSTD_LEVEL = 19  # the smallest initrd zstd makes in seconds; the kernel's unzstd takes any level
 BASE_DIRS = ("bin", "dev", "etc", "etc/farm", "lib", "proc", "root", "run", "sbin", "sys", "tmp",
              "usr", "usr/bin", "usr/sbin", "var")
 
@@ -168,7 +169,16 @@ def image_key(recipe: Recipe, resolution: Resolution, cache: Path) -> str:
         "packages": [debian.package_to_json(p) for p in resolution.packages],
         "support": [hashlib.sha256(_support_file(n)).hexdigest() for n in ("init.sh", "udhcpc.sh")],
         "compiler": compiler_fingerprint(recipe.arch) if recipe.programs else None,
+        **({"initrd_tool": _zstd_version()} if recipe.initrd_compress == "zstd" else {}),
     })
+
+
+def _zstd_version() -> str:
+    """Which zstd compresses the initrd (another version may pick other bytes for the same cpio)."""
+    try:
+        return subprocess.run(["zstd", "--version"], capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "zstd missing"  # the build says so, naming initrd.compress (check_initrd_tool)
 
 
 def build(recipe_path: str | Path, out: str | Path | None = None, cache: Path | None = None,
@@ -202,6 +212,7 @@ def build(recipe_path: str | Path, out: str | Path | None = None, cache: Path | 
         if problem is not None:
             if image_dir.exists() or image_dir.is_symlink():
                 cachefs.say(f"cached image {image_dir} is damaged ({problem}): rebuilding it")
+            check_initrd_tool(recipe)
             _build_into(recipe, resolution, key, image_dir, pkgs, cache, guest)
         image = attrs.evolve(load_image(image_dir), cached=problem is None)
         if out is not None:
@@ -405,6 +416,44 @@ def _kernel_key(recipe: Recipe, cache: Path) -> str:
     return source_kernel.kernel_key(recipe.kernel_source, identity, recipe.arch)
 
 
+def initrd_name(compress: str) -> str:
+    return "initrd.cpio" + INITRD_COMPRESSIONS[compress]
+
+
+def check_initrd_tool(recipe: Recipe) -> None:
+    if recipe.initrd_compress == "zstd" and shutil.which("zstd") is None:
+        raise recipe.error("initrd.compress", "zstd needs the zstd program (Debian package zstd; make setup "
+                                              "installs it)")
+
+
+def write_initrd(directory: Path, cpio: bytes, recipe: Recipe) -> str:
+    """The compressed cpio in ``directory``, the same bytes for the same cpio; returns its file name."""
+    name = initrd_name(recipe.initrd_compress)
+    with open(directory / name, "wb") as raw:
+        if recipe.initrd_compress == "gzip":
+            # mtime=0 and no file name in the header: the same cpio gives the same .gz
+            with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=6) as gz:
+                gz.write(cpio)
+        else:  # zstd: the same bytes for one input, level and zstd version (single-threaded)
+            done = subprocess.run(["zstd", "-q", f"-{ZSTD_LEVEL}", "-T1", "--check", "-c"], input=cpio, stdout=raw,
+                                  stderr=subprocess.PIPE)
+            if done.returncode != 0:
+                raise JobError(f"{recipe.where.get('initrd.compress', recipe.source)}: zstd failed "
+                               f"(exit {done.returncode}): {done.stderr.decode(errors='replace').strip()[-300:]}")
+    return name
+
+
+def read_initrd(path: Path) -> bytes:
+    """The cpio inside an image's initrd file, whichever way it was compressed (by its name)."""
+    data = path.read_bytes()
+    if path.name.endswith(".zst"):
+        done = subprocess.run(["zstd", "-q", "-d", "-c"], input=data, capture_output=True)
+        if done.returncode != 0:
+            raise JobError(f"{path}: not a zstd file: {done.stderr.decode(errors='replace').strip()[-200:]}")
+        return done.stdout
+    return gzip.decompress(data)
+
+
 def _kernel_parts(recipe: Recipe, tree: Path) -> tuple[Path, str, list[str]]:
     vmlinuz = sorted((tree / "boot").glob("vmlinuz-*"))
     if len(vmlinuz) != 1:
@@ -478,15 +527,13 @@ def _build_into(recipe: Recipe, resolution: Resolution, key: str, image_dir: Pat
         dtbs = dict(source_kernel.iter_dtbs(built_kernel)) if built_kernel else {}
         for name, path in dtbs.items():
             shutil.copyfile(path, tmp / name)
-        with open(tmp / INITRD_NAME, "wb") as raw:
-            # mtime=0 and no file name in the header: the same cpio gives the same .gz
-            with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=6) as gz:
-                gz.write(cpio)
+        initrd_name = write_initrd(tmp, cpio, recipe)
         artifacts = {name: {"sha256": debian.sha256_file(tmp / name), "size": (tmp / name).stat().st_size}
-                     for name in (kernel_name, INITRD_NAME, *dtbs)}
+                     for name in (kernel_name, initrd_name, *dtbs)}
         manifest = {
             "name": recipe.name, "arch": recipe.arch, "key": key, "builder": BUILDER_VERSION,
-            "recipe": recipe.canonical(), "kernel": kernel_name, "initrd": INITRD_NAME,
+            "recipe": recipe.canonical(), "kernel": kernel_name, "initrd": initrd_name,
+            "initrd_compression": recipe.initrd_compress,
             "kernel_compression": recipe.kernel_compress,
             "kernel_version": kversion, "modules": [posixpath.basename(m) for m in modules],
             "artifacts": artifacts,

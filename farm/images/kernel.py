@@ -34,7 +34,9 @@ from ..errors import JobError
 from . import cachefs
 from .programs import compiler
 
-KERNEL_BUILDER_VERSION = "1"
+# 2: no CCACHE_BASEDIR (its relative paths defeated the kernel's -fmacro-prefix-map: __FILE__ strings held
+# ../../kernel-src/..., so a build through ccache differed from one without it)
+KERNEL_BUILDER_VERSION = "2"
 KERNEL_ARCH = {"arm64": "arm64", "amd64": "x86_64"}  # farm's arch -> the kernel's ARCH=
 IMAGE_TARGET = {"arm64": ("Image", "arch/arm64/boot/Image"), "amd64": ("bzImage", "arch/x86/boot/bzImage")}
 BUILD_USER = BUILD_HOST = "farm"
@@ -391,9 +393,23 @@ def kernel_for(source: KernelSource, arch: str, cache: Path, where: str) -> Kern
         for path in cachefs.clean_abandoned(out.parent, ".build-"):
             cachefs.say(f"removed {path}, left by a kernel build that was killed")
         tree = identity.tarball and _unpacked(identity, cache) or Path(source.location)
-        build_dir = cache / "kernel-build" / f"{arch}-{identity.sha256[:16]}"
+        build_dir = build_dir_of(cache, arch, identity)
         with cachefs.locked(build_dir.with_name(f".{build_dir.name}.lock")):
             return _build(source, identity, arch, tree, build_dir, key, out, where)
+
+
+def build_dir_of(cache: Path, arch: str, identity: SourceIdentity) -> Path:
+    """make's output directory for a source and architecture, kept for incremental builds: one per builder
+    version, since make does not see what a builder changes outside the compiler's command line (the
+    objects of builder 1, compiled through CCACHE_BASEDIR, would otherwise be linked again as they are)."""
+    name = f"{arch}-{identity.sha256[:16]}"
+    older = cache / "kernel-build" / name  # builder 1's, without a suffix
+    if older.is_dir():
+        try:
+            cachefs.discard(older)
+        except FileNotFoundError:  # another build discarded it first
+            pass
+    return cache / "kernel-build" / f"{name}-b{KERNEL_BUILDER_VERSION}"
 
 
 def _load(out: Path, key: str) -> KernelBuild | None:
@@ -418,11 +434,12 @@ def _build(source: KernelSource, identity: SourceIdentity, arch: str, tree: Path
     epoch = source_epoch(tree, identity)
     env = {**os.environ, "KBUILD_BUILD_TIMESTAMP": build_timestamp(epoch), "KBUILD_BUILD_USER": BUILD_USER,
            "KBUILD_BUILD_HOST": BUILD_HOST, "KBUILD_BUILD_VERSION": "1", "SOURCE_DATE_EPOCH": str(epoch),
-           "LC_ALL": "C", "TZ": "UTC",
-           # ccache: paths below the cache are hashed relative to the build directory (the kernel's own
-           # -fmacro-prefix-map keeps the source's absolute path, so hits need the same source path)
-           "CCACHE_BASEDIR": str(cache_root(build_dir)), "CCACHE_NOHASHDIR": "1"}
-    for var in ("ARCH", "CROSS_COMPILE", "KCONFIG_CONFIG", "KBUILD_OUTPUT", "O", "KCFLAGS", "KCPPFLAGS"):
+           "LC_ALL": "C", "TZ": "UTC", "CCACHE_NOHASHDIR": "1"}
+    # ccache sees the compiler's real arguments: no CCACHE_BASEDIR, whose rewriting of absolute paths into
+    # relative ones defeats the kernel's -fmacro-prefix-map (__FILE__ in BUG/WARN tables would then name
+    # ../../kernel-src/...): hits need the same source and build paths, which a cache keeps
+    for var in ("ARCH", "CROSS_COMPILE", "KCONFIG_CONFIG", "KBUILD_OUTPUT", "O", "KCFLAGS", "KCPPFLAGS",
+                "CCACHE_BASEDIR"):
         env.pop(var, None)
     make = ["make", "-C", str(tree), f"O={build_dir}", f"ARCH={KERNEL_ARCH[arch]}",
             f"CROSS_COMPILE={cross_prefix(gcc)}", f"CC=ccache {cross_prefix(gcc)}gcc"]
@@ -497,10 +514,6 @@ def _build(source: KernelSource, identity: SourceIdentity, arch: str, tree: Path
 
 def _dts_arch(arch: str) -> str:
     return "arm64" if arch == "arm64" else "x86"
-
-
-def cache_root(build_dir: Path) -> Path:
-    return build_dir.parent.parent
 
 
 def _tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:

@@ -42,7 +42,7 @@ def test_x86_twin_netboots_through_ipxe_and_cleans_up(x86_env, x86_image, tftp_r
     with ConsoleLog(tmp_path / "console") as console:
         with boot_target(x86_env, x86_image, "t-x86-boot-1", console) as booted:
             staged = sorted(p.name for p in tftp_root.glob("*/t-x86-boot-1/*"))
-            assert staged == ["boot.ipxe", "bzImage", "initrd.cpio.gz"]
+            assert staged == ["boot.ipxe", "bzImage", "initrd.cpio.zst"]  # initrd.compress: zstd
             facts = read_facts(booted.shell)
             assert facts.machine == "x86_64"
             assert facts.kernel == x86_image.manifest["kernel_version"]
@@ -64,7 +64,7 @@ def test_x86_twin_netboots_through_ipxe_and_cleans_up(x86_env, x86_image, tftp_r
     flow = [index("SeaBIOS"), index("iPXE 1.0"), index("iPXE> dhcp"),
             index("iPXE> chain tftp://${next-server}/"), index("tftp://10.0.2.2/"),
             next(i for i, line in enumerate(lines) if line.endswith("/bzImage... ok")),
-            next(i for i, line in enumerate(lines) if line.endswith("/initrd.cpio.gz... ok")),
+            next(i for i, line in enumerate(lines) if line.endswith("/initrd.cpio.zst... ok")),
             index("FARM-READY")]
     assert flow == sorted(flow)
     assert lines[index("tftp://10.0.2.2/")].endswith("/t-x86-boot-1/boot.ipxe... ok")

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import gzip
 import os
 
 import pytest
 
 from farm.images import build as build_mod
 from farm.images import debian
-from farm.images.build import build, default_cache
+from farm.images.build import build, default_cache, read_initrd
 from farm.images.cpio import read_newc
 
 from ..conftest import ROOT, run_farm
@@ -39,7 +38,7 @@ def test_unchanged_recipe_is_served_from_cache_without_apt(maaxboard_image, monk
 
 
 def test_initrd_holds_what_the_board_needs(maaxboard_image):
-    entries = {e.path: e for e in read_newc(gzip.decompress(maaxboard_image.initrd.read_bytes()))}
+    entries = {e.path: e for e in read_newc(read_initrd(maaxboard_image.initrd))}
     kver = maaxboard_image.manifest["kernel_version"]
     assert "init" in entries and entries["init"].mode & 0o111
     assert "dev/console" in entries

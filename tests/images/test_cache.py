@@ -4,7 +4,6 @@ copies of the downloaded .debs, so the real extraction and build run and ~/.cach
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import json
 import os
@@ -18,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from farm.images import debian
-from farm.images.build import VERIFIED, build, default_cache, verify_cached
+from farm.images.build import VERIFIED, build, default_cache, read_initrd, verify_cached
 from farm.images.cpio import read_newc
 
 from ..conftest import ROOT, run_farm
@@ -110,7 +109,7 @@ def test_truncated_initrd_is_rebuilt_not_served_as_cached(tiny):
     assert "\nbuilt tiny" in "\n" + proc.stderr and "cached tiny" not in proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == str(image_dir)
     _assert_matches_manifest(image_dir)
-    assert read_newc(gzip.decompress(initrd.read_bytes()))
+    assert read_newc(read_initrd(initrd))
 
 
 @pytest.mark.parametrize("keep_mtime", [False, True], ids=["edited", "edited-mtime-restored"])
@@ -309,8 +308,50 @@ def test_a_changed_local_header_rebuilds_the_program(tmp_path, base_cache):
     recipe.write_text(TINY.replace("name: tiny", "name: hello").replace("[busybox-static]", "[busybox-static, libc6]")
                       + "programs:\n  - {name: hello, source: src/hello.c}\n")
     first = build(recipe, cache=cache)
-    assert b"farm-first-text" in gzip.decompress(first.initrd.read_bytes())
+    assert b"farm-first-text" in read_initrd(first.initrd)
     (src / "inc" / "text.h").write_text('#define TEXT "farm-second-text"\n')
     second = build(recipe, cache=cache)
     assert not second.cached and second.path != first.path
-    assert b"farm-second-text" in gzip.decompress(second.initrd.read_bytes())
+    assert b"farm-second-text" in read_initrd(second.initrd)
+
+
+def test_a_zstd_initrd_holds_the_same_cpio_and_is_reproducible(tmp_path, base_cache):
+    """initrd.compress: zstd gives initrd.cpio.zst with the very cpio of the gzip build, the same bytes in
+    another cache, and a new cache key (the gzip image stays where it was)."""
+    recipe = tmp_path / "tiny.yaml"
+    recipe.write_text(TINY)
+    gz = build(recipe, cache=base_cache)
+    recipe.write_text(TINY.replace("initrd:\n", "initrd:\n  compress: zstd\n"))
+    images = []
+    for name in ("one", "two"):
+        cache = tmp_path / name
+        cache.mkdir()
+        for shared in ("debs", "pkgs"):
+            os.symlink(base_cache / shared, cache / shared)
+        images.append(build(recipe, cache=cache))
+    zst = images[0]
+    assert zst.initrd.name == "initrd.cpio.zst" and zst.manifest["initrd"] == "initrd.cpio.zst"
+    assert zst.manifest["initrd_compression"] == "zstd" and zst.initrd.read_bytes()[:4] == b"\x28\xb5\x2f\xfd"
+    assert read_initrd(zst.initrd) == read_initrd(gz.initrd)
+    assert images[1].manifest["artifacts"] == zst.manifest["artifacts"]
+    assert zst.manifest["key"] != gz.manifest["key"]
+    assert zst.initrd.stat().st_size < gz.initrd.stat().st_size
+
+
+def test_a_zstd_initrd_without_zstd_names_the_field(tmp_path, base_cache, monkeypatch):
+    from farm.images import build as build_mod
+    from farm.errors import JobError
+
+    recipe = tmp_path / "tiny.yaml"
+    recipe.write_text(TINY.replace("initrd:\n", "initrd:\n  compress: zstd\n"))
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    for shared in ("debs", "pkgs"):
+        os.symlink(base_cache / shared, cache / shared)
+    real_which = shutil.which
+    monkeypatch.setattr(build_mod.shutil, "which", lambda name, *a, **k: None if name == "zstd" else real_which(name, *a, **k))
+    with pytest.raises(JobError) as info:
+        build(recipe, cache=cache)
+    assert str(info.value) == (f"{recipe}:7: initrd.compress: zstd needs the zstd program (Debian package zstd; "
+                               "make setup installs it)")
+    assert not list((cache / "images").glob("tiny-*"))

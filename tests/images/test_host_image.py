@@ -3,12 +3,11 @@ guest's kernel and initrd at /guest/, built for real (from the user's cache once
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 
 import pytest
 
-from farm.images.build import build
+from farm.images.build import build, read_initrd
 from farm.images.cpio import read_newc
 from farm.images.host import guest_files
 
@@ -19,7 +18,7 @@ def host_image(project_root, maaxboard_image):
 
 
 def test_host_initrd_holds_qemu_the_tools_and_the_guest(host_image, maaxboard_image):
-    entries = {e.path: e for e in read_newc(gzip.decompress(host_image.initrd.read_bytes()))}
+    entries = {e.path: e for e in read_newc(read_initrd(host_image.initrd))}
     for binary in ("usr/bin/qemu-system-aarch64", "usr/bin/chrt", "usr/bin/taskset", "usr/bin/openssl"):
         assert binary in entries and entries[binary].mode & 0o111, binary
     assert any(p.startswith("lib/aarch64-linux-gnu/libglib-2.0.so") for p in entries)  # QEMU's ELF closure

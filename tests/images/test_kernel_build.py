@@ -10,6 +10,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
+import subprocess
 import time
 from pathlib import Path
 
@@ -34,7 +36,9 @@ initrd:
   packages: [busybox-static]
   files: [/bin/busybox]
 """
-FRAGMENT = "# the smallest kernel that still takes farm's initrd\nCONFIG_BLK_DEV_INITRD=y\nCONFIG_RD_GZIP=y\n"
+FRAGMENT = ("# the smallest kernel that still takes farm's initrd\nCONFIG_BLK_DEV_INITRD=y\nCONFIG_RD_GZIP=y\n"
+            # BUG() tables that name their source files (__FILE__): the paths a build must not leak
+            "CONFIG_BUG=y\nCONFIG_DEBUG_BUGVERBOSE=y\n")
 
 
 def _cache(path: Path) -> Path:
@@ -47,12 +51,17 @@ def _cache(path: Path) -> Path:
 
 
 def _share_source(cache: Path) -> None:
-    """linux-source-6.1 unpacked once in the user's cache (as the lean recipes have it) and linked into
-    ``cache``: the kernel's build sees its real path, the same in every run, so ccache serves the objects of
-    the last run (the kernel puts the source's absolute path into every compile, -fmacro-prefix-map)."""
+    """linux-source-6.1 unpacked once in the user's cache (as the lean recipes have it) and copied into
+    ``cache`` as hard links (a second, ~1 s): a real directory inside the cache, as a build has it. (Not a
+    symlink: the kernel's make resolves its source's real path, which would then lie outside the cache,
+    and a build through ccache would not meet the paths it meets for real.)"""
     source = kernel_mod.KernelSource("package", "linux-source-6.1", "tinyconfig", (), ())
     kernel_mod._unpacked(kernel_mod.source_identity(source, default_cache(), "test"), default_cache())
-    os.symlink(default_cache() / "kernel-src", cache / "kernel-src")
+    copy = subprocess.run(["cp", "-al", str(default_cache() / "kernel-src"), str(cache / "kernel-src")],
+                          capture_output=True, text=True)
+    if copy.returncode != 0:  # another file system: a real copy (slower)
+        shutil.rmtree(cache / "kernel-src", ignore_errors=True)
+        shutil.copytree(default_cache() / "kernel-src", cache / "kernel-src", symlinks=True)
 
 
 @pytest.fixture(scope="module")
@@ -111,7 +120,9 @@ def test_unchanged_kernel_recipe_is_served_without_make_in_under_a_second(tiny, 
 
 
 def test_two_builds_are_bit_identical_without_ccache(tiny, tmp_path, monkeypatch):
-    """Another cache (another build directory), no ccache: every object compiled again gives the same bytes."""
+    """Another cache (another build directory), no ccache: every object compiled again gives the same bytes.
+    The first build went through ccache with its source inside its cache: with CCACHE_BASEDIR set (farm's
+    kernel builder 1) its BUG tables named ../../kernel-src/... and this failed."""
     recipe, cache, image, _ = tiny
     second = _cache(tmp_path / "cache")
     _share_source(second)

@@ -173,7 +173,7 @@ def test_unknown_field_in_a_section(tmp_path):
     path = _write(tmp_path, GOOD.replace("  modules:", "  dtb: imx8mq-evk.dtb\n  modules:"))
     assert _error(path).startswith(f"{path}:5: kernel.dtb: unknown field (allowed: ")
     path = _write(tmp_path, GOOD + "  overlay: /tmp\n")
-    assert _error(path).startswith(f"{path}:9: initrd.overlay: unknown field (allowed: files, packages)")
+    assert _error(path).startswith(f"{path}:9: initrd.overlay: unknown field (allowed: compress, files, packages)")
 
 
 def test_invalid_yaml_names_the_line(tmp_path):
@@ -242,6 +242,18 @@ def test_kernel_compress(tmp_path):
     assert load_recipe(_write(tmp_path, GOOD.replace("  modules:", "  compress: gzip\n  modules:"))).kernel_compress == "gzip"
     path = _write(tmp_path, GOOD.replace("  modules:", "  compress: bzip2\n  modules:"))
     assert _error(path) == f"{path}:5: kernel.compress: 'bzip2': expected none or gzip"
+
+
+def test_initrd_compress(tmp_path):
+    assert load_recipe(_write(tmp_path, GOOD)).initrd_compress == "gzip"
+    zstd = load_recipe(_write(tmp_path, GOOD.replace("initrd:\n", "initrd:\n  compress: zstd\n")))
+    assert zstd.initrd_compress == "zstd" and zstd.canonical()["initrd_compress"] == "zstd"
+    # gzip, said or not, keeps the cache keys every image had before the option existed
+    assert "initrd_compress" not in load_recipe(_write(tmp_path, GOOD)).canonical()
+    assert load_recipe(_write(tmp_path, GOOD.replace("initrd:\n", "initrd:\n  compress: gzip\n"))).canonical() \
+        == load_recipe(_write(tmp_path, GOOD)).canonical()
+    path = _write(tmp_path, GOOD.replace("initrd:\n", "initrd:\n  compress: xz\n"))
+    assert _error(path) == f"{path}:7: initrd.compress: 'xz': expected one of gzip, zstd"
 
 
 def test_missing_file(tmp_path):
