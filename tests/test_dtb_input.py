@@ -101,7 +101,8 @@ def test_the_strategy_stages_the_dtb_and_booti_uses_it(tmp_path, monkeypatch):
         strategy.stage_image(tftp, image, "alice/j2")
         assert (tmp_path / "tftp" / "alice" / "j2" / "qemu-virt-2cpu.dtb").read_bytes() == \
             (image.path / "qemu-virt-2cpu.dtb").read_bytes()
-        assert "tftpboot ${fdt_addr_r} alice/j2/qemu-virt-2cpu.dtb" in strategy.commands()
+        assert strategy.commands()[-5:-2] == ['test -n "${fdt_addr_r}"', "tftpboot ${fdt_addr_r} alice/j2/qemu-virt-2cpu.dtb",
+                                              "tftpboot ${ramdisk_addr_r} alice/j2/initrd.cpio.gz"]
         assert strategy.booti() == "booti ${kernel_addr_r} ${ramdisk_addr_r}:${farm_initrd_size} ${fdt_addr_r}"
         assert strategy.dtb_used == {"name": "qemu-virt-2cpu.dtb",
                                      "sha256": image.manifest["artifacts"]["qemu-virt-2cpu.dtb"]["sha256"]}

@@ -82,14 +82,23 @@ def uboot_boot_commands(*, kernel: str, initrd: str, kernel_addr: str, initrd_ad
         commands += [f"setenv kernel_comp_addr_r {comp_addr}", f"setenv kernel_comp_size {comp_size:#x}"]
     # double quotes so that U-Boot expands its own lease variables; user values were checked above
     lease = ["farm.ip=${ipaddr}:${netmask}:${gatewayip}", "farm.mac=${ethaddr}"] if pass_lease else []
+    dtb_load = [] if dtb is None else [*filter(None, [address_guard(fdt_load_addr)]), f"tftpboot {fdt_load_addr} {dtb}"]
     commands += [
         f"tftpboot {kernel_addr} {kernel}",
-        *([f"tftpboot {fdt_load_addr} {dtb}"] if dtb is not None else []),
+        *dtb_load,
         f"tftpboot {initrd_addr} {initrd}",  # last: its ${filesize} is the initrd's
         "setenv farm_initrd_size ${filesize}",
         'setenv bootargs "' + " ".join([*bootargs, *lease]) + '"',
     ]
     return commands
+
+
+def address_guard(addr: str) -> str | None:
+    """A command failing when the U-Boot variable ``addr`` names is unset (None: ``addr`` is a number).
+
+    ``tftpboot ${unset} file`` loads to U-Boot's default address without a word and ``booti`` then takes
+    no device tree at all (the board resets); not every U-Boot defines ``fdt_addr_r`` (QEMU's has none)."""
+    return f'test -n "{addr}"' if addr.startswith("${") else None
 
 
 def booti_command(*, kernel_addr: str, initrd_addr: str, fdt_addr: str) -> str:
@@ -194,6 +203,9 @@ class UBootNetbootStrategy(NetbootStrategy):
         for command in commands:
             timeout = self.tftp_timeout if command.startswith(("tftp", "dhcp")) else 30
             output, _, code = self.uboot.run(command, timeout=timeout)
+            if code != 0 and self.dtb and command == address_guard(self.fdt_load_addr):
+                raise JobError(f"{self.field_where('fdt_load_addr')}: this U-Boot has no {self.fdt_load_addr} to load "
+                               f"the DTB {self.dtb} at: set fdt_load_addr to a free address of the board's RAM")
             if code != 0:
                 raise InfrastructureError(f"U-Boot command '{command}' failed (exit {code}): "
                                           + " | ".join(line for line in output[-4:] if line.strip()))
