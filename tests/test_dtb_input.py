@@ -143,3 +143,21 @@ def test_set_image_without_the_dtb_is_refused_before_power_on(tmp_path, monkeypa
         assert strategy.status.name == "unknown"  # never powered on
     finally:
         target.cleanup()
+
+
+def test_the_env_files_boot_uboots_tree_and_the_boards_shows_the_lean_images_dtb(tmp_path):
+    """The twins' and the board's env files boot U-Boot's DT (the virtual lab runs the board's file on a
+    QEMU virt twin); the board's commented line names the DTB images/maaxboard-lean.yaml builds."""
+    from farm.boot.session import EnvFile
+    from farm.config import load_yaml
+
+    for name in ("qemu-maaxboard.yaml", "qemu-maaxboard-el2.yaml", "maaxboard.yaml"):
+        drivers = next(iter(load_yaml(ROOT / "env" / name)["targets"].values()))["drivers"]
+        assert "dtb" not in drivers["UBootNetbootStrategy"], name
+    board = (ROOT / "env" / "maaxboard.yaml").read_text()
+    assert board.count("        # dtb: imx8mq-evk.dtb\n") == 1
+    uncommented = tmp_path / "maaxboard.yaml"
+    uncommented.write_text(board.replace("        # dtb: imx8mq-evk.dtb\n", "        dtb: imx8mq-evk.dtb\n"))
+    EnvFile.load(uncommented)  # a valid name
+    lean = load_yaml(ROOT / "images" / "maaxboard-lean.yaml")["kernel"]["dtbs"]
+    assert "imx8mq-evk.dtb" in [Path(d).name for d in lean]  # the image's DTBs are named by their file name
