@@ -46,14 +46,48 @@ class NetbootStrategy(Strategy):
         self.initrd_path: str | None = None
         self.extra_bootargs: list[str] = []
         self.kernel_compressed = False
+        self.dtb_path: str | None = None  # a staged DTB booti hands Linux (None: the bootloader's own DT)
+        #: the device tree booted, for run.json (farm.boot.dtb.dtb_record); None: the flow has none (iPXE)
+        self.dtb_used: dict | str | None = None
         self.retyped: list[str] = []  # bootloader commands typed again because their echo differed
 
     def set_image(self, kernel_path: str, initrd_path: str, extra_bootargs: list[str] | None = None,
-                  kernel_compressed: bool = False) -> None:
+                  kernel_compressed: bool = False, dtb_path: str | None = None) -> None:
         """The TFTP paths (as returned by staging) to boot at the next transition to ``shell``."""
         self.kernel_path, self.initrd_path = kernel_path, initrd_path
         self.extra_bootargs = list(extra_bootargs or [])
         self.kernel_compressed = kernel_compressed
+        self.dtb_path = dtb_path
+
+    def image_dtb(self, manifest: dict) -> str | None:
+        """The image's DTB to stage and boot (None: none); a JobError if the image cannot give it."""
+        return None
+
+    def stage_image(self, tftp, image, folder: str, extra_bootargs: list[str] | None = None) -> None:
+        """Stage ``image``'s kernel, initrd and the DTB this strategy boots in ``folder``, and set them.
+        The DTB is checked against the image first: bad input stages nothing."""
+        dtb = self.image_dtb(image.manifest)
+        kernel = tftp.stage_as(str(image.kernel), folder, image.manifest["kernel"])
+        initrd = tftp.stage_as(str(image.initrd), folder, image.manifest["initrd"])
+        options = {}
+        if image.manifest.get("kernel_compression", "none") != "none":
+            options["kernel_compressed"] = True
+        if dtb:
+            options["dtb_path"] = tftp.stage_as(str(image.path / dtb), folder, dtb)
+        self.set_image(kernel, initrd, extra_bootargs, **options)
+
+    def field_where(self, key: str) -> str:
+        """Where the env file sets this strategy's ``key`` (``file:line: field``), for an error message."""
+        from ..config import load_yaml
+
+        name, target = type(self).__name__, self.target.name
+        path = getattr(getattr(getattr(self.target, "env", None), "config", None), "filename", None)
+        if path is None:
+            return f"target '{target}': {name}.{key}"
+        try:
+            return load_yaml(path, "env file")["targets"][target]["drivers"][name].where(key)
+        except (JobError, KeyError, TypeError, AttributeError):  # a list of drivers, or a file changed since
+            return f"{path}: targets.{target}.drivers.{name}.{key}"
 
     def reset_after_failure(self) -> None:
         """Make the strategy usable again after a failed transition: labgrid's ``never_retry`` keeps the
@@ -82,10 +116,7 @@ class NetbootStrategy(Strategy):
         image = image_at(path)
         folder = job_folder(current_user(), f"image-{image.manifest.get('key', 'unknown')[:16]}")
         self.target.activate(self.tftp)
-        kernel = self.tftp.stage_as(str(image.kernel), folder, image.manifest["kernel"])
-        initrd = self.tftp.stage_as(str(image.initrd), folder, image.manifest["initrd"])
-        compressed = image.manifest.get("kernel_compression", "none") != "none"
-        self.set_image(kernel, initrd, self.extra_bootargs, **({"kernel_compressed": True} if compressed else {}))
+        self.stage_image(self.tftp, image, folder, self.extra_bootargs)
 
     def kernel_args(self) -> list[str]:
         """The kernel command line: console, the env file's arguments, the run's (setups, --bootarg)."""

@@ -26,6 +26,7 @@ from ..errors import FarmError, InfrastructureError, JobError
 from ..images.build import Image
 from ..values import bootarg_problem, name_problem, number_problem
 from .console_log import ConsoleLog
+from .dtb import dtb_name_problem
 from .lgcompat import drop_console_input
 from .lgenv import apply_lg_defaults  # noqa: F401  (farm.boot.session.apply_lg_defaults, as before)
 from .staging import current_user, job_folder
@@ -63,7 +64,7 @@ class EnvFile:
 def _check_values(targets: Node, target: str, body: object) -> None:
     """What farm takes from an env file, checked when it is read (labgrid reads the rest): the target's
     name (a part of job ids, TFTP folders, file names), ``options.cpu_frequency_hz`` and the kernel
-    arguments of a netboot strategy (typed at U-Boot, written into an iPXE script)."""
+    arguments and DTB name of a netboot strategy (typed at U-Boot, written into an iPXE script)."""
     if (problem := name_problem(target, "target name")):
         raise targets.error(target, problem)
     if not isinstance(body, Node):
@@ -83,6 +84,9 @@ def _check_values(targets: Node, target: str, body: object) -> None:
             for arg in driver["bootargs"].split():
                 if (problem := bootarg_problem(arg)):
                     raise driver.error("bootargs", problem)
+        if name.endswith("NetbootStrategy") and isinstance(driver, Node) and "dtb" in driver:
+            if (problem := dtb_name_problem(driver["dtb"])):
+                raise driver.error("dtb", problem)
 
 
 def open_target(env: EnvFile) -> tuple[Environment, Target]:
@@ -118,6 +122,8 @@ class BootedTarget:
     #: ports are forwarded from its host)
     reach_address: str | None = None
     guest_seconds: float | None = None  # host ready -> guest ready
+    #: the device tree booted: the image's DTB ({name, sha256}), "u-boot" (U-Boot's own), None (iPXE: none)
+    dtb: dict | str | None = None
 
     def run(self, command: str, timeout: float = 60) -> list[str]:
         """Run a shell command on the target; a non-zero exit raises labgrid's ExecutionError."""
@@ -201,12 +207,7 @@ def boot_opened_target(target: Target, arch: str, image: Image, job: str, consol
         try:
             strategy = target.get_strategy()
             tftp = target.get_driver("JobTFTPProviderDriver")
-            kernel = tftp.stage_as(str(image.kernel), folder, image.manifest["kernel"])
-            initrd = tftp.stage_as(str(image.initrd), folder, image.manifest["initrd"])
-            if image.manifest.get("kernel_compression", "none") != "none":
-                strategy.set_image(kernel, initrd, extra_bootargs, kernel_compressed=True)
-            else:
-                strategy.set_image(kernel, initrd, extra_bootargs)
+            strategy.stage_image(tftp, image, folder, extra_bootargs)  # the DTB checked before any staging
         except FarmError:
             raise
         except Exception as exc:
@@ -228,6 +229,7 @@ def boot_opened_target(target: Target, arch: str, image: Image, job: str, consol
         booted = BootedTarget(target.name, arch, target, shell, time.monotonic() - t_attempt, console)
         booted.failed_attempts = failed
         booted.retyped = list(getattr(strategy, "retyped", []))
+        booted.dtb = getattr(strategy, "dtb_used", None)
         booted.total_seconds = time.monotonic() - t0
         yield booted
     finally:

@@ -1,6 +1,6 @@
 """Boot Linux over the network from U-Boot, exactly as the MaaXBoard does: the labgrid strategy.
 
-    power on -> catch autoboot -> dhcp -> tftpboot kernel, initrd -> booti -> ready marker -> shell
+    power on -> catch autoboot -> dhcp -> tftpboot kernel, [dtb,] initrd -> booti -> ready marker -> shell
 
 States: ``off``, ``uboot``, ``shell``. Call :meth:`UBootNetbootStrategy.set_image` with the staged
 file names first, then ``transition("shell")``. Every value that reaches the U-Boot command line is
@@ -18,6 +18,7 @@ from labgrid.step import step
 from labgrid.strategy.common import StrategyError, never_retry
 
 from ..errors import InfrastructureError, JobError
+from .dtb import dtb_record, image_dtb_problem
 from .netboot import NetbootStrategy
 from .ubootdriver import FarmUBootDriver  # noqa: F401  (registers the driver the strategy binds)
 from .watch import LINUX_FATAL, UBOOT_FATAL
@@ -45,8 +46,12 @@ def uboot_boot_commands(*, kernel: str, initrd: str, kernel_addr: str, initrd_ad
                         bootargs: list[str], server: str | None, use_dhcp: bool,
                         blocksize: int | None = None, windowsize: int | None = None,
                         comp_addr: str | None = None, comp_size: int | None = None,
-                        pass_lease: bool = True) -> list[str]:
+                        pass_lease: bool = True, dtb: str | None = None,
+                        fdt_load_addr: str = "${fdt_addr_r}") -> list[str]:
     """The U-Boot commands of a netboot, all values checked (pure: easy to read and to test).
+
+    ``dtb``: the staged path of the image's DTB, loaded at ``fdt_load_addr`` (booti then hands Linux
+    that address: :func:`booti_command`); None: U-Boot's own device tree at ``fdt_addr``.
 
     ``comp_addr``/``comp_size``: the kernel is compressed (Image.gz); booti decompresses it through
     ``kernel_comp_addr_r``. ``pass_lease``: hand U-Boot's DHCP lease to Linux as ``farm.ip=`` so /init
@@ -54,7 +59,10 @@ def uboot_boot_commands(*, kernel: str, initrd: str, kernel_addr: str, initrd_ad
     """
     _check(kernel, _TFTP_PATH, "kernel path")
     _check(initrd, _TFTP_PATH, "initrd path")
-    for addr in (kernel_addr, initrd_addr, fdt_addr, *([comp_addr] if comp_addr else [])):
+    if dtb is not None:
+        _check(dtb, _TFTP_PATH, "dtb path")
+    for addr in (kernel_addr, initrd_addr, fdt_addr, *([comp_addr] if comp_addr else []),
+                 *([fdt_load_addr] if dtb is not None else [])):
         _check(addr, _ADDR, "load address")
     for arg in bootargs:
         _check(arg, _BOOTARG, "kernel argument")
@@ -74,13 +82,30 @@ def uboot_boot_commands(*, kernel: str, initrd: str, kernel_addr: str, initrd_ad
         commands += [f"setenv kernel_comp_addr_r {comp_addr}", f"setenv kernel_comp_size {comp_size:#x}"]
     # double quotes so that U-Boot expands its own lease variables; user values were checked above
     lease = ["farm.ip=${ipaddr}:${netmask}:${gatewayip}", "farm.mac=${ethaddr}"] if pass_lease else []
+    dtb_load = [] if dtb is None else [*filter(None, [address_guard(fdt_load_addr)]), f"tftpboot {fdt_load_addr} {dtb}"]
     commands += [
         f"tftpboot {kernel_addr} {kernel}",
-        f"tftpboot {initrd_addr} {initrd}",
+        *dtb_load,
+        f"tftpboot {initrd_addr} {initrd}",  # last: its ${filesize} is the initrd's
         "setenv farm_initrd_size ${filesize}",
         'setenv bootargs "' + " ".join([*bootargs, *lease]) + '"',
     ]
     return commands
+
+
+def address_guard(addr: str) -> str | None:
+    """A command failing when the U-Boot variable ``addr`` names is unset (None: ``addr`` is a number).
+
+    ``tftpboot ${unset} file`` loads to U-Boot's default address without a word and ``booti`` then takes
+    no device tree at all (the board resets); not every U-Boot defines ``fdt_addr_r`` (QEMU's has none)."""
+    return f'test -n "{addr}"' if addr.startswith("${") else None
+
+
+def booti_command(*, kernel_addr: str, initrd_addr: str, fdt_addr: str) -> str:
+    """The booti line (typed, not run: it does not return); the initrd's size is the one tftpboot saw."""
+    for addr in (kernel_addr, initrd_addr, fdt_addr):
+        _check(addr, _ADDR, "load address")
+    return f"booti {kernel_addr} {initrd_addr}:${{farm_initrd_size}} {fdt_addr}"
 
 
 @target_factory.reg_driver
@@ -99,7 +124,12 @@ class UBootNetbootStrategy(NetbootStrategy):
     console_device = attr.ib(default="ttyAMA0", validator=attr.validators.instance_of(str))
     kernel_addr = attr.ib(default="${kernel_addr_r}", validator=attr.validators.instance_of(str))
     initrd_addr = attr.ib(default="${ramdisk_addr_r}", validator=attr.validators.instance_of(str))
+    #: U-Boot's own device tree, booted when ``dtb`` is empty
     fdt_addr = attr.ib(default="${fdtcontroladdr}", validator=attr.validators.instance_of(str))
+    #: a DTB of the image (its file name, e.g. imx8mq-evk.dtb), staged and booted instead of U-Boot's DT
+    dtb = attr.ib(default="", validator=attr.validators.instance_of(str))
+    #: where U-Boot loads that DTB
+    fdt_load_addr = attr.ib(default="${fdt_addr_r}", validator=attr.validators.instance_of(str))
     tftp_blocksize = attr.ib(default=None, validator=attr.validators.optional(attr.validators.instance_of(int)))
     tftp_windowsize = attr.ib(default=None, validator=attr.validators.optional(attr.validators.instance_of(int)))
     # where booti may decompress a compressed kernel (Image.gz); the image says whether it is one
@@ -117,7 +147,24 @@ class UBootNetbootStrategy(NetbootStrategy):
             server=self.tftp_server or None, use_dhcp=self.dhcp,
             blocksize=self.tftp_blocksize, windowsize=self.tftp_windowsize,
             comp_addr=self._comp_addr() if self.kernel_compressed else None, comp_size=self.kernel_comp_size,
-            pass_lease=self.pass_lease and self.dhcp)
+            pass_lease=self.pass_lease and self.dhcp, dtb=self._staged_dtb(), fdt_load_addr=self.fdt_load_addr)
+
+    def booti(self) -> str:
+        return booti_command(kernel_addr=self.kernel_addr, initrd_addr=self.initrd_addr,
+                             fdt_addr=self.fdt_load_addr if self.dtb else self.fdt_addr)
+
+    def image_dtb(self, manifest: dict) -> str | None:
+        """The env file's ``dtb``, checked against the image (before anything is staged or powered)."""
+        if self.dtb and (problem := image_dtb_problem(self.dtb, manifest)):
+            raise JobError(f"{self.field_where('dtb')}: {problem}")
+        self.dtb_used = dtb_record(self.dtb, manifest)
+        return self.dtb or None
+
+    def _staged_dtb(self) -> str | None:
+        if self.dtb and not self.dtb_path:
+            raise JobError(f"{self.field_where('dtb')}: {self.dtb!r} was not staged: stage the image with "
+                           "stage_image() or give set_image() its dtb_path")
+        return self.dtb_path if self.dtb else None
 
     def _comp_addr(self) -> str:
         if not self.kernel_comp_addr:
@@ -145,21 +192,24 @@ class UBootNetbootStrategy(NetbootStrategy):
             self.power.on()
             self.target.activate(self.uboot)  # waits for autoboot and interrupts it
         elif status == Status.shell:
-            commands = self.commands()  # fail on bad input before touching the board
+            commands, booti = self.commands(), self.booti()  # fail on bad input before touching the board
             self.transition(Status.uboot)
-            self._netboot(commands)
+            self._netboot(commands, booti)
             self.target.activate(self.shell)
         self.status = status
 
     @step()
-    def _netboot(self, commands: list[str]) -> None:
+    def _netboot(self, commands: list[str], booti: str) -> None:
         for command in commands:
             timeout = self.tftp_timeout if command.startswith(("tftp", "dhcp")) else 30
             output, _, code = self.uboot.run(command, timeout=timeout)
+            if code != 0 and self.dtb and command == address_guard(self.fdt_load_addr):
+                raise JobError(f"{self.field_where('fdt_load_addr')}: this U-Boot has no {self.fdt_load_addr} to load "
+                               f"the DTB {self.dtb} at: set fdt_load_addr to a free address of the board's RAM")
             if code != 0:
                 raise InfrastructureError(f"U-Boot command '{command}' failed (exit {code}): "
                                           + " | ".join(line for line in output[-4:] if line.strip()))
-        self.uboot.type_line(f"booti {self.kernel_addr} {self.initrd_addr}:${{farm_initrd_size}} {self.fdt_addr}")
+        self.uboot.type_line(booti)
         self.uboot.expect_or_fail([self.uboot.bootstring], UBOOT_FATAL, "booti", self.uboot.boot_timeout)
         self.uboot.expect_or_fail([self.ready_marker], (*LINUX_FATAL, *UBOOT_FATAL), "booting Linux",
                                   self.ready_timeout)

@@ -24,7 +24,9 @@ def cmd_boot(args: argparse.Namespace) -> int:
         with boot_target(env, image, job, console, args.bootarg, attempts=args.attempts) as booted:
             facts = read_facts(booted.shell)
             print(f"farm: {booted.name} booted in {booted.boot_seconds:.1f}s: {facts.cpus} cpus, kernel "
-                  f"{facts.kernel}, address {facts.address or '-'}; console log {console.path(booted.name)}",
+                  f"{facts.kernel}, address {facts.address or '-'}"
+                  + (f", device tree {booted.dtb['name']}" if isinstance(booted.dtb, dict) else "")
+                  + f"; console log {console.path(booted.name)}",
                   file=sys.stderr)
             if args.console:
                 from ..boot.terminal import interact

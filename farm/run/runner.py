@@ -186,7 +186,8 @@ class Runner:
                     "boot_seconds": round(booted.boot_seconds, 3), "failed_attempts": booted.failed_attempts,
                     "retyped": booted.retyped, **facts.as_dict(), "frequency_hz": frequency,
                     "frequency_source": source, **({"topology": t} if (t := getattr(booted, "topology", None)) else {}),
-                    **({"guest_seconds": round(g, 3)} if (g := getattr(booted, "guest_seconds", None)) else {})})
+                    **({"guest_seconds": round(g, 3)} if (g := getattr(booted, "guest_seconds", None)) else {}),
+                    **({"dtb": d} if (d := getattr(booted, "dtb", None)) else {})})
                 self.hooks.stage_ended(Stage(Case(boot_name, "farm.boot", time.monotonic() - t0, "pass", output="\n".join(
                     [*(f"retried after {f}" for f in booted.failed_attempts),
                      *(f"retyped (echo differed): {line}" for line in booted.retyped)])), label))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from farm.boot.uboot import uboot_boot_commands
+from farm.boot.uboot import booti_command, uboot_boot_commands
 from farm.errors import JobError
 
 JOB = "alice/20261129-224807-71fa-maaxboard-twin-default-0"
@@ -138,3 +138,51 @@ def test_nothing_is_returned_half_checked():
     # a bad value anywhere fails the whole call: no partial list that could reach the board
     with pytest.raises(JobError):
         commands(bootargs=["console=ttyAMA0", "quiet", "panic=5;reset"], server="10.0.2.2")
+
+
+# --- the image's DTB (UBootNetbootStrategy.dtb): staged, loaded at fdt_load_addr, booted by booti ---
+
+def test_dtb_is_loaded_between_kernel_and_initrd():
+    out = commands(dtb=f"{JOB}/imx8mq-evk.dtb")
+    i = out.index(f"tftpboot ${{kernel_addr_r}} {JOB}/Image")
+    assert out[i:i + 5] == [
+        f"tftpboot ${{kernel_addr_r}} {JOB}/Image",
+        'test -n "${fdt_addr_r}"',  # not every U-Boot has it (QEMU's has not): unset, tftpboot would load anywhere
+        f"tftpboot ${{fdt_addr_r}} {JOB}/imx8mq-evk.dtb",
+        f"tftpboot ${{ramdisk_addr_r}} {JOB}/initrd.cpio.gz",
+        "setenv farm_initrd_size ${filesize}",  # still the initrd's size: its tftpboot came last
+    ]
+    numeric = commands(dtb=f"{JOB}/x.dtb", fdt_load_addr="0x43000000")  # a number needs no guard
+    assert numeric[i:i + 3] == [f"tftpboot ${{kernel_addr_r}} {JOB}/Image", f"tftpboot 0x43000000 {JOB}/x.dtb",
+                                f"tftpboot ${{ramdisk_addr_r}} {JOB}/initrd.cpio.gz"]
+
+
+def test_no_dtb_loads_none():
+    assert not any("fdt_addr_r" in c for c in commands())
+    assert commands(fdt_load_addr="not checked: no dtb") == commands()  # the address is only used with a dtb
+
+
+def test_booti_line():
+    assert booti_command(kernel_addr="${kernel_addr_r}", initrd_addr="${ramdisk_addr_r}",
+                         fdt_addr="${fdt_addr_r}") == "booti ${kernel_addr_r} ${ramdisk_addr_r}:${farm_initrd_size} ${fdt_addr_r}"
+
+
+@pytest.mark.parametrize("which", ["kernel_addr", "initrd_addr", "fdt_addr"])
+def test_booti_refuses_bad_addresses(which):
+    addrs = dict(kernel_addr="${kernel_addr_r}", initrd_addr="${ramdisk_addr_r}", fdt_addr="${fdt_addr_r}")
+    with pytest.raises(JobError, match=r"^load address '0x40;reset' contains characters not allowed"):
+        booti_command(**{**addrs, which: "0x40;reset"})
+
+
+@pytest.mark.parametrize("bad", BAD_PATHS)
+def test_bad_dtb_path(bad):
+    with pytest.raises(JobError) as info:
+        commands(dtb=bad)
+    assert str(info.value) == f"dtb path {bad!r} contains characters not allowed on a U-Boot command line"
+
+
+@pytest.mark.parametrize("bad", ["0x43000000;reset", "${fdt_addr_r};reset", "$(id)", "", "0x"])
+def test_bad_fdt_load_address(bad):
+    with pytest.raises(JobError) as info:
+        commands(dtb=f"{JOB}/x.dtb", fdt_load_addr=bad)
+    assert str(info.value) == f"load address {bad!r} contains characters not allowed on a U-Boot command line"
