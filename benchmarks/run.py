@@ -225,16 +225,20 @@ def measure_builds(procs: Processes, out: Path, cached_n: int, cold_n: int) -> d
     home_cache = Path(os.environ.get("FARM_CACHE") or Path.home() / ".cache" / "farm")
     cold, same = [], []
     reference = image_files(farm_build(procs, RECIPE)[0])["manifest"]["artifacts"]
+    source_kernel = "source:" in RECIPE.read_text()
     for _ in range(cold_n):
         with tempfile.TemporaryDirectory(prefix="farm-cold-") as tmp:
             os.symlink(home_cache / "debs", Path(tmp) / "debs")
+            if source_kernel:  # the kernel's own cold build is minutes: measured apart (docs/images.md)
+                os.symlink(home_cache / "kernels", Path(tmp) / "kernels")
             # farm bug: PackageCache.tree() needs pkgs/ but only download() makes it, so a cache with
             # every .deb present and no pkgs/ fails (FileNotFoundError); an empty pkgs/ is still cold
             (Path(tmp) / "pkgs").mkdir()
             path, wall = farm_build(procs, RECIPE, {"FARM_CACHE": tmp})
             cold.append(wall)
             same.append(image_files(path)["manifest"]["artifacts"] == reference)
-    return {"cached": cached, "cached_call": call, "cold": cold, "cold_same_sha256": same}
+    return {"cached": cached, "cached_call": call, "cold": cold, "cold_same_sha256": same,
+            "cold_kernel_shared": source_kernel}
 
 
 # --- sections ------------------------------------------------------------------------------------

@@ -52,7 +52,8 @@ def build_table(data: dict) -> list[tuple]:
         c = median(b["cached"])
         rows.append(("cached rebuild, `farm build` (median s)", c, ("", None), None, "<= 1 s", lambda v: v <= 1.0, "value"))
         if b["cold"]:
-            rows.append(("cold build, fresh FARM_CACHE + shared debs (median s)", median(b["cold"]), ("", None),
+            shared = " and built kernels" if b.get("cold_kernel_shared") else ""
+            rows.append((f"cold build, fresh FARM_CACHE + shared debs{shared} (median s)", median(b["cold"]), ("", None),
                          None, "(info)", None))
     for p in _parallel(data):
         one = med(p["single"])
