@@ -113,3 +113,26 @@ def test_a_stopped_child_that_ignores_sigterm_is_killed_at_the_deadline():
     finally:
         procs.cleanup()
     assert child.returncode == -9 and time.monotonic() - t0 < 8
+
+
+def test_the_report_holds_the_parallel_target_to_one_vcpu_twins_and_shows_four_beside_it():
+    from speed_report import build_table, missed
+
+    def boots(*seconds):
+        return [{"ok": True, "seconds": s} for s in seconds]
+
+    def section(cpus, one, two):
+        return {"mode": "farm lab (virtual farm)", "note": "", "cpus": cpus, "single": boots(one),
+                "pair": [boots(two, two - 0.5)]}
+
+    rows = build_table({"parallel": [section(1, 10.0, 12.0), section(4, 10.0, 15.0)]})
+    by_name = {row[0]: row for row in rows}
+    one = by_name["two 1-vCPU boards in parallel vs one (farm lab (virtual farm); slower of two, median s)"]
+    four = by_name["two 4-vCPU boards in parallel vs one (farm lab (virtual farm); slower of two, median s)"]
+    assert (one[3], one[4]) == (1.2, "<= 1.3") and (four[3], four[4]) == (1.5, "(info)")
+    assert missed(rows) == []  # 1.5 on 4 vCPUs is information, not a missed target
+    assert missed(build_table({"parallel": [section(1, 10.0, 14.0)]})) == [one[0]]
+    # results.json of an earlier run: one section (a dict), 4-vCPU twins without saying so
+    old_section = section(4, 10.0, 12.0)
+    del old_section["cpus"]
+    assert [row[0] for row in build_table({"parallel": old_section})] == [four[0]]
