@@ -457,18 +457,11 @@ def main() -> int:
             if name not in sections:
                 continue
             t0 = time.monotonic()
-            if name == "main":
-                data["main"] = section_main(procs, out, image, boots, not data["lava_skipped"])
-            elif name == "build":
-                data["build"] = measure_builds(procs, out, 3, 1 if args.quick else 2)
-            elif name == "parallel":
-                data["parallel"] = [section_parallel(procs, out, image, 2 if args.quick else 3, args.parallel == "lab",
-                                                     int(n)) for n in args.parallel_cpus.split(",")]
-            elif name == "iperf":
-                data["iperf"] = section_iperf(procs, out, image, args.iperf_pairs or (3 if args.quick else 6),
-                                             args.iperf_duration or (3 if args.quick else 5))
-            elif name == "levers":
-                data["levers"] = section_levers(procs, out, image, args.lever_boots or 4)
+            try:
+                run_section(name, data, procs, out, image, boots, args)
+            except Exception as exc:  # noqa: BLE001 - keep every other section's figures; say what failed
+                say(f"section {name} FAILED: {type(exc).__name__}: {exc}")
+                data.setdefault("failed_sections", {})[name] = f"{type(exc).__name__}: {exc}"
             sec_t[name] = {"seconds": time.monotonic() - t0, **sampler.summary(since=t0)}
         data["sections"] = sec_t
     except KeyboardInterrupt:
@@ -487,8 +480,22 @@ def main() -> int:
     (out / "report.md").write_text(text)
     print(text)
     print(f"\n(results.json and report.md in {out})")
-    return 1 if missed(rows) else 0
+    return 1 if missed(rows) or data.get("failed_sections") else 0
 
+
+def run_section(name: str, data: dict, procs, out: Path, image: dict, boots: int, args) -> None:
+    if name == "main":
+        data["main"] = section_main(procs, out, image, boots, not data["lava_skipped"])
+    elif name == "build":
+        data["build"] = measure_builds(procs, out, 3, 1 if args.quick else 2)
+    elif name == "parallel":
+        data["parallel"] = [section_parallel(procs, out, image, 2 if args.quick else 3, args.parallel == "lab", int(n))
+                            for n in args.parallel_cpus.split(",")]
+    elif name == "iperf":
+        data["iperf"] = section_iperf(procs, out, image, args.iperf_pairs or (3 if args.quick else 6),
+                                     args.iperf_duration or (3 if args.quick else 5))
+    elif name == "levers":
+        data["levers"] = section_levers(procs, out, image, args.lever_boots or 4)
 
 if __name__ == "__main__":
     # Ctrl-C even when started with SIGINT ignored (a background job); SIGTERM and SIGHUP: farm.signals

@@ -212,6 +212,8 @@ def render_report(data: dict, rows: list[tuple]) -> str:
     if "levers" in data:
         report += ["## Levers (interleaved rounds, medians)", "", render_levers(data), "", render_micro(data), "",
                    "variant builds: " + ", ".join(f"{k} {v:.1f} s" for k, v in data["levers"]["builds"].items()), ""]
+    for name, error in (data.get("failed_sections") or {}).items():
+        report += [f"**section {name} failed**: {error} (the other sections' figures are above)", ""]
     if "sections" in data:
         report += ["sections: " + "; ".join(f"{k} {v['seconds']:.0f} s (load {v['load_median']:.2f}, "
                                            f"max {v['load_max']:.2f}, other QEMUs up to {v['other_qemus_max']})"

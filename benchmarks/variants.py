@@ -71,6 +71,14 @@ def recipe_variant(source: Path, tmp: Path, name: str, *, compress: str | None =
         changes.append(f"kernel.modules: {modules}")
     for program in doc.get("programs") or []:
         program["source"] = _absolute(program["source"], source.parent)
+    kernel = doc.get("kernel") or {}
+    # a kernel built from source: its fragments (a make target such as allnoconfig stays a name) and a
+    # tarball or tree are paths relative to the recipe too
+    if "config" in kernel:
+        kernel["config"] = [_absolute(item, source.parent) if "/" in item else item for item in kernel["config"]]
+    for kind in ("tarball", "tree"):
+        if kind in (kernel.get("source") or {}):
+            kernel["source"][kind] = _absolute(kernel["source"][kind], source.parent)
     return _dump(tmp / f"recipe-{name}.yaml", doc, source, ", ".join(changes or ["unchanged"]))
 
 

@@ -78,6 +78,18 @@ def test_a_recipe_variant_keeps_its_programs_found(tmp_path):
     assert sources and all(source.is_absolute() and source.exists() for source in sources), sources
 
 
+def test_a_recipe_variant_of_a_lean_recipe_finds_its_kernel_fragments(tmp_path):
+    from farm.images.recipe import load_recipe
+
+    path = recipe_variant(ROOT / "images" / "maaxboard-lean.yaml", tmp_path, "gzip", compress="gzip",
+                          initrd_compress="gzip")
+    recipe = load_recipe(path)  # the fragments are found from the copy's directory
+    assert recipe.kernel_compress == "gzip" and recipe.initrd_compress == "gzip"
+    assert recipe.kernel_source.base == "allnoconfig"
+    assert [f.name for f in recipe.kernel_source.fragments] == ["base.config", "arm64-maaxboard.config"]
+    assert all(f.is_absolute() and f.is_file() for f in recipe.kernel_source.fragments)
+
+
 def test_the_benchmark_stops_its_children_and_what_left_their_session(tmp_path):
     procs = Processes()
     # a child whose own child started a process in a session of its own and exited (as pexpect
