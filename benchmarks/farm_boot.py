@@ -165,7 +165,7 @@ def main() -> int:
 
     from farm.boot.console_log import ConsoleLog
     from farm.boot.session import EnvFile, boot_target
-    from farm.images.build import load_image
+    from farm.images.image import load_image
 
     for name in args.patch:
         PATCHES[name]()

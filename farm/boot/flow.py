@@ -17,7 +17,7 @@ from typing import ContextManager, Iterator, Protocol
 
 import attrs
 
-from ..images.build import Image
+from ..images.image import Image
 from .console_log import ConsoleLog
 from .session import BootedTarget, EnvFile, boot_target
 

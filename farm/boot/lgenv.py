@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..images.build import default_cache
+from ..images.image import default_cache
 
 #: farm's defaults: what a variable is when it is unset or empty
 LG_DEFAULTS = {

@@ -23,7 +23,7 @@ from labgrid.strategy.common import StrategyError
 
 from ..config import Node, load_yaml
 from ..errors import FarmError, InfrastructureError, JobError
-from ..images.build import Image
+from ..images.image import Image
 from ..values import bootarg_problem, name_problem, number_problem
 from .console_log import ConsoleLog
 from .dtb import dtb_name_problem

@@ -13,7 +13,7 @@ def cmd_boot(args: argparse.Namespace) -> int:
     from ..boot.console_log import ConsoleLog
     from ..boot.facts import read_facts
     from ..boot.session import EnvFile, boot_target
-    from ..images.build import load_image
+    from ..images.image import load_image
     from ..run import new_run_id
 
     env = EnvFile.load(args.env, args.target)

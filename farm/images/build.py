@@ -27,6 +27,7 @@ from .cpio import Entry, write_newc
 from .elf import elf_deps, is_elf
 from .modules import load_order, parse_modules_dep
 from .programs import build_program, compiler_fingerprint
+from .image import Image, default_cache, load_image, manifest_problem, read_initrd  # noqa: F401  (farm.images.build.*, as before)
 from .recipe import INITRD_COMPRESSIONS, Recipe, load_recipe
 
 BUILDER_VERSION = "1"
@@ -38,81 +39,8 @@ BASE_DIRS = ("bin", "dev", "etc", "etc/farm", "lib", "proc", "root", "run", "sbi
              "usr", "usr/bin", "usr/sbin", "var")
 
 
-_PLAIN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*")
-_SHA256 = re.compile(r"[0-9a-f]{64}")
 VERIFIED = ".verified.json"  # in a cached image: the stat fingerprints of its artifacts when last hashed
 BUILD_PREFIX = ".build-"  # private build directories under images/
-
-
-def default_cache() -> Path:
-    return Path(os.environ.get("FARM_CACHE") or Path.home() / ".cache" / "farm")
-
-
-@attrs.frozen
-class Image:
-    """A built image directory: artifacts + manifest.json."""
-
-    path: Path
-    manifest: dict
-    cached: bool = False
-
-    @property
-    def kernel(self) -> Path:
-        return self.path / self.manifest["kernel"]
-
-    @property
-    def initrd(self) -> Path:
-        return self.path / self.manifest["initrd"]
-
-    @property
-    def name(self) -> str:
-        return self.manifest["name"]
-
-    @property
-    def arch(self) -> str:
-        return self.manifest["arch"]
-
-
-def load_image(path: str | Path) -> Image:
-    """An image directory made by :func:`build` (``--image DIR``)."""
-    path = Path(path)
-    manifest_path = path / "manifest.json"
-    try:
-        manifest = json.loads(manifest_path.read_text())
-    except FileNotFoundError:
-        raise JobError(f"{manifest_path}: not an image directory (no manifest.json; make one with `farm build`)") from None
-    except json.JSONDecodeError as exc:
-        raise JobError(f"{manifest_path}:{exc.lineno}: invalid JSON: {exc.msg}") from None
-    problem = manifest_problem(manifest)
-    if problem:
-        raise JobError(f"{manifest_path}: {problem}")
-    for name in (manifest["kernel"], manifest["initrd"]):
-        if not (path / name).is_file():
-            raise JobError(f"{path / name}: artifact listed in manifest.json is missing")
-    return Image(path, manifest)
-
-
-def manifest_problem(manifest: object) -> str | None:
-    """What is wrong with a manifest's shape (None when nothing): its names become paths, so they must be
-    plain file names, and each artifact must have its size and sha256."""
-    if not isinstance(manifest, dict):
-        return "not a JSON object"
-    for key in ("kernel", "initrd", "name", "arch", "artifacts"):
-        if key not in manifest:
-            return f"missing field '{key}'"
-    artifacts = manifest["artifacts"]
-    if not isinstance(artifacts, dict):
-        return "field 'artifacts' is not a mapping"
-    for name, info in artifacts.items():
-        if not _PLAIN_NAME.fullmatch(name):
-            return f"artifacts: {name!r} is not a plain file name"
-        if not (isinstance(info, dict) and isinstance(info.get("size"), int)
-                and isinstance(info.get("sha256"), str) and _SHA256.fullmatch(info["sha256"])):
-            return f"artifacts.{name}: expected size and sha256"
-    for key in ("kernel", "initrd"):
-        if manifest[key] not in artifacts:
-            return f"field '{key}': {manifest[key]!r} is not one of the artifacts"
-    return None
 
 
 def _support_file(name: str) -> bytes:
@@ -174,11 +102,14 @@ def image_key(recipe: Recipe, resolution: Resolution, cache: Path) -> str:
 
 
 def _zstd_version() -> str:
-    """Which zstd compresses the initrd (another version may pick other bytes for the same cpio)."""
-    try:
-        return subprocess.run(["zstd", "--version"], capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
+    """Which zstd compresses the initrd (another version may pick other bytes for the same cpio): its binary's
+    real path, size and mtime, which change with its package (no process started: a cached build runs none)."""
+    found = shutil.which("zstd")
+    if found is None:
         return "zstd missing"  # the build says so, naming initrd.compress (check_initrd_tool)
+    real = Path(os.path.realpath(found))
+    st = real.stat()
+    return f"{real}:{st.st_size}:{st.st_mtime_ns}"
 
 
 def build(recipe_path: str | Path, out: str | Path | None = None, cache: Path | None = None,
@@ -441,17 +372,6 @@ def write_initrd(directory: Path, cpio: bytes, recipe: Recipe) -> str:
                 raise JobError(f"{recipe.where.get('initrd.compress', recipe.source)}: zstd failed "
                                f"(exit {done.returncode}): {done.stderr.decode(errors='replace').strip()[-300:]}")
     return name
-
-
-def read_initrd(path: Path) -> bytes:
-    """The cpio inside an image's initrd file, whichever way it was compressed (by its name)."""
-    data = path.read_bytes()
-    if path.name.endswith(".zst"):
-        done = subprocess.run(["zstd", "-q", "-d", "-c"], input=data, capture_output=True)
-        if done.returncode != 0:
-            raise JobError(f"{path}: not a zstd file: {done.stderr.decode(errors='replace').strip()[-200:]}")
-        return done.stdout
-    return gzip.decompress(data)
 
 
 def _kernel_parts(recipe: Recipe, tree: Path) -> tuple[Path, str, list[str]]:

@@ -23,7 +23,7 @@ from ..boot.console_log import ConsoleLog
 from ..boot.flow import BootFlow
 from ..boot.session import EnvFile
 from ..errors import EXIT_OK, EXIT_TEST_FAILURE, FarmError, InfrastructureError, JobError
-from ..images.build import Image, load_image
+from ..images.image import Image, load_image
 from ..results.junit import Case
 from .events import Hooks, Listener
 from .listeners import PlaceGuard, Progress

@@ -1,0 +1,100 @@
+"""A built image as a boot takes it: the directory, its manifest and its artifacts (no builder code: the boot
+path imports this, the builder, farm.images.build, only when it builds)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import attrs
+
+from ..errors import JobError
+
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def default_cache() -> Path:
+    return Path(os.environ.get("FARM_CACHE") or Path.home() / ".cache" / "farm")
+
+
+@attrs.frozen
+class Image:
+    """A built image directory: artifacts + manifest.json."""
+
+    path: Path
+    manifest: dict
+    cached: bool = False
+
+    @property
+    def kernel(self) -> Path:
+        return self.path / self.manifest["kernel"]
+
+    @property
+    def initrd(self) -> Path:
+        return self.path / self.manifest["initrd"]
+
+    @property
+    def name(self) -> str:
+        return self.manifest["name"]
+
+    @property
+    def arch(self) -> str:
+        return self.manifest["arch"]
+
+
+def load_image(path: str | Path) -> Image:
+    """An image directory made by :func:`build` (``--image DIR``)."""
+    path = Path(path)
+    manifest_path = path / "manifest.json"
+    try:
+        manifest = json.loads(manifest_path.read_text())
+    except FileNotFoundError:
+        raise JobError(f"{manifest_path}: not an image directory (no manifest.json; make one with `farm build`)") from None
+    except json.JSONDecodeError as exc:
+        raise JobError(f"{manifest_path}:{exc.lineno}: invalid JSON: {exc.msg}") from None
+    problem = manifest_problem(manifest)
+    if problem:
+        raise JobError(f"{manifest_path}: {problem}")
+    for name in (manifest["kernel"], manifest["initrd"]):
+        if not (path / name).is_file():
+            raise JobError(f"{path / name}: artifact listed in manifest.json is missing")
+    return Image(path, manifest)
+
+
+def manifest_problem(manifest: object) -> str | None:
+    """What is wrong with a manifest's shape (None when nothing): its names become paths, so they must be
+    plain file names, and each artifact must have its size and sha256."""
+    if not isinstance(manifest, dict):
+        return "not a JSON object"
+    for key in ("kernel", "initrd", "name", "arch", "artifacts"):
+        if key not in manifest:
+            return f"missing field '{key}'"
+    artifacts = manifest["artifacts"]
+    if not isinstance(artifacts, dict):
+        return "field 'artifacts' is not a mapping"
+    for name, info in artifacts.items():
+        if not _PLAIN_NAME.fullmatch(name):
+            return f"artifacts: {name!r} is not a plain file name"
+        if not (isinstance(info, dict) and isinstance(info.get("size"), int)
+                and isinstance(info.get("sha256"), str) and _SHA256.fullmatch(info["sha256"])):
+            return f"artifacts.{name}: expected size and sha256"
+    for key in ("kernel", "initrd"):
+        if manifest[key] not in artifacts:
+            return f"field '{key}': {manifest[key]!r} is not one of the artifacts"
+    return None
+
+
+def read_initrd(path: Path) -> bytes:
+    """The cpio inside an image's initrd file, whichever way it was compressed (by its name)."""
+    data = path.read_bytes()
+    if path.name.endswith(".zst"):
+        done = subprocess.run(["zstd", "-q", "-d", "-c"], input=data, capture_output=True)
+        if done.returncode != 0:
+            raise JobError(f"{path}: not a zstd file: {done.stderr.decode(errors='replace').strip()[-200:]}")
+        return done.stdout
+    return gzip.decompress(data)
