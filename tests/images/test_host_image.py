@@ -24,7 +24,7 @@ def test_host_initrd_holds_qemu_the_tools_and_the_guest(host_image, maaxboard_im
     assert any(p.startswith("lib/aarch64-linux-gnu/libglib-2.0.so") for p in entries)  # QEMU's ELF closure
     assert not any(p.endswith("efi-virtio.rom") for p in entries)  # no firmware: virtio-net-device needs none
     kernel, initrd = guest_files(host_image.manifest)
-    assert (kernel, initrd) == ("/guest/Image", "/guest/initrd.cpio.gz")
+    assert (kernel, initrd) == ("/guest/Image", f"/guest/{maaxboard_image.initrd.name}")  # initrd.cpio.zst
     for path, artifact in ((kernel, maaxboard_image.kernel), (initrd, maaxboard_image.initrd)):
         assert hashlib.sha256(entries[path.lstrip("/")].data).hexdigest() == hashlib.sha256(artifact.read_bytes()).hexdigest()
 
