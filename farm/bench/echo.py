@@ -287,13 +287,12 @@ def host_generator(cache: Path | None = None, source: Path = SOURCE) -> Path:
     may build it at once). A compile error is a :class:`~farm.errors.JobError` naming the source.
     """
     from farm.images.build import default_cache
+    from farm.images.cachefs import tool_fingerprint
 
     cc = shutil.which("gcc")
     if cc is None:
         raise JobError("no host C compiler (gcc) to build farm_load: `make setup` installs it")
-    real = Path(os.path.realpath(cc))
-    st = real.stat()
-    digest = hashlib.sha256(source.read_bytes() + f"\0{real}:{st.st_size}:{st.st_mtime_ns}".encode()).hexdigest()[:16]
+    digest = hashlib.sha256(source.read_bytes() + f"\0{tool_fingerprint(cc)}".encode()).hexdigest()[:16]
     home = (cache or default_cache()) / "host" / f"farm_load-{digest}"
     binary = home / "farm_load"
     if binary.is_file() and os.access(binary, os.X_OK):

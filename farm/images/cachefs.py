@@ -126,6 +126,14 @@ def stat_fingerprint(path: Path) -> list[int]:
     return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev]
 
 
+def tool_fingerprint(path: str | Path) -> str:
+    """A program that goes into a cache key (a compiler, zstd): its real path, size and mtime, which change
+    with its package, so nothing is run to ask its version."""
+    real = Path(os.path.realpath(path))
+    st = real.stat()
+    return f"{real}:{st.st_size}:{st.st_mtime_ns}"
+
+
 def is_inside(path: Path, root: Path) -> bool:
     """Whether ``path`` (which need not exist) is ``root`` or lies below it, symlinks resolved."""
     real, real_root = Path(os.path.realpath(path)), Path(os.path.realpath(root))

@@ -365,9 +365,7 @@ def toolchain_fingerprint(arch: str) -> dict:
         found = shutil.which(prefix + tool)
         if found is None:
             raise JobError(f"no {prefix}{tool} for building the {arch} kernel (binutils of the cross compiler)")
-        real = Path(os.path.realpath(found))
-        st = real.stat()
-        fingerprint[tool] = f"{real}:{st.st_size}:{st.st_mtime_ns}"
+        fingerprint[tool] = cachefs.tool_fingerprint(found)
     return fingerprint
 
 

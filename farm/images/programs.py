@@ -20,6 +20,7 @@ from pathlib import Path
 import attrs
 
 from ..errors import JobError
+from .cachefs import tool_fingerprint
 
 
 @attrs.frozen
@@ -112,9 +113,7 @@ def compiler(arch: str) -> str:
 
 def compiler_fingerprint(arch: str) -> str:
     """Changes when the compiler package is upgraded (path, size, mtime: no need to run it)."""
-    path = Path(os.path.realpath(compiler(arch)))
-    st = path.stat()
-    return f"{path}:{st.st_size}:{st.st_mtime_ns}"
+    return tool_fingerprint(compiler(arch))
 
 
 def merge_trees(trees: list[Path], into: Path) -> None:
