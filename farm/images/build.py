@@ -33,7 +33,6 @@ from .recipe import INITRD_COMPRESSIONS, Recipe, load_recipe
 BUILDER_VERSION = "1"
 TRIPLETS = {"arm64": "aarch64-linux-gnu", "amd64": "x86_64-linux-gnu"}
 KERNEL_NAMES = {"arm64": "Image", "amd64": "bzImage"}
-INITRD_NAME = "initrd.cpio.gz"  # with initrd.compress: zstd, initrd.cpio.zst (initrd_name)
 ZSTD_LEVEL = 19  # the smallest initrd zstd makes in seconds; the kernel's unzstd takes any level
 BASE_DIRS = ("bin", "dev", "etc", "etc/farm", "lib", "proc", "root", "run", "sbin", "sys", "tmp",
              "usr", "usr/bin", "usr/sbin", "var")
@@ -102,14 +101,12 @@ def image_key(recipe: Recipe, resolution: Resolution, cache: Path) -> str:
 
 
 def _zstd_version() -> str:
-    """Which zstd compresses the initrd (another version may pick other bytes for the same cpio): its binary's
-    real path, size and mtime, which change with its package (no process started: a cached build runs none)."""
+    """Which zstd compresses the initrd (another version may pick other bytes for the same cpio), by its
+    binary's stat: no process started, a cached build runs none."""
     found = shutil.which("zstd")
     if found is None:
         return "zstd missing"  # the build says so, naming initrd.compress (check_initrd_tool)
-    real = Path(os.path.realpath(found))
-    st = real.stat()
-    return f"{real}:{st.st_size}:{st.st_mtime_ns}"
+    return cachefs.tool_fingerprint(found)
 
 
 def build(recipe_path: str | Path, out: str | Path | None = None, cache: Path | None = None,
@@ -369,8 +366,8 @@ def write_initrd(directory: Path, cpio: bytes, recipe: Recipe) -> str:
             done = subprocess.run(["zstd", "-q", f"-{ZSTD_LEVEL}", "-T1", "--check", "-c"], input=cpio, stdout=raw,
                                   stderr=subprocess.PIPE)
             if done.returncode != 0:
-                raise JobError(f"{recipe.where.get('initrd.compress', recipe.source)}: zstd failed "
-                               f"(exit {done.returncode}): {done.stderr.decode(errors='replace').strip()[-300:]}")
+                raise recipe.error("initrd.compress", f"zstd failed (exit {done.returncode}): "
+                                                      f"{done.stderr.decode(errors='replace').strip()[-300:]}")
     return name
 
 
