@@ -224,8 +224,9 @@ def measure_builds(procs: Processes, out: Path, cached_n: int, cold_n: int) -> d
     call = float(done.stdout.strip().splitlines()[-1]) if done.returncode == 0 else None
     home_cache = Path(os.environ.get("FARM_CACHE") or Path.home() / ".cache" / "farm")
     cold, same = [], []
-    reference = image_files(farm_build(procs, RECIPE)[0])["manifest"]["artifacts"]
-    source_kernel = "source:" in RECIPE.read_text()
+    manifest = image_files(farm_build(procs, RECIPE)[0])["manifest"]
+    reference = manifest["artifacts"]
+    source_kernel = "kernel_source" in manifest  # a kernel built from source (farm/images/build.py)
     for _ in range(cold_n):
         with tempfile.TemporaryDirectory(prefix="farm-cold-") as tmp:
             os.symlink(home_cache / "debs", Path(tmp) / "debs")
@@ -496,6 +497,7 @@ def run_section(name: str, data: dict, procs, out: Path, image: dict, boots: int
                                      args.iperf_duration or (3 if args.quick else 5))
     elif name == "levers":
         data["levers"] = section_levers(procs, out, image, args.lever_boots or 4)
+
 
 if __name__ == "__main__":
     # Ctrl-C even when started with SIGINT ignored (a background job); SIGTERM and SIGHUP: farm.signals
