@@ -55,11 +55,12 @@ UBOOT_FATAL = (
 
 
 def excerpt(before: bytes | str, match: bytes | str, lines: int = 12) -> str:
-    """The console lines leading to a fatal line, and the line itself, printable."""
+    """The console lines leading to a fatal line, and the line itself (with what came before the
+    match on its line, e.g. the kernel's timestamp: the line as the console log has it), printable."""
     text = (before.decode("utf-8", "replace") if isinstance(before, bytes) else before)
     hit = (match.decode("utf-8", "replace") if isinstance(match, bytes) else match)
-    tail = [line.rstrip() for line in text.replace("\r", "").split("\n")][-lines:]
-    return "\n".join([*tail, hit.strip()]).strip("\n")
+    tail = [line.rstrip() for line in (text + hit.rstrip("\r\n")).replace("\r", "").split("\n")][-(lines + 1):]
+    return "\n".join(tail).strip("\n")
 
 
 #: seconds a fatal line's end is waited for before it is reported as far as it came
