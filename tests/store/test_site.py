@@ -97,6 +97,77 @@ def test_farm_serve_masks_secrets_it_knows(tmp_path):
 PLACE_ROW = r'<tr><td>(?:<a href="place/[^"]+\.html">)?(maaxboard-\d)(?:</a>)?</td>(.*?)</tr>'
 
 
+def test_a_runs_files_are_its_listed_files_only(tmp_path):
+    """farm serve answers run/<run>/files/<path> from the run directory: only a file the store lists for
+    the run, through no symbolic link, text masked and plain; the static site holds masked copies."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    import urllib.error
+    import urllib.request
+
+    from tests.conftest import ROOT, run_farm
+
+    secret = "hunter2-lab-password"
+    run = make_run(tmp_path / RUN, RUN, started="2026-12-01T10:00:00.000+00:00",
+                   console=f"U-Boot 2023.01\npassword: {secret}\n<script>alert(1)</script>\n")
+    (run / "plots").mkdir()
+    (run / "plots" / "sweep.png").write_bytes(b"\x89PNG\r\n\x1a\n" + b"\0" * 20)
+    (run / "summary.md").write_text("# farm run\n")
+    (tmp_path / "outside.txt").write_text("not the run's")
+    env = {"FARM_DB": str(tmp_path / "results.db")}
+    assert run_farm("db", "ingest", str(run), env=env).returncode == 0
+    (run / "extra.txt").write_text("made after the ingest: not listed")
+    os.symlink(tmp_path / "outside.txt", run / "link.txt")
+    (run / "summary.md").unlink()
+    os.symlink(tmp_path / "outside.txt", run / "summary.md")  # listed, now a symlink: refused
+    proc = subprocess.Popen([sys.executable, "-m", "farm.cli", "serve", "--port", "0"], cwd=ROOT,
+                            env={**os.environ, **env, "FARM_SECRET_LAB": secret}, stderr=subprocess.PIPE, text=True)
+
+    def get(path: str):
+        try:
+            with urllib.request.urlopen(f"{base}{path}") as resp:
+                return resp.status, resp.headers, resp.read()
+        except urllib.error.HTTPError as err:
+            return err.code, err.headers, b""
+
+    try:
+        port = re.search(r":(\d+)/", proc.stderr.readline()).group(1)
+        base = f"http://127.0.0.1:{port}/"
+        status, headers, body = get(f"run/{RUN}/files/console/maaxboard-twin.log")
+        assert status == 200 and headers["Content-Type"] == "text/plain; charset=utf-8"
+        assert b"<script>alert(1)</script>" in body and secret.encode() not in body and b"password: " in body
+        assert headers["Content-Security-Policy"].startswith("default-src 'none'")
+        assert headers["X-Content-Type-Options"] == "nosniff"
+        status, headers, body = get(f"run/{RUN}/files/plots/sweep.png")
+        assert status == 200 and headers["Content-Type"] == "image/png" and body.startswith(b"\x89PNG")
+        assert get(f"run/{RUN}/files/junit.xml")[1]["Content-Type"] == "text/plain; charset=utf-8"
+        for path in ("extra.txt", "link.txt", "summary.md", "../results.db", "%2e%2e/results.db",
+                     "console/../run.json", "/etc/passwd", "console"):
+            assert get(f"run/{RUN}/files/{path}")[0] == 404, path
+        assert get("run/nope/files/run.json")[0] == 404
+        shutil.rmtree(run / "console")  # moved away: the store's copy of its end answers
+        status, _, body = get(f"run/{RUN}/files/console/maaxboard-twin.log")
+        assert status == 200 and b"<script>alert(1)</script>" in body and secret.encode() not in body
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+    site_dir = tmp_path / "site"
+    env["FARM_SECRET_LAB"] = secret
+    assert run_farm("dashboard", "--out", str(site_dir), env=env).returncode == 0
+    files = site_dir / "run" / RUN / "files"
+    assert sorted(p.relative_to(files).as_posix() for p in files.rglob("*") if p.is_file()) == [
+        "console/maaxboard-twin.log", "junit.xml", "plots/sweep.png", "results.csv", "run.json"]
+    assert secret not in (files / "console" / "maaxboard-twin.log").read_text()
+    page = (site_dir / "run" / f"{RUN}.html").read_text()
+    assert f'href="../run/{RUN}/files/plots/sweep.png"' in page and "summary.md (not on disk any more)" in page
+    assert run_farm("dashboard", "--out", str(tmp_path / "bare"), "--files", "none", env=env).returncode == 0
+    assert not (tmp_path / "bare" / "run" / RUN / "files").exists()
+    assert "/files/" not in (tmp_path / "bare" / "run" / f"{RUN}.html").read_text()
+
+
 def _placed_store(tmp_path, backend_url=None):
     place = {"name": "maaxboard-1", "coordinator": "127.0.0.1:20408", "owner": "ci/lab",
              "tags": {"board": "maaxboard", "note": "<b>bold</b>"}, "health_check": False}
