@@ -16,6 +16,7 @@ import re
 import shutil
 import stat
 import subprocess
+import time
 from importlib import resources
 from pathlib import Path
 
@@ -71,7 +72,7 @@ def resolve_recipe(recipe: Recipe, cache: Path) -> Resolution:
         cachefs.say(f"{cached}: corrupt cache file ({type(exc).__name__}: {str(exc)[:120]}), "
                     "discarded; resolving the recipe again")
         cached.unlink(missing_ok=True)
-    cachefs.say(f"build {recipe.name}: resolve: exact versions of its packages (apt-cache) ...")
+    started = time.monotonic()
     hint = (f"not found for {recipe.arch} (does apt know this architecture? "
             f"`dpkg --add-architecture {recipe.arch} && apt-get update`, which `make setup` runs)")
     try:
@@ -84,6 +85,8 @@ def resolve_recipe(recipe: Recipe, cache: Path) -> Resolution:
         where = "programs" if missing[0] in program_packages and missing[0] not in recipe.packages else "initrd.packages"
         raise recipe.error(where, f"Debian package '{missing[0]}' {hint}")
     resolution = Resolution(kernel, tuple(packages[n] for n in sorted(packages)))
+    cachefs.say(f"build {recipe.name}: resolve done: {len(resolution.packages) + (kernel is not None)} packages' "
+                f"exact versions (apt-cache) in {time.monotonic() - started:.0f}s")
     cachefs.atomic_write(cached, debian.dumps({"kernel": debian.package_to_json(kernel) if kernel else None,
                                                "packages": [debian.package_to_json(p) for p in resolution.packages]}))
     return resolution

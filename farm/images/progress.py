@@ -1,7 +1,8 @@
 """What a cold ``farm build`` says while it works: a line when a phase starts, one every
 :data:`EVERY_S` seconds while it goes on (how far it is), and one when it ends (what it made, how long).
 
-The phases of an image: ``resolve`` (apt's exact versions), ``download`` (the .debs), ``extract``
+The phases of an image: ``resolve`` (apt's exact versions: one line when done, so that a recipe
+naming an unknown package is still one line of error), ``download`` (the .debs), ``extract``
 (``dpkg-deb -x``), ``kernel`` (a kernel built from source: farm.images.kernel says its own progress),
 ``programs`` (farm's benchmark programs, cross-compiled), ``initrd`` (the files collected, the cpio
 written and compressed). A cached image says none of it. Lines go to stderr with ``farm:`` before
