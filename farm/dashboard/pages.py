@@ -244,7 +244,7 @@ def run_rows(rows: Sequence, root: str, links: ListLinks | None = None) -> list[
         if not text:
             return "<td></td>"
         if links is None:
-            return _td(text, cls)
+            return _td(text.replace(",", ", "), cls)
         items = [f'<a href="{e(links.value(field, v))}">{e(v)}</a>' for v in text.split(",")] \
             if field in ("target", "setup") else [f'<a href="{e(links.value(field, text))}">{e(text)}</a>']
         return f'<td class="{e(cls)}">{", ".join(items)}</td>' if cls else f"<td>{', '.join(items)}</td>"
@@ -787,7 +787,9 @@ def place_page(d: PlaceDetail, now: PlaceNow | None, note: str, root: str = "../
              _td(ev.status, ev.status)] for ev in reversed(health))))
     body.append(f"<h2>Jobs</h2><p>the newest {len(d.recent)} of {d.total}; "
                 f'<a href="{e(root + quote(facet_path("place", d.name)))}">all of its runs</a></p>')
-    body.append(_table(RUN_COLUMNS, run_rows(d.recent, root), "runs"))
+    place_at = RUN_COLUMNS.index("place")  # every run's is this place: not a column here
+    body.append(_table(RUN_COLUMNS[:place_at] + RUN_COLUMNS[place_at + 1:],
+                       [row[:place_at] + row[place_at + 1:] for row in run_rows(d.recent, root)], "runs"))
     return layout(f"Place {d.name}", "".join(body), root)
 
 
