@@ -197,9 +197,15 @@ def farm_record(request, env, target, farm_results) -> Callable[..., None]:
         append_records(farm_results.csv, [context.record(Measurement(name, metric, value, unit, params or {}))])
         label = f"{metric}[{';'.join(f'{k}={v}' for k, v in sorted((params or {}).items()))}]" if params else metric
         # the testcase's <properties> in junit.xml (record_property's list, without its xunit2 warning)
-        request.node.user_properties.append((f"farm.{label}", f"{value:g} {unit}"))
+        request.node.user_properties.append((f"farm.{label}", f"{property_value(value)} {unit}"))
 
     return record
+
+
+def property_value(value: float) -> str:
+    """A measured value as a JUnit property's text, every digit kept (pure): whole numbers as integers
+    (``1025638400``, not ``1.02564e+09``), others as the shortest text that reads back the same float."""
+    return str(int(value)) if value.is_integer() and abs(value) < 1e18 else repr(value)
 
 
 def failure_phase(exc: BaseException | None, when: str) -> str:

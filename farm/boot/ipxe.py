@@ -311,7 +311,7 @@ class IPXENetbootStrategy(NetbootStrategy):
             raise InfrastructureError(f"after iPXE command '{command}', none of {texts} within {timeout} s "
                                       "(no iPXE error on the console either)") from None
         if index >= len(texts):
-            raise_fatal(fatal[index - len(texts)], f"after iPXE command '{command}'", before, match)
+            raise_fatal(fatal[index - len(texts)], f"after iPXE command '{command}'", before, match, self.console)
         return index, _text(before)
 
     @never_retry

@@ -44,7 +44,7 @@ class FarmUBootDriver(UBootDriver):
         """Wait for one of ``wanted``; a fatal line first raises its failure class with an excerpt."""
         index, before, match, _ = self.console.expect([*wanted, *(f.pattern for f in fatal)], timeout=timeout)
         if index >= len(wanted):
-            raise_fatal(fatal[index - len(wanted)], where, before, match)
+            raise_fatal(fatal[index - len(wanted)], where, before, match, self.console)
         return match
 
     def _run(self, cmd: str, *, timeout: int = 30, codec: str = "utf-8", decodeerrors: str = "strict"):

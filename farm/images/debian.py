@@ -167,6 +167,12 @@ class PackageCache:
             for path in cachefs.clean_abandoned(parent, prefix):
                 cachefs.say(f"removed {path}, left by a build that was killed")
 
+    def has_tree(self, pkg: Package) -> bool:
+        return (self.root / "pkgs" / pkg.key / ".farm-complete").exists()
+
+    def has_deb(self, pkg: Package) -> bool:
+        return self.deb_path(pkg).exists()
+
     def deb_path(self, pkg: Package) -> Path:
         return self.root / "debs" / f"{pkg.key}.deb"
 

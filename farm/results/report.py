@@ -154,7 +154,9 @@ def md_escape(text: Any) -> str:
 _md = md_escape
 
 
-def _first_line(text: str, limit: int = 160) -> str:
+def _first_line(text: str, limit: int = 500) -> str:
+    # a failure's first line is its whole message (a kernel panic's line, a command's error): long ones
+    # are kept, only a runaway line (a console without line ends) is cut
     line = text.strip().splitlines()[0] if text.strip() else ""
     return line if len(line) <= limit else line[: limit - 1] + "…"
 

@@ -96,6 +96,13 @@ def _seconds(started: str, finished: str | None) -> float | None:
         return None
 
 
+def _place(info: dict[str, Any]) -> str:
+    """The farm place the run ran on (run.json's ``place.name``, ``farm run --farm``), "" off the farm."""
+    place = info.get("place")
+    name = place.get("name") if isinstance(place, dict) else None
+    return name[:200] if isinstance(name, str) else ""
+
+
 def _boots(info: dict[str, Any]) -> list[dict[str, Any]]:
     rows = []
     targets = info.get("targets") if isinstance(info.get("targets"), dict) else {}
@@ -205,7 +212,7 @@ def rows_of(data: RunData, artifacts: list[dict[str, Any]], consoles: list[dict[
         "git_sha": git_sha, "farm_version": _text(info.get("farm_version")), "ci_job": _text(info.get("ci_job")),
         "stopped_at": _text(info.get("stopped_at")),
         "junit": junit_outcome(s.kind for s in data.stages), "path": str(data.path.resolve()),
-        "info": json.dumps(info, sort_keys=True, default=str), "ingested": now_iso(),
+        "info": json.dumps(info, sort_keys=True, default=str), "ingested": now_iso(), "place": _place(info),
     }
     stages = tuple({"position": i, "name": s.name, "classname": s.classname,
                     "seconds": s.seconds if math.isfinite(s.seconds) else None, "kind": s.kind,
