@@ -6,7 +6,6 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..store.hook import ingest_after
 from ..values import bootarg_arg, number_arg, out_dir_arg
 
 
@@ -37,7 +36,6 @@ def cmd_run(args: argparse.Namespace) -> int:
                        force=args.force, image_dirs=[Path(d) for d in args.image])
     print(f"farm: run {run.run_id} {run.info.status}: {sum(c.kind == 'pass' for c in run.cases)} of "
           f"{len(run.cases)} stages passed", file=sys.stderr)
-    ingest_after(run.path)
     print(run.path)
     return run.status
 

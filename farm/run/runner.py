@@ -23,7 +23,7 @@ from ..boot.console_log import ConsoleLog
 from ..boot.facts import TargetFacts, pin_frequency, read_facts
 from ..boot.flow import BootFlow, BootRequest, NetbootFlow
 from ..boot.session import EnvFile
-from ..errors import EXIT_TEST_FAILURE, FarmError, InfrastructureError, JobError, interrupt_in
+from ..errors import EXIT_INFRA_ERROR, EXIT_JOB_ERROR, EXIT_OK, EXIT_TEST_FAILURE, FarmError, InfrastructureError, JobError, interrupt_in
 from ..images.build import Image, build
 from ..results.cycles import cycles_per_byte
 from ..results.junit import Case
@@ -61,6 +61,11 @@ def plan_boots(pipeline: Pipeline, envs: list[EnvFile]) -> list[BootPlan]:
     return plans
 
 
+def severity(code: int) -> int:
+    """Exit codes ordered by how bad they are: a job error outranks the lab's, which outranks a test's."""
+    return {EXIT_OK: 0, EXIT_TEST_FAILURE: 1, EXIT_INFRA_ERROR: 2, EXIT_JOB_ERROR: 3}.get(code, 4)
+
+
 def bench_case_name(suite: str, bench: str, label: str) -> str:
     return f"{suite}.{bench} {label}"
 
@@ -74,26 +79,39 @@ class Runner:
     registry: Mapping[str, Any] = BENCHMARKS
     #: (label, benchmark) pairs that passed in the run being resumed: not measured again
     done: frozenset[tuple[str, str]] = frozenset()
+    #: how the run ends so far: the worst exit code of what failed (the runner's, told in run_ended)
+    status: int = EXIT_OK
+
+    def fail(self, exc: FarmError) -> None:
+        self.fail_code(exc.exit_code)
+
+    def fail_code(self, code: int) -> None:
+        self.status = max(self.status, code, key=severity)
+
+    def before_board(self, label: str) -> None:
+        """The veto hook: a listener's reason not to touch the board now is an infrastructure error."""
+        if (reason := self.hooks.before_board(label=label)) is not None:
+            raise InfrastructureError(reason)
 
     # --- stages ---
     def stage(self, name: str, classname: str, action: Callable[[], Any], *, label: str | None = None) -> Any:
         """Run one stage as a junit testcase; a FarmError is recorded (error/failure) and re-raised."""
-        self.hooks.stage_started(name)
-        self.hooks.say(f"{name} ...")
+        self.hooks.stage_started(name=name)
+        self.hooks.say(text=f"{name} ...")
         t0 = time.monotonic()
         try:
             result = action()
         except FarmError as exc:
             seconds = time.monotonic() - t0
             kind = "failure" if exc.kind == "test" else "error"
-            self.hooks.stage_ended(Stage(Case(name, classname, seconds, kind, str(exc).splitlines()[0], str(exc)),
-                                         label))
-            self.hooks.say(f"{name} {kind.upper()} after {seconds:.1f}s: {str(exc).splitlines()[0]}")
+            self.hooks.stage_ended(stage=Stage(Case(name, classname, seconds, kind, str(exc).splitlines()[0],
+                                                    str(exc)), label))
+            self.hooks.say(text=f"{name} {kind.upper()} after {seconds:.1f}s: {str(exc).splitlines()[0]}")
             raise
         seconds = time.monotonic() - t0
         cached = " (cached)" if isinstance(result, Image) and result.cached else ""
-        self.hooks.stage_ended(Stage(Case(name, classname, seconds, "pass"), label))
-        self.hooks.say(f"{name} ok in {seconds:.1f}s{cached}")
+        self.hooks.stage_ended(stage=Stage(Case(name, classname, seconds, "pass"), label))
+        self.hooks.say(text=f"{name} ok in {seconds:.1f}s{cached}")
         return result
 
     def build_images(self, envs: list[EnvFile], given: dict[str, Image],
@@ -124,13 +142,13 @@ class Runner:
                 images[k] = self.stage(name, "farm.build", lambda: builder(Path(host), guest=guest_image))
             elif k.startswith("--image "):
                 image = given[k.split()[-1]]
-                self.hooks.say(f"build: --image {image.path} ({image.name}, {image.arch}): not rebuilt")
+                self.hooks.say(text=f"build: --image {image.path} ({image.name}, {image.arch}): not rebuilt")
                 images[k] = self.stage(name_of(k), "farm.build", lambda: image)
-                self.hooks.image_built(image.name, {"dir": str(image.path), **image.manifest, "given": True})
+                self.hooks.image_built(name=image.name, entry={"dir": str(image.path), **image.manifest, "given": True})
                 return images[k]
             else:
                 images[k] = self.stage(name_of(k), "farm.build", lambda: builder(Path(k)))
-            self.hooks.image_built(images[k].name, {"dir": str(images[k].path), **images[k].manifest})
+            self.hooks.image_built(name=images[k].name, entry={"dir": str(images[k].path), **images[k].manifest})
             return images[k]
 
         keys = list(dict.fromkeys(key(e, s) for e in envs for s in self.pipeline.setups))
@@ -159,17 +177,17 @@ class Runner:
         env, setup, label = plan.env, plan.setup, plan.label
         names = [(lb, b.name) for b in self.pipeline.benchmarks for lb in plan.bench_labels]
         if self.done and all(n in self.done for n in names):
-            self.hooks.say(f"boot {label}: done in the resumed run, skipped")
+            self.hooks.say(text=f"boot {label}: done in the resumed run, skipped")
             return
         flow = self.flow(setup)
         t0 = time.monotonic()
         booted_ok = False
         guarded = False  # past the lock check: a failure from here on is the place's (its health record)
         boot_name = f"boot {label}"
-        self.hooks.stage_started(boot_name)
-        self.hooks.say(f"boot {label} ({env.path}) ...")
+        self.hooks.stage_started(name=boot_name)
+        self.hooks.say(text=f"boot {label} ({env.path}) ...")
         try:
-            self.hooks.before_board()
+            self.before_board(label)
             guarded = True
             request = BootRequest(env, image, f"{self.run.run_id}-{plan.job}", console, setup.bootargs,
                                   self.pipeline.boot_attempts)
@@ -180,7 +198,7 @@ class Runner:
                 if getattr(booted, "reach_address", None):  # a guest: the lab host reaches it through its host's address
                     facts = attrs.evolve(facts, address=booted.reach_address)
                 frequency, source = cpu_frequency(facts, self.pipeline, env)
-                self.hooks.boot_recorded(env.target_name, str(env.path), env.arch, {
+                self.hooks.boot_recorded(target=env.target_name, env=str(env.path), arch=env.arch, boot={
                     "label": label, "setup": setup.name, "repeat": plan.repeat, "image": image.name,
                     "image_key": image.manifest["key"], "flow": flow.kind,
                     "boot_seconds": round(booted.boot_seconds, 3), "failed_attempts": booted.failed_attempts,
@@ -188,14 +206,14 @@ class Runner:
                     "frequency_source": source, **({"topology": t} if (t := getattr(booted, "topology", None)) else {}),
                     **({"guest_seconds": round(g, 3)} if (g := getattr(booted, "guest_seconds", None)) else {}),
                     **({"dtb": d} if (d := getattr(booted, "dtb", None)) else {})})
-                self.hooks.stage_ended(Stage(Case(boot_name, "farm.boot", time.monotonic() - t0, "pass", output="\n".join(
+                self.hooks.stage_ended(stage=Stage(Case(boot_name, "farm.boot", time.monotonic() - t0, "pass", output="\n".join(
                     [*(f"retried after {f}" for f in booted.failed_attempts),
                      *(f"retyped (echo differed): {line}" for line in booted.retyped)])), label))
                 booted_ok = True
-                self.hooks.say(f"boot {label} ok in {booted.boot_seconds:.1f}s: {facts.cpus} cpus, "
+                self.hooks.say(text=f"boot {label} ok in {booted.boot_seconds:.1f}s: {facts.cpus} cpus, "
                                f"{facts.kernel}, address {facts.address or '-'}")
-                self.hooks.boot_outcome(label, booted=True, infrastructure_failure=False)
-                ctx = BenchContext(booted, facts, self.hooks.say)
+                self.hooks.boot_outcome(label=label, booted=True, infrastructure_failure=False)
+                ctx = BenchContext(booted, facts, lambda text: self.hooks.say(text=text))
                 n = self.pipeline.repeats_in_boot
                 for bench in self.pipeline.benchmarks:
                     spec = self.registry[bench.name]
@@ -205,7 +223,7 @@ class Runner:
                             image=image.name, suite=spec.suite, repeat=plan.repeat * n + i), in_boot)
         except JobError as exc:
             if not booted_ok:  # bad input found only at boot (e.g. a value U-Boot refuses): the boot's case says so
-                self.hooks.stage_ended(Stage(Case(boot_name, "farm.boot", time.monotonic() - t0, "error",
+                self.hooks.stage_ended(stage=Stage(Case(boot_name, "farm.boot", time.monotonic() - t0, "error",
                                                   str(exc).splitlines()[0], str(exc)), label))
             raise
         except Exception as exc:
@@ -215,19 +233,19 @@ class Runner:
             # or setup still runs, and what this boot measured before is already in results.csv
             if not isinstance(exc, FarmError):
                 exc = InfrastructureError(f"{env.target_name}: {type(exc).__name__}: {exc}")
-            self.run.fail(exc)
+            self.fail(exc)
             if booted_ok:  # a benchmark's case already says what happened
                 return
             if guarded and exc.kind == "infrastructure":
-                self.hooks.boot_outcome(label, booted=False, infrastructure_failure=True)
+                self.hooks.boot_outcome(label=label, booted=False, infrastructure_failure=True)
             kind = "failure" if exc.kind == "test" else "error"
             attempts = getattr(exc, "failed_attempts", [])
-            self.hooks.stage_ended(Stage(Case(boot_name, "farm.boot", time.monotonic() - t0, kind,
+            self.hooks.stage_ended(stage=Stage(Case(boot_name, "farm.boot", time.monotonic() - t0, kind,
                                               str(exc).splitlines()[0], "\n".join([*attempts, str(exc)])), label))
-            self.hooks.boot_recorded(env.target_name, str(env.path), env.arch, {
+            self.hooks.boot_recorded(target=env.target_name, env=str(env.path), arch=env.arch, boot={
                 "label": label, "setup": setup.name, "repeat": plan.repeat, "image": image.name, "flow": flow.kind,
                 "failed": str(exc).splitlines()[0], "failed_attempts": attempts})
-            self.hooks.say(f"boot {label} {kind.upper()}: {exc}")
+            self.hooks.say(text=f"boot {label} {kind.upper()}: {exc}")
 
     def run_benchmark(self, ctx: BenchContext, bench: Benchmark, frequency: float | None, rc: RunContext,
                       label: str) -> None:
@@ -235,26 +253,26 @@ class Runner:
         name = bench_case_name(spec.suite, bench.name, label)
         classname = f"farm.bench.{spec.suite}"
         if (label, bench.name) in self.done:
-            self.hooks.say(f"{name}: done in the resumed run, skipped")
+            self.hooks.say(text=f"{name}: done in the resumed run, skipped")
             return
-        self.hooks.stage_started(name)
-        self.hooks.say(f"{name} ...")
+        self.hooks.stage_started(name=name)
+        self.hooks.say(text=f"{name} ...")
         t0 = time.monotonic()
 
         def ended(kind: str, message: str = "", output: str = "") -> None:
-            self.hooks.stage_ended(Stage(Case(name, classname, time.monotonic() - t0, kind, message, output),
+            self.hooks.stage_ended(stage=Stage(Case(name, classname, time.monotonic() - t0, kind, message, output),
                                          label, bench.name))
         try:
-            self.hooks.before_board()
+            self.before_board(label)
             measurements = spec.run(ctx, bench.params)
         except BenchmarkError as exc:
             # a row in results.csv too (metric "failed"), so a failure shows where the numbers are read
-            self.hooks.records([rc.record(Measurement(bench.name, "failed", 1.0, "count", params_text(bench.params)))])
-            self.hooks.benchmark_failed({"target": rc.target, "setup": rc.setup, "repeat": rc.repeat,
+            self.hooks.records(records=[rc.record(Measurement(bench.name, "failed", 1.0, "count", params_text(bench.params)))])
+            self.hooks.benchmark_failed(failure={"target": rc.target, "setup": rc.setup, "repeat": rc.repeat,
                                          "benchmark": bench.name, "message": str(exc)})
             ended("failure", str(exc))
-            self.run.fail(exc)
-            self.hooks.say(f"{name} FAILED: {exc}")
+            self.fail(exc)
+            self.hooks.say(text=f"{name} FAILED: {exc}")
             return
         except JobError as exc:
             ended("error", str(exc).splitlines()[0], str(exc))
@@ -266,18 +284,18 @@ class Runner:
                 exc = InfrastructureError(f"{name}: {type(exc).__name__}: {exc}")
             kind = "failure" if exc.kind == "test" else "error"
             ended(kind, str(exc).splitlines()[0], str(exc))
-            self.hooks.say(f"{name} {kind.upper()}: {str(exc).splitlines()[0]}")
+            self.hooks.say(text=f"{name} {kind.upper()}: {str(exc).splitlines()[0]}")
             raise exc
         records = [rc.record(m) for m in measurements]
         if frequency and spec.cycles_per_byte:  # the registration says whether cycles/byte applies
             records += cycles_per_byte(records, {rc.target: frequency})
-        self.hooks.records(records)
+        self.hooks.records(records=records)
         if not records:
             ended("failure", "no measurements")
-            self.run.fail_code(EXIT_TEST_FAILURE)
+            self.fail_code(EXIT_TEST_FAILURE)
         else:
             ended("pass", output="\n".join(f"{r.metric}[{r.params}] = {human(r.value, r.unit)}" for r in records))
-        self.hooks.say(f"{name} ok in {time.monotonic() - t0:.1f}s: {len(records)} records")
+        self.hooks.say(text=f"{name} ok in {time.monotonic() - t0:.1f}s: {len(records)} records")
 
 
 def params_text(params: dict[str, Any]) -> dict[str, str]:

@@ -46,7 +46,7 @@ def test_live_benchmark_with_an_impossible_value_is_a_failed_benchmark(tmp_path,
     runner.run_benchmark(None, Benchmark("iperf3", {}), None, rc, "twin/default")
     (row,) = read_records(tmp_path / "results.csv")
     assert (row.metric, row.value, row.unit) == ("failed", 1.0, "count")
-    assert run.status == EXIT_TEST_FAILURE
+    assert runner.status == EXIT_TEST_FAILURE
     (case,) = run.cases
     assert case.kind == "failure"
     assert f"received_throughput[protocol=tcp] = {bad!r} bit/s: is" in case.message
