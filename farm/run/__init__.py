@@ -187,8 +187,8 @@ def run_pipeline(pipeline_path: str | Path, *, out: Path | None = None, env_over
                  resume: Path | None = None, progress: object | None = None, force: bool = False,
                  image_dirs: list[Path] | None = None, flow_for: Callable[[Setup], BootFlow] | None = None,
                  listeners: list[object] | None = None, registry: Mapping[str, Any] | None = None) -> Run:
-    """Carry out a pipeline file. ``flow_for``: the boot flow of a setup (default: the netboot of the
-    env file's strategy, or host then guest for a setup with a guest); ``listeners``: more hooks
+    """Carry out a pipeline file. ``flow_for``: the boot flow of a setup (default: the one its pipeline
+    file chose, farm.flows); ``listeners``: more hooks
     (farm.run.events), besides the run directory, ``progress`` and farm's and the lab's listeners
     (the results store, entry points); ``registry``: the benchmarks (default: farm's, farm.bench.registry)."""
     pipeline = load_pipeline(pipeline_path, registry)

@@ -4,8 +4,9 @@
 
 Every stage is a junit testcase. A boot that fails does not stop the run: the next target or setup
 still runs, and what was measured before is already in results.csv. A job error (bad input) stops it.
-The runner knows boots only through a boot flow (farm.boot.flow), so a test can inject one that
-boots nothing, and the guest flow composes with the netboot flow without the runner knowing.
+The runner knows boots only through a boot flow (farm.boot.flow), made for each setup by the flow
+registry (farm.flows): the flow says which images to build, boots, pins and records the boot, so a
+test can inject one that boots nothing and a new way of booting never edits the runner.
 """
 
 from __future__ import annotations
@@ -20,11 +21,13 @@ from ..measure import BenchmarkError
 from ..bench.context import BenchContext
 from ..bench.registry import BENCHMARKS
 from ..boot.console_log import ConsoleLog
-from ..boot.facts import TargetFacts, pin_frequency, read_facts
-from ..boot.flow import BootFlow, BootRequest, NetbootFlow
+from ..boot.facts import TargetFacts
+from ..boot.flow import BootFlow, BootRequest, FlowSetup
 from ..boot.session import EnvFile
 from ..errors import EXIT_INFRA_ERROR, EXIT_JOB_ERROR, EXIT_OK, EXIT_TEST_FAILURE, FarmError, InfrastructureError, JobError, interrupt_in
-from ..images.build import Image, build
+from ..images.image import Image
+from ..images.needs import Needs
+from ..images.request import ImageRequest
 from ..results.cycles import cycles_per_byte
 from ..results.junit import Case
 from ..measure import Measurement
@@ -33,6 +36,11 @@ from ..results.record import RunContext
 from .events import Hooks
 from .model import Benchmark, Pipeline, Setup
 from .rundir import RunDir, Stage
+
+def build(request: ImageRequest, carried: Image | None = None) -> Image:
+    """Build an image request (farm's cache serves what is unchanged)."""
+    return request.build(carried)
+
 
 @attrs.frozen
 class BootPlan:
@@ -114,63 +122,61 @@ class Runner:
         self.hooks.say(text=f"{name} ok in {seconds:.1f}s{cached}")
         return result
 
+    @property
+    def needs(self) -> Needs:
+        """What the run's benchmarks need on the target (their registrations): the recipe of the image
+        they run on gains it."""
+        needs = Needs()
+        for bench in self.pipeline.benchmarks:
+            needs |= self.registry[bench.name].target_needs(bench.params)
+        return needs
+
+    def image_request(self, env: EnvFile, setup: Setup, given: dict[str, Image]) -> ImageRequest:
+        """The image a setup's flow boots: what the flow asks for, given the setup's own (its recipe, or
+        the pipeline's for the architecture; ``--image`` gives that one built, not a setup's own)."""
+        recipe = self.pipeline.recipe_for(env.arch, setup)
+        image = ImageRequest(recipe=recipe, given=given[env.arch], label="--image") \
+            if setup.image is None and env.arch in given else ImageRequest(recipe=recipe, needs=self.needs)
+        return self.flow(setup).images(image)
+
     def build_images(self, envs: list[EnvFile], given: dict[str, Image],
                      builder: Callable[..., Image] | None = None) -> Callable[[EnvFile, Setup], Image]:
-        """Build every image the boots need, once each: a setup's own recipe or the pipeline's for the
-        architecture (``--image`` gives that one built), and for a setup with a guest, the guest's image
-        and then the host image (the recipe plus QEMU and the guest, farm.images.host)."""
+        """Build every image the boots need (their flows' requests), once each, an image another carries
+        first (the one a host image carries)."""
         builder = builder or build
+        requests = {(e.path, s.name): self.image_request(e, s, given) for e in envs for s in self.pipeline.setups}
+        tops = list({r.key: r for r in requests.values()}.values())
+        many = len(tops) > 1 or any(r.carries for r in tops)
         images: dict[str, Image] = {}
 
-        def bare(env: EnvFile, setup: Setup) -> str:  # a setup's own image is built even with --image
-            return f"--image {env.arch}" if setup.image is None and env.arch in given \
-                else str(self.pipeline.recipe_for(env.arch, setup))
-
-        def key(env: EnvFile, setup: Setup) -> str:
-            if setup.guest is None:
-                return bare(env, setup)
-            guest = str(setup.guest.image) if setup.guest.image else bare(env, setup)
-            return f"{self.pipeline.recipe_for(env.arch, attrs.evolve(setup, guest=None))} +guest {guest}"
-
-        def get(k: str) -> Image:
-            if k in images:
-                return images[k]
-            if " +guest " in k:
-                host, guest = k.split(" +guest ")
-                guest_image = get(guest)
-                name = f"build {Path(host).stem} (host of {guest_image.name})"
-                images[k] = self.stage(name, "farm.build", lambda: builder(Path(host), guest=guest_image))
-            elif k.startswith("--image "):
-                image = given[k.split()[-1]]
-                self.hooks.say(text=f"build: --image {image.path} ({image.name}, {image.arch}): not rebuilt")
-                images[k] = self.stage(name_of(k), "farm.build", lambda: image)
+        def get(request: ImageRequest) -> Image:
+            if request.key in images:
+                return images[request.key]
+            carried = get(request.carries) if request.carries else None
+            name = f"build {request.name}" if many else "build"
+            if request.given is not None:
+                image = request.given
+                self.hooks.say(text=f"build: {request.name} {image.path} ({image.name}, {image.arch}): not rebuilt")
+                name = f"build {request.name} {image.arch}" if many else "build"
+                images[request.key] = self.stage(name, "farm.build", lambda: image)
                 self.hooks.image_built(name=image.name, entry={"dir": str(image.path), **image.manifest, "given": True})
-                return images[k]
-            else:
-                images[k] = self.stage(name_of(k), "farm.build", lambda: builder(Path(k)))
-            self.hooks.image_built(name=images[k].name, entry={"dir": str(images[k].path), **images[k].manifest})
-            return images[k]
+                return image
+            if carried is not None:
+                name = f"build {request.name} (host of {carried.name})"
+            built = images[request.key] = self.stage(name, "farm.build", lambda: builder(request, carried))
+            self.hooks.image_built(name=built.name, entry={"dir": str(built.path), **built.manifest})
+            return built
 
-        keys = list(dict.fromkeys(key(e, s) for e in envs for s in self.pipeline.setups))
-        many = len(keys) > 1 or any(" +guest " in k for k in keys)
-
-        def name_of(k: str) -> str:
-            return f"build {Path(k).stem}" if many else "build"
-
-        for k in keys:
-            get(k)
-        return lambda env, setup: images[key(env, setup)]
+        for request in tops:
+            get(request)
+        return lambda env, setup: images[requests[env.path, setup.name].key]
 
     def flow(self, setup: Setup) -> BootFlow:
-        """The setup's boot flow: the injected one, else netboot, or host-then-guest for a setup with a guest."""
+        """The setup's boot flow: the injected one, else the one its pipeline file chose (farm.flows)."""
         if self.flow_for is not None:
             return self.flow_for(setup)
-        if setup.guest is None:
-            return NetbootFlow()
-        from ..boot.guestflow import GuestFlow
-
         ports = tuple(dict.fromkeys(p for b in self.pipeline.benchmarks for p in self.registry[b.name].ports))
-        return GuestFlow(setup.guest, ports, host_cpu_khz=setup.cpu_frequency_khz)
+        return setup.flow.make(FlowSetup(cpu_frequency_khz=setup.cpu_frequency_khz, ports=ports))
 
     # --- a boot and its benchmarks ---
     def boot_and_bench(self, plan: BootPlan, image: Image, console: ConsoleLog) -> None:
@@ -192,20 +198,12 @@ class Runner:
             request = BootRequest(env, image, f"{self.run.run_id}-{plan.job}", console, setup.bootargs,
                                   self.pipeline.boot_attempts)
             with flow.boot(request) as booted:
-                if setup.cpu_frequency_khz and setup.guest is None:  # a guest flow pins its host
-                    pin_frequency(booted.shell, booted.name, setup.cpu_frequency_khz)
-                facts = read_facts(booted.shell)
-                if getattr(booted, "reach_address", None):  # a guest: the lab host reaches it through its host's address
-                    facts = attrs.evolve(facts, address=booted.reach_address)
+                facts = booted.read_facts()
                 frequency, source = cpu_frequency(facts, self.pipeline, env)
                 self.hooks.boot_recorded(target=env.target_name, env=str(env.path), arch=env.arch, boot={
                     "label": label, "setup": setup.name, "repeat": plan.repeat, "image": image.name,
-                    "image_key": image.manifest["key"], "flow": flow.kind,
-                    "boot_seconds": round(booted.boot_seconds, 3), "failed_attempts": booted.failed_attempts,
-                    "retyped": booted.retyped, **facts.as_dict(), "frequency_hz": frequency,
-                    "frequency_source": source, **({"topology": t} if (t := getattr(booted, "topology", None)) else {}),
-                    **({"guest_seconds": round(g, 3)} if (g := getattr(booted, "guest_seconds", None)) else {}),
-                    **({"dtb": d} if (d := getattr(booted, "dtb", None)) else {})})
+                    "image_key": image.manifest["key"], "flow": flow.kind, **booted.record(), **facts.as_dict(),
+                    "frequency_hz": frequency, "frequency_source": source})
                 self.hooks.stage_ended(stage=Stage(Case(boot_name, "farm.boot", time.monotonic() - t0, "pass", output="\n".join(
                     [*(f"retried after {f}" for f in booted.failed_attempts),
                      *(f"retyped (echo differed): {line}" for line in booted.retyped)])), label))
@@ -222,7 +220,7 @@ class Runner:
                             run_id=self.run.run_id, target=env.target_name, arch=env.arch, setup=setup.name,
                             image=image.name, suite=spec.suite, repeat=plan.repeat * n + i), in_boot)
         except JobError as exc:
-            if not booted_ok:  # bad input found only at boot (e.g. a value U-Boot refuses): the boot's case says so
+            if not booted_ok:  # bad input found only at boot (e.g. a value the bootloader refuses): the boot's case says so
                 self.hooks.stage_ended(stage=Stage(Case(boot_name, "farm.boot", time.monotonic() - t0, "error",
                                                   str(exc).splitlines()[0], str(exc)), label))
             raise
@@ -267,7 +265,7 @@ class Runner:
             measurements = spec.run(ctx, bench.params)
         except BenchmarkError as exc:
             # a row in results.csv too (metric "failed"), so a failure shows where the numbers are read
-            self.hooks.records(records=[rc.record(Measurement(bench.name, "failed", 1.0, "count", params_text(bench.params)))])
+            self.hooks.records(records=[rc.record(Measurement(bench.name, "failed", 1.0, "count", params_text(bench.given)))])
             self.hooks.benchmark_failed(failure={"target": rc.target, "setup": rc.setup, "repeat": rc.repeat,
                                          "benchmark": bench.name, "message": str(exc)})
             ended("failure", str(exc))

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from farm.bench import echo
-from farm.bench.network import check_sweep
+from farm.bench.network import SweepParams
 from farm.errors import JobError, ParseError
 from farm.measure import BenchmarkError, cpustat
 from farm.results.record import Record
@@ -85,15 +85,15 @@ def test_responder_options_are_checked():
 
 
 def test_sweep_params_by_method():
-    check_sweep({"loads": [10, 1000], "duration": 2})
-    check_sweep({"loads": [10], "samples": 200000, "clients": 4, "echo_priority": 90, "echo_cpu": 0})
-    check_sweep({"method": "iperf3-sockperf", "loads": [10], "duration": 2, "rtt_rate": 100})
+    SweepParams.of({"loads": [10, 1000], "duration": 2})
+    SweepParams.of({"loads": [10], "samples": 200000, "clients": 4, "echo_priority": 90, "echo_cpu": 0})
+    SweepParams.of({"method": "iperf3-sockperf", "loads": [10], "duration": 2, "rtt_rate": 100})
     with pytest.raises(JobError, match="rtt_rate not a parameter"):
-        check_sweep({"loads": [10], "rtt_rate": 100})
+        SweepParams.of({"loads": [10], "rtt_rate": 100})
     with pytest.raises(JobError, match="method 'ping'"):
-        check_sweep({"method": "ping"})
+        SweepParams.of({"method": "ping"})
     with pytest.raises(JobError, match="not both"):
-        check_sweep({"loads": [10], "duration": 2, "samples": 100})
+        SweepParams.of({"loads": [10], "duration": 2, "samples": 100})
 
 
 def test_host_generator_builds_once_and_runs_against_the_responder(tmp_path):
