@@ -221,10 +221,10 @@ def run_echo_sweep(ctx: BenchContext, params: SweepParams, *,
     /proc/stat figures then (they would count the spinners as busy). The generator is ``generator`` (default the lab
     host; :mod:`farm.bench.loadgen`).
 
-    Every record's params are the point (``requested`` bit/s, ``packet_size``), ``method=ipbench-echo``
-    and ``n`` (RTT samples of the window). ``observe(load, result, samples_text, cpu_seconds)`` gets
-    each point's result, its per-sample file (``client seq tx rx``) and the host's time between the
-    two ``/proc/stat`` reads, for tests.
+    Every record's params are the point (``requested`` bit/s, ``packet_size``) and ``method=ipbench-echo``;
+    the RTT samples of the window are a value of their own (``rtt_samples``).
+    ``observe(load, result, samples_text, cpu_seconds)`` gets each point's result, its per-sample file
+    (``client seq tx rx``) and the host's time between the two ``/proc/stat`` reads, for tests.
     """
     loads = [float(v) for v in params.loads]
     source = loadgen.generator(params.generator, getattr(getattr(ctx, "booted", None), "target", None))
@@ -290,7 +290,7 @@ def _echo_points(ctx: BenchContext, params: SweepParams, loads: list[float], sou
             observe(load, result, samples or "", edges["end"][0] - edges["start"][0])
         point = {"requested": int(load * 1e6), "packet_size": spec.size}
         found = result.measurements(point)
-        tagged = {**point, "method": echo.METHOD, "n": result.samples}
+        tagged = {**point, "method": echo.METHOD}
         (_, before), (_, after) = edges["start"], edges["end"]
         if rate is None:
             cpu = cpustat.utilisation(before["cpu"], after["cpu"])
@@ -358,7 +358,7 @@ def run_iperf3_sweep(ctx: BenchContext, params: SweepParams) -> list[Measurement
         measurements.append(Measurement(SWEEP, "requested_throughput", load * 1e6, "bit/s", point))
         measurements += [Measurement(SWEEP, m.metric, m.value, m.unit, point) for m in found
                          if m.metric in ("sent_throughput", "received_throughput", "loss", "jitter")]
-        measurements += stats.measurements({**point, "n": stats.samples})
+        measurements += stats.measurements(point)
         cpu = cpustat.utilisation(before, after)
         measurements.append(Measurement(SWEEP, "cpu_utilisation", cpu, "percent", point))
         received = next((m.value for m in found if m.metric == "received_throughput"), 0.0)

@@ -261,7 +261,7 @@ def trend_page(trend: Trend, series: Sequence[Series], baselines: Mapping[str, S
                    f"{human(p.hi, s.unit)}){' REGRESSION' if flag == 'regression' else ''}"
                    f"{f' baseline {marks}' if marks else ''}")
             points.append(ChartPoint(p.x, p.median, p.lo, p.hi, tip, run_href(root, p.runs[-1]), flag))
-        title = f"{s.target}/{s.setup}" + (f" [{s.params}]" if s.params else "")
+        title = f"{s.target}/{s.setup}" + (f" [{human_params(s.params)}]" if s.params else "")
         body.append(f"<h2>{e(title)}</h2>" + trend_chart(points, s.unit, f"{trend.label()} {title}"))
         if len(s.points) > len(shown):
             body.append(f"<p>the newest {len(shown)} of {len(s.points)} points (farm history --json has all)</p>")
@@ -303,14 +303,14 @@ def compare_page(a: RunDetail, b: RunDetail, pairs: Sequence[Pair], only_a: Sequ
             "Ratio = then / first, of the medians.</p>"]
 
     def label(p: Pair) -> str:
-        return f"{p.a.benchmark} {p.a.metric}" + (f"[{p.a.params}]" if p.a.params else "")
+        return f"{p.a.benchmark} {p.a.metric}" + (f"[{human_params(p.a.params)}]" if p.a.params else "")
 
     # a sweep's requested rate is a setting, its ratio always 1: not a bar
     body.append(ratio_chart([(label(p), p.ratio, verdict(p.ratio, direction(p.a.metric, p.a.unit)))
                              for p in pairs if p.a.metric != "requested_throughput"], f"{ra.run_id} vs {rb.run_id}"))
     body.append(_table(("benchmark", "params", "metric", "target/setup", "n first", "median first", "n then",
                         "median then", "ratio"), (
-        [_td(f"{p.a.suite}.{p.a.benchmark}"), _td(p.a.params), _td(p.a.metric),
+        [_td(f"{p.a.suite}.{p.a.benchmark}"), _td(human_params(p.a.params)), _td(p.a.metric),
          _td(f"{p.a.target}/{p.a.setup} → {p.b.target}/{p.b.setup}"), _td(len(p.a.values), "num"),
          _td(human(p.a.median, p.a.unit), "num"), _td(len(p.b.values), "num"), _td(human(p.b.median, p.b.unit), "num"),
          _td(f"{p.ratio:.3f}", "num")] for p in pairs)))

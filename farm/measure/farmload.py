@@ -16,7 +16,7 @@ The figures of a window (see :class:`LoadResult`):
   summed over clients (echoes of packets sent before the window count, as in ipbench);
 * RTT min/avg/max/stdev/median in µs over *every* packet sent in the window that came back before
   the load ended: population standard deviation, the median the upper middle sample;
-* ``n``: how many such samples there were (max and stdev depend on it);
+* ``n``: how many such samples there were (max and stdev depend on it): the ``rtt_samples`` value;
 * ``rtt_p10``/``rtt_p90``: the 10th and 90th percentile of the same samples (``sorted[floor(n p)]``,
   as the median is ``sorted[n/2]``), farm's own figures for the plots' band (not in ipbench's form;
   output of generators built before them has none).
@@ -35,6 +35,8 @@ from farm.measure.ipbench import BENCHMARK as SWEEP
 
 TOOL = "farm_load"
 METHOD = "ipbench-echo"
+#: the metric of how many RTT samples a point's figures are of (``n`` in farm_load's output)
+SAMPLES = "rtt_samples"
 
 
 # --- the generator's output --------------------------------------------------------------------
@@ -78,13 +80,14 @@ class LoadResult:
     rtt_p90: float | None = None
 
     def measurements(self, params: Mapping[str, Any] | None = None, *, benchmark: str = SWEEP) -> list[Measurement]:
-        """The sweep point's metrics under ``params`` (plus ``method`` and ``n``)."""
-        point = {**(params or {}), "method": METHOD, "n": self.samples}
+        """The sweep point's metrics under ``params`` (plus ``method``); the samples behind its RTTs are
+        a value of their own (``rtt_samples``), never a param: a count is measured, not what was."""
+        point = {**(params or {}), "method": METHOD}
         values = (("requested_throughput", self.requested, "bit/s"), ("sent_throughput", self.send, "bit/s"),
                   ("received_throughput", self.receive, "bit/s"), ("rtt_min", self.rtt_min, "us"),
                   ("rtt_avg", self.rtt_avg, "us"), ("rtt_max", self.rtt_max, "us"),
                   ("rtt_stdev", self.rtt_stdev, "us"), ("rtt_median", self.rtt_median, "us"),
-                  ("lost", float(self.lost), "count"),
+                  ("lost", float(self.lost), "count"), (SAMPLES, float(self.samples), "count"),
                   *((("rtt_p10", self.rtt_p10, "us"), ("rtt_p90", self.rtt_p90, "us"))
                     if self.rtt_p10 is not None and self.rtt_p90 is not None else ()))
         return [Measurement(benchmark, metric, float(value), unit, point) for metric, value, unit in values]

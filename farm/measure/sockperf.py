@@ -16,6 +16,7 @@ from farm.measure import BenchmarkError, Measurement, check_value
 from farm.measure.ipbench import BENCHMARK as SWEEP
 
 TOOL = "sockperf"
+SAMPLES = "rtt_samples"  # as farm.measure.farmload's
 
 
 @attrs.frozen
@@ -31,11 +32,12 @@ class RttStats:
 
     def measurements(self, params: Mapping[str, Any] | None = None, *,
                      benchmark: str = SWEEP) -> list[Measurement]:
-        """The five ``rtt_*`` metrics (unit ``us``) of a sweep point, under ``params``."""
+        """The five ``rtt_*`` metrics (unit ``us``) of a sweep point, under ``params``, and how many
+        samples they are of (``rtt_samples``, a count: a value, never a param)."""
         values = (("rtt_min", self.min_us), ("rtt_avg", self.avg_us), ("rtt_max", self.max_us),
                   ("rtt_stdev", self.stdev_us), ("rtt_median", self.median_us))
-        return [Measurement(benchmark, metric, float(value), "us", dict(params or {}))
-                for metric, value in values]
+        return [*(Measurement(benchmark, metric, float(value), "us", dict(params or {})) for metric, value in values),
+                Measurement(benchmark, SAMPLES, float(self.samples), "count", dict(params or {}))]
 
 
 def rtt_stats(samples_us: list[float]) -> RttStats:

@@ -29,6 +29,7 @@ from ..images.image import Image
 from ..images.needs import Needs
 from ..images.request import ImageRequest
 from ..results.cycles import cycles_per_byte
+from ..results.identity import CYCLE_SOURCE_OF_FREQUENCY, with_cycle_source
 from ..results.junit import Case
 from ..measure import Measurement
 from ..measure.units import human
@@ -218,7 +219,8 @@ class Runner:
                     for i, in_boot in enumerate(plan.bench_labels):  # records: repeat * n + i
                         self.run_benchmark(ctx, bench, frequency, RunContext(
                             run_id=self.run.run_id, target=env.target_name, arch=env.arch, setup=setup.name,
-                            image=image.name, suite=spec.suite, repeat=plan.repeat * n + i), in_boot)
+                            image=image.name, suite=spec.suite, repeat=plan.repeat * n + i), in_boot,
+                            cycle_source=CYCLE_SOURCE_OF_FREQUENCY.get(source), twin=booted.emulated)
         except JobError as exc:
             if not booted_ok:  # bad input found only at boot (e.g. a value the bootloader refuses): the boot's case says so
                 self.hooks.stage_ended(stage=Stage(Case(boot_name, "farm.boot", time.monotonic() - t0, "error",
@@ -246,7 +248,10 @@ class Runner:
             self.hooks.say(text=f"boot {label} {kind.upper()}: {exc}")
 
     def run_benchmark(self, ctx: BenchContext, bench: Benchmark, frequency: float | None, rc: RunContext,
-                      label: str) -> None:
+                      label: str, *, cycle_source: str | None = None, twin: bool = False) -> None:
+        """One benchmark run's stage; its cycles/byte figures say where their cycles came from: its own
+        (a counter, the clock read around it), else ``cycle_source`` (the run's frequency: ``frequency``),
+        and ``twin`` (a QEMU twin's counter or clock: never joined with a board's)."""
         spec = self.registry[bench.name]
         name = bench_case_name(spec.suite, bench.name, label)
         classname = f"farm.bench.{spec.suite}"
@@ -287,6 +292,7 @@ class Runner:
         records = [rc.record(m) for m in measurements]
         if frequency and spec.cycles_per_byte:  # the registration says whether cycles/byte applies
             records += cycles_per_byte(records, {rc.target: frequency})
+        records = with_cycle_source(records, cycle_source, twin=twin)
         self.hooks.records(records=records)
         if not records:
             ended("failure", "no measurements")

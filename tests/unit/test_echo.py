@@ -39,7 +39,9 @@ def test_parse_real_saturated_run_and_measurements():
     ms = {m.metric: m for m in r.measurements({"requested": 1000000000, "packet_size": 1472})}
     assert ms["rtt_median"].value == r.rtt_median and ms["rtt_median"].unit == "us"
     assert ms["received_throughput"].value == r.receive and ms["sent_throughput"].unit == "bit/s"
-    assert all(m.params["method"] == "ipbench-echo" and m.params["n"] == r.samples for m in ms.values())
+    assert all(m.params == {"requested": 1000000000, "packet_size": 1472, "method": "ipbench-echo"}
+               for m in ms.values())  # the sample count is a value of its own, never a param
+    assert (ms["rtt_samples"].value, ms["rtt_samples"].unit) == (r.samples, "count")
 
 
 def test_parse_sample_count_run():
