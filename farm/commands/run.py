@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from . import add_coordinator
 from ..values import bootarg_arg, number_arg, out_dir_arg
 
 
@@ -67,7 +68,7 @@ def register(sub) -> None:
                    "and always power off and release it; the env file is env/<board>.yaml unless --env is given")
     p.add_argument("--farm-timeout", type=number_arg(0, 7 * 86400, low_open=True, unit="s"), default=3600, metavar="S",
                    help="give up waiting for a place after S seconds (default 3600)")
-    p.add_argument("--coordinator", metavar="HOST:PORT", help="labgrid coordinator (default $LG_COORDINATOR)")
+    add_coordinator(p, "of --farm")
     p.add_argument("--health-check", action="store_true",
                    help="with --farm: a health check, which may take a place tagged unhealthy (farm_health); a "
                    "passing boot tags it healthy again (farm health check PLACE does this with pipelines/health.yaml)")
