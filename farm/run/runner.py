@@ -154,16 +154,14 @@ class Runner:
             if request.key in images:
                 return images[request.key]
             carried = get(request.carries) if request.carries else None
-            name = f"build {request.name}" if many else "build"
-            if request.given is not None:
+            if request.given is not None:  # built already (--image, a lab's system image): used as it is
                 image = request.given
                 self.hooks.say(text=f"build: {request.name} {image.path} ({image.name}, {image.arch}): not rebuilt")
-                name = f"build {request.name} {image.arch}" if many else "build"
-                images[request.key] = self.stage(name, "farm.build", lambda: image)
+                images[request.key] = self.stage(f"build {request.name} {image.arch}" if many else "build",
+                                                 "farm.build", lambda: image)
                 self.hooks.image_built(name=image.name, entry={"dir": str(image.path), **image.manifest, "given": True})
                 return image
-            if carried is not None:
-                name = f"build {request.name} (host of {carried.name})"
+            name = f"build {request.name}" + (f" (host of {carried.name})" if carried else "") if many else "build"
             built = images[request.key] = self.stage(name, "farm.build", lambda: builder(request, carried))
             self.hooks.image_built(name=built.name, entry={"dir": str(built.path), **built.manifest})
             return built
