@@ -13,13 +13,12 @@ from __future__ import annotations
 import hashlib
 import math
 import os
-import re
 import shutil
 import subprocess
 import tempfile
 import threading
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable
 
 import attrs
 

@@ -112,8 +112,8 @@ _SOURCES = Path(__file__).resolve().parents[2] / "images" / "src"
 
 
 def _loads(name: str, loads: Any) -> None:
-    if (isinstance(loads, (str, bytes)) or not loads or len(loads) > MAX_LOADS
-            or any(isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= MAX_LOAD_MBPS for v in loads)):
+    if (isinstance(loads, (str, bytes)) or not loads or len(loads) > MAX_LOADS or any(
+            isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= MAX_LOAD_MBPS for v in loads)):
         shown = list(loads) if isinstance(loads, tuple) else loads  # as the pipeline file wrote it
         raise JobError(f"{name} {shown!r}: expected a list of 1-{MAX_LOADS} rates in Mb/s, 0 < rate <= {MAX_LOAD_MBPS}")
 

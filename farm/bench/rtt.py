@@ -61,13 +61,9 @@ from __future__ import annotations
 
 import ipaddress
 import math
-import re
 import subprocess
 import tempfile
 from pathlib import Path
-from typing import Any, Mapping
-
-import attrs
 
 from farm.errors import JobError
 from farm.measure import BenchmarkError

@@ -95,7 +95,8 @@ def with_cycles(records: list[Record], frequency_hz: float, kind: str) -> list[R
 
     targets = {r.target for r in records}
     # the frequency given is a nominal clock (farm.results.identity: the cycle source is identity)
-    return records + with_cycle_source(cycles_per_byte(records, {target: frequency_hz for target in targets}), "nominal")
+    siblings = cycles_per_byte(records, {target: frequency_hz for target in targets})
+    return records + with_cycle_source(siblings, "nominal")
 
 
 def write_import(records: list[Record], out_dir: PathLike, source_path: PathLike, *,

@@ -12,7 +12,6 @@ test can inject one that boots nothing and a new way of booting never edits the 
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import Any, Callable, Mapping
 
 import attrs
@@ -268,7 +267,8 @@ class Runner:
             measurements = spec.run(ctx, bench.params)
         except BenchmarkError as exc:
             # a row in results.csv too (metric "failed"), so a failure shows where the numbers are read
-            self.hooks.records(records=[rc.record(Measurement(bench.name, "failed", 1.0, "count", params_text(bench.given)))])
+            failed = Measurement(bench.name, "failed", 1.0, "count", params_text(bench.given))
+            self.hooks.records(records=[rc.record(failed)])
             self.hooks.benchmark_failed(failure={"target": rc.target, "setup": rc.setup, "repeat": rc.repeat,
                                          "benchmark": bench.name, "message": str(exc)})
             ended("failure", str(exc))
