@@ -20,7 +20,8 @@ farm adds fixtures:
 - ``farm_record(metric, value, unit, params=None, benchmark=None)``: a measurement, appended to
   ``<out>/results.csv`` as a farm record (``farm report``/``compare``/``qualify`` read it) and given
   to the test's JUnit testcase as a property. ``<out>`` is ``--farm-out DIR``, else
-  ``results/pytest-<run id>``.
+  ``results/pytest-<run id>``. At the end of the session the directory is published like a run's
+  (farm.run.events ``run_published``): the results store ingests it.
 
 Failures keep farm's classes: an infrastructure failure (``InfrastructureError``: the lab, the
 console, TFTP) is a pytest *error*, also inside a test; a test failure (``TestFailure``: e.g. the
@@ -135,7 +136,12 @@ def farm_results(request) -> Iterator[FarmResults]:
     except JobError as exc:
         raise JobError(str(exc).replace("--out", "--farm-out", 1)) from None
     with ConsoleLog(path / "console") as console:
-        yield FarmResults(path, run_id, console)
+        results = FarmResults(path, run_id, console)
+        yield results
+    if results.csv.exists():  # what the session recorded reaches the results store as a run's does
+        from .run.events import published
+
+        published(path)
 
 
 @pytest.fixture(scope="session")

@@ -16,14 +16,20 @@ import subprocess
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Mapping
+from pathlib import Path
+from typing import Any, Callable
+
+import attrs
 
 from ..errors import JobError
+from ..images.needs import Needs
+from ..images.programs import Program
 from ..measure import BenchmarkError, Measurement, cpustat, iperf3
 from ..measure.ipbench import BENCHMARK as SWEEP
 from ..measure.units import human
 from . import cputarget, echo, loadgen, rtt
 from .context import BenchContext
+from .params import Params, a_bool, one_of, param
 
 IPERF3_PORT = 5201
 
@@ -38,65 +44,45 @@ def start_iperf3_server(ctx: BenchContext) -> None:
     ctx.run(_WAIT_LISTEN, timeout=10, tool="iperf3")
 
 
-def iperf3_argv(params: Mapping[str, Any], host: str = "127.0.0.1", port: int = IPERF3_PORT) -> list[str]:
+IPERF3 = Needs(packages=("iperf3",), files=("/usr/bin/iperf3",))
+
+
+@attrs.frozen(kw_only=True)
+class Iperf3Params(Params):
+    """``iperf3: {...}`` of a pipeline: one run between the lab host (client) and the target (server)."""
+
+    LABEL = "iperf3"
+
+    protocol: str = param("tcp", kind=str, identity=True, check=one_of(*iperf3.PROTOCOLS))
+    duration: int | float = param(3, kind=(int, float), run_length=True, doc="seconds, whole (iperf3's -t)")
+    bitrate: str | None = param(None, kind=str, identity=True, doc="iperf3's -b: 50M, 1.5G, 100M/10")
+    length: int | None = param(None, kind=int, identity=True, doc="bytes per write (-l)")
+    reverse: bool = param(False, kind=bool, identity=True, check=a_bool, doc="target -> host (-R)")
+    omit: int | float = param(0, kind=(int, float), run_length=True, doc="seconds left out at the start (-O)")
+
+    def check(self) -> None:
+        iperf3_argv(self)
+
+    def needs(self) -> Needs:
+        return IPERF3
+
+
+def iperf3_argv(params: Iperf3Params, host: str = "127.0.0.1", port: int = IPERF3_PORT) -> list[str]:
     """The host-side client's argv for these params; checks every value (pure)."""
-    return iperf3.client_command(host, port, duration=params.get("duration", 3), protocol=params.get("protocol", "tcp"),
-                                 bitrate=params.get("bitrate"), length=params.get("length"),
-                                 reverse=bool(params.get("reverse", False)), omit=params.get("omit", 0))
+    return iperf3.client_command(host, port, duration=params.duration, protocol=params.protocol,
+                                 bitrate=params.bitrate, length=params.length, reverse=params.reverse,
+                                 omit=params.omit)
 
 
-SWEEP_METHODS = ("ipbench-echo", "iperf3-sockperf")
-# parameters of each method (the registry's list is their union)
-_METHOD_PARAMS = {
-    "ipbench-echo": {"method", "loads", "packet_size", "duration", "samples", "warmup", "cooldown", "clients",
-                     "echo_priority", "echo_cpu", "generator", "cpu_target"},
-    "iperf3-sockperf": {"method", "protocol", "loads", "packet_size", "duration", "warmup", "rtt_rate"},
-}
-
-
-def check_sweep(params: Mapping[str, Any]) -> None:
-    loads = params.get("loads", DEFAULT_LOADS_MBPS)
-    if (not loads or len(loads) > MAX_LOADS
-            or any(isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= MAX_LOAD_MBPS for v in loads)):
-        raise JobError(f"sweep loads {loads!r}: expected a list of 1-{MAX_LOADS} rates in Mb/s, 0 < rate <= {MAX_LOAD_MBPS}")
-    method = params.get("method", SWEEP_METHODS[0])
-    if method not in SWEEP_METHODS:
-        raise JobError(f"sweep method {method!r}: expected one of {', '.join(SWEEP_METHODS)}")
-    other = sorted(set(params) - _METHOD_PARAMS[method])
-    if other:
-        raise JobError(f"sweep method {method}: {', '.join(other)} not a parameter of this method "
-                       f"(it takes {', '.join(sorted(_METHOD_PARAMS[method]))})")
-    if method == "ipbench-echo":
-        for load in loads:
-            _echo_spec(params, load)
-        echo.responder_command(echo.ECHO_PORT, priority=params.get("echo_priority"), cpu=params.get("echo_cpu"))
-        loadgen.check_generator(params.get("generator", loadgen.HOST))
-        if not isinstance(params.get("cpu_target", False), bool):
-            raise JobError(f"sweep cpu_target {params['cpu_target']!r}: expected true or false")
-        return
-    for load in loads:
-        iperf3.client_command("127.0.0.1", IPERF3_PORT, duration=params.get("duration", 5),
-                              protocol=params.get("protocol", "udp"), bitrate=f"{float(load):g}M",
-                              length=params.get("packet_size", 1472))
-    if params.get("warmup", 1):
-        iperf3.client_command("127.0.0.1", IPERF3_PORT, duration=params.get("warmup", 1))
-    rtt.client_command("127.0.0.1", SOCKPERF_PORT, rate_pps=params.get("rtt_rate", 100),
-                       size=params.get("packet_size", 1472), duration=params.get("duration", 5))
-
-
-def run_iperf3(ctx: BenchContext, params: Mapping[str, Any]) -> list[Measurement]:
+def run_iperf3(ctx: BenchContext, params: Iperf3Params) -> list[Measurement]:
     """One iperf3 run, host -> target (or target -> host with ``reverse: true``)."""
-    protocol = params.get("protocol", "tcp")
-    duration = params.get("duration", 3)
-    protos = ("tcp", "udp") if protocol == "udp" else ("tcp",)
+    protos = ("tcp", "udp") if params.protocol == "udp" else ("tcp",)
     start_iperf3_server(ctx)
     host, port = ctx.reach(IPERF3_PORT, protos)
-    argv = iperf3_argv(params, host, port)
-    output = _host_iperf3(argv, duration)
-    recorded = {"protocol": protocol, "duration": duration, "direction": "target-to-host" if params.get("reverse") else "host-to-target"}
-    for key in ("bitrate", "length"):
-        if params.get(key) is not None:
-            recorded[key] = params[key]
+    output = _host_iperf3(iperf3_argv(params, host, port), params.duration)
+    recorded = {"protocol": params.protocol, "duration": params.duration,
+                "direction": "target-to-host" if params.reverse else "host-to-target",
+                **{key: value for key in ("bitrate", "length") if (value := getattr(params, key)) is not None}}
     return iperf3.parse_json(output, params=recorded)
 
 
@@ -117,6 +103,81 @@ def _host_iperf3(argv: list[str], duration: float) -> str:
 DEFAULT_LOADS_MBPS = (10, 20, 50, 100, 200, 300, 400, 500, 600, 700, 800, 900, 1000)
 MAX_LOADS, MAX_LOAD_MBPS = 100, 400_000  # points of a sweep; 400 Gb/s, beyond any NIC of the lab
 SOCKPERF_PORT = rtt.DEFAULT_PORT
+ECHO, SOCKPERF = "ipbench-echo", "iperf3-sockperf"
+#: the sweep's methods, the default first (a new method: its name here, its fields' ``methods``, its run)
+SWEEP_METHODS = (ECHO, SOCKPERF)
+#: the window of a point when neither duration nor (ipbench-echo) samples is given, seconds
+DEFAULT_SECONDS = 5
+_SOURCES = Path(__file__).resolve().parents[2] / "images" / "src"
+
+
+def _loads(name: str, loads: Any) -> None:
+    if (isinstance(loads, (str, bytes)) or not loads or len(loads) > MAX_LOADS or any(
+            isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= MAX_LOAD_MBPS for v in loads)):
+        shown = list(loads) if isinstance(loads, tuple) else loads  # as the pipeline file wrote it
+        raise JobError(f"{name} {shown!r}: expected a list of 1-{MAX_LOADS} rates in Mb/s, 0 < rate <= {MAX_LOAD_MBPS}")
+
+
+def _generator(name: str, value: Any) -> None:
+    loadgen.check_generator(value)
+
+
+@attrs.frozen(kw_only=True)
+class SweepParams(Params):
+    """``sweep: {...}`` of a pipeline: the ipbench-style load sweep, by its ``method``. A field's
+    ``methods`` says which methods take it (another method refuses it when the file is read)."""
+
+    LABEL = "sweep"
+
+    method: str = param(ECHO, kind=str, identity=True, check=one_of(*SWEEP_METHODS))
+    loads: tuple[float, ...] = param(DEFAULT_LOADS_MBPS, kind=list, check=_loads, doc="requested rates, Mb/s")
+    packet_size: int = param(1472, kind=int, identity=True, doc="UDP payload bytes")
+    duration: int | float | None = param(None, kind=(int, float), run_length=True,
+                                         doc=f"the measured window, seconds (default {DEFAULT_SECONDS}; "
+                                             "ipbench-echo: unless samples is given)")
+    samples: int | None = param(None, kind=int, run_length=True, methods=(ECHO,),
+                                doc="the measured window as RTT samples (ipbench's 200,000)")
+    warmup: int | float = param(1, kind=(int, float), run_length=True, doc="seconds of load before the window")
+    cooldown: int | float = param(1, kind=(int, float), run_length=True, methods=(ECHO,),
+                                  doc="seconds of load after the window")
+    clients: int = param(4, kind=int, methods=(ECHO,), doc="generator clients sharing the load")
+    echo_priority: int | None = param(None, kind=int, methods=(ECHO,), doc="the responder's SCHED_FIFO priority")
+    echo_cpu: int | None = param(None, kind=int, methods=(ECHO,), doc="the core the responder is pinned to")
+    generator: str = param(loadgen.HOST, kind=str, methods=(ECHO,), check=_generator,
+                           doc="where the load comes from: the lab host, or a load generator resource")
+    cpu_target: bool = param(False, kind=bool, methods=(ECHO,), check=a_bool,
+                             doc="the idle-cycle CPU target (farm_spin) measures CPU, as ipbench's cpu_target")
+    protocol: str = param("udp", kind=str, identity=True, methods=(SOCKPERF,), check=one_of(*iperf3.PROTOCOLS))
+    rtt_rate: int = param(100, kind=int, methods=(SOCKPERF,), doc="sockperf probe packets/s")
+
+    @property
+    def seconds(self) -> float | None:
+        """The measured window of a point in seconds; None when it is given as samples."""
+        if self.duration is not None:
+            return self.duration
+        return None if self.method == ECHO and self.samples is not None else DEFAULT_SECONDS
+
+    def check(self) -> None:
+        if self.method == ECHO:
+            for load in self.loads:
+                _echo_spec(self, load)
+            echo.responder_command(echo.ECHO_PORT, priority=self.echo_priority, cpu=self.echo_cpu)
+            return
+        for load in self.loads:
+            iperf3.client_command("127.0.0.1", IPERF3_PORT, duration=self.seconds, protocol=self.protocol,
+                                  bitrate=f"{float(load):g}M", length=self.packet_size)
+        if self.warmup:
+            iperf3.client_command("127.0.0.1", IPERF3_PORT, duration=self.warmup)
+        rtt.client_command("127.0.0.1", SOCKPERF_PORT, rate_pps=self.rtt_rate, size=self.packet_size,
+                           duration=self.seconds)
+
+    def needs(self) -> Needs:
+        if self.method == SOCKPERF:
+            return IPERF3 | Needs(packages=("sockperf",), files=("/usr/bin/sockperf",))
+        programs = (Program(echo.RESPONDER, _SOURCES / "farm_echo.c", (), ()),)
+        if self.cpu_target:
+            programs += (Program(cputarget.TOOL, _SOURCES / "farm_spin.c", (), ()),)
+        return Needs(programs=programs)
 
 
 def _wait_listening(ctx: BenchContext, port: int, proto: str, tool: str) -> None:
@@ -130,25 +191,25 @@ def _cpu_times(ctx: BenchContext) -> cpustat.CpuTimes:
     return cpustat.parse_proc_stat("\n".join(ctx.run("head -n1 /proc/stat", tool="cpu")))
 
 
-def _echo_spec(params: Mapping[str, Any], load: float) -> echo.LoadSpec:
-    samples = params.get("samples")
-    return echo.load_spec(float(load) * 1e6, size=params.get("packet_size", 1472), clients=params.get("clients", 4),
-                          warmup=params.get("warmup", 1), cooldown=params.get("cooldown", 1),
-                          duration=params.get("duration", None if samples is not None else 5), samples=samples)
+def _echo_spec(params: SweepParams, load: float) -> echo.LoadSpec:
+    return echo.load_spec(float(load) * 1e6, size=params.packet_size, clients=params.clients, warmup=params.warmup,
+                          cooldown=params.cooldown, duration=params.seconds, samples=params.samples)
 
 
 def _cpu_cores(ctx: BenchContext) -> dict[str, cpustat.CpuTimes]:
     return cpustat.parse_proc_stat_cores("\n".join(ctx.run("grep '^cpu' /proc/stat", tool="cpu")))
 
 
-def run_sweep(ctx: BenchContext, params: Mapping[str, Any]) -> list[Measurement]:
+#: the run of each sweep method
+SWEEP_RUNS: dict[str, Callable[[BenchContext, SweepParams], list[Measurement]]] = {}
+
+
+def run_sweep(ctx: BenchContext, params: SweepParams) -> list[Measurement]:
     """The load sweep by its ``method`` (default ``ipbench-echo``, :func:`run_echo_sweep`)."""
-    if params.get("method", SWEEP_METHODS[0]) == "iperf3-sockperf":
-        return run_iperf3_sweep(ctx, params)
-    return run_echo_sweep(ctx, params)
+    return SWEEP_RUNS[params.method](ctx, params)
 
 
-def run_echo_sweep(ctx: BenchContext, params: Mapping[str, Any], *,
+def run_echo_sweep(ctx: BenchContext, params: SweepParams, *,
                    observe: Callable[[float, echo.LoadResult, str, float], None] | None = None) -> list[Measurement]:
     """For each requested load (Mb/s): ``farm_load`` from the lab host to ``farm_echo`` on the target,
     ipbench's figures of the measured window (:class:`farm.bench.echo.LoadResult`), and the target's
@@ -160,20 +221,19 @@ def run_echo_sweep(ctx: BenchContext, params: Mapping[str, Any], *,
     /proc/stat figures then (they would count the spinners as busy). The generator is ``generator`` (default the lab
     host; :mod:`farm.bench.loadgen`).
 
-    Every record's params are the point (``requested`` bit/s, ``packet_size``), ``method=ipbench-echo``
-    and ``n`` (RTT samples of the window). ``observe(load, result, samples_text, cpu_seconds)`` gets
-    each point's result, its per-sample file (``client seq tx rx``) and the host's time between the
-    two ``/proc/stat`` reads, for tests.
+    Every record's params are the point (``requested`` bit/s, ``packet_size``) and ``method=ipbench-echo``;
+    the RTT samples of the window are a value of their own (``rtt_samples``).
+    ``observe(load, result, samples_text, cpu_seconds)`` gets each point's result, its per-sample file
+    (``client seq tx rx``) and the host's time between the two ``/proc/stat`` reads, for tests.
     """
-    loads = [float(v) for v in params.get("loads", DEFAULT_LOADS_MBPS)]
-    source = loadgen.generator(loadgen.check_generator(params.get("generator", loadgen.HOST)),
-                               getattr(getattr(ctx, "booted", None), "target", None))
+    loads = [float(v) for v in params.loads]
+    source = loadgen.generator(params.generator, getattr(getattr(ctx, "booted", None), "target", None))
     binary = source.prepare()
-    ctx.run(echo.responder_command(echo.ECHO_PORT, priority=params.get("echo_priority"), cpu=params.get("echo_cpu")),
+    ctx.run(echo.responder_command(echo.ECHO_PORT, priority=params.echo_priority, cpu=params.echo_cpu),
             tool=echo.RESPONDER)
     _wait_listening(ctx, echo.ECHO_PORT, "udp", echo.RESPONDER)
     host, port = ctx.reach(echo.ECHO_PORT, ("udp",))
-    spinning = bool(params.get("cpu_target", False))
+    spinning = params.cpu_target
     rate = _start_cpu_target(ctx) if spinning else None
     try:
         points = _echo_points(ctx, params, loads, source, binary, host, port, rate, observe)
@@ -198,7 +258,7 @@ def _start_cpu_target(ctx: BenchContext) -> float:
     return cputarget.idle_rate(*reads)
 
 
-def _echo_points(ctx: BenchContext, params: Mapping[str, Any], loads: list[float], source: Any, binary: str,
+def _echo_points(ctx: BenchContext, params: SweepParams, loads: list[float], source: Any, binary: str,
                  host: str, port: int, rate: float | None,
                  observe: Callable[[float, echo.LoadResult, str, float], None] | None) -> list[Measurement]:
     read = "grep '^cpu' /proc/stat" + (f"; {cputarget.READ}" if rate is not None else "")
@@ -230,7 +290,7 @@ def _echo_points(ctx: BenchContext, params: Mapping[str, Any], loads: list[float
             observe(load, result, samples or "", edges["end"][0] - edges["start"][0])
         point = {"requested": int(load * 1e6), "packet_size": spec.size}
         found = result.measurements(point)
-        tagged = {**point, "method": echo.METHOD, "n": result.samples}
+        tagged = {**point, "method": echo.METHOD}
         (_, before), (_, after) = edges["start"], edges["end"]
         if rate is None:
             cpu = cpustat.utilisation(before["cpu"], after["cpu"])
@@ -253,7 +313,7 @@ def _echo_points(ctx: BenchContext, params: Mapping[str, Any], loads: list[float
     return measurements
 
 
-def run_iperf3_sweep(ctx: BenchContext, params: Mapping[str, Any]) -> list[Measurement]:
+def run_iperf3_sweep(ctx: BenchContext, params: SweepParams) -> list[Measurement]:
     """Method ``iperf3-sockperf``. For each requested load: iperf3 (host -> target) at that rate, sockperf RTT probes at the
     same time, and the target's CPU utilisation from /proc/stat around the point.
 
@@ -264,12 +324,8 @@ def run_iperf3_sweep(ctx: BenchContext, params: Mapping[str, Any]) -> list[Measu
     like the lab's ipbench files (``requested``, ``packet_size``) so that history and live runs
     join in ``farm compare``.
     """
-    protocol = params.get("protocol", "udp")
-    loads = [float(v) for v in params.get("loads", DEFAULT_LOADS_MBPS)]
-    size = int(params.get("packet_size", 1472))
-    duration = params.get("duration", 5)
-    warmup = params.get("warmup", 1)
-    rtt_rate = int(params.get("rtt_rate", 100))
+    protocol, loads, size = params.protocol, [float(v) for v in params.loads], params.packet_size
+    duration, warmup, rtt_rate = params.seconds, params.warmup, params.rtt_rate
     ctx.run(f"pidof iperf3 >/dev/null || iperf3 -s -D -p {IPERF3_PORT}", tool="iperf3")
     ctx.run("pidof sockperf >/dev/null || " + shlex.join(rtt.server_command(SOCKPERF_PORT, daemonize=True))
             + " >/dev/null", tool="sockperf")
@@ -302,10 +358,13 @@ def run_iperf3_sweep(ctx: BenchContext, params: Mapping[str, Any]) -> list[Measu
         measurements.append(Measurement(SWEEP, "requested_throughput", load * 1e6, "bit/s", point))
         measurements += [Measurement(SWEEP, m.metric, m.value, m.unit, point) for m in found
                          if m.metric in ("sent_throughput", "received_throughput", "loss", "jitter")]
-        measurements += stats.measurements({**point, "n": stats.samples})
+        measurements += stats.measurements(point)
         cpu = cpustat.utilisation(before, after)
         measurements.append(Measurement(SWEEP, "cpu_utilisation", cpu, "percent", point))
         received = next((m.value for m in found if m.metric == "received_throughput"), 0.0)
         ctx.say(f"  sweep {human(load * 1e6, 'bit/s')}: received {human(received, 'bit/s')}, RTT median "
                 f"{human(stats.median_us, 'us')} (max {human(stats.max_us, 'us')}), CPU {human(cpu, 'percent')}")
     return measurements
+
+
+SWEEP_RUNS.update({ECHO: run_echo_sweep, SOCKPERF: run_iperf3_sweep})

@@ -29,6 +29,9 @@ _TIMESTAMP = re.compile(r"^\[\s+\d+\.\d+\]\s*")  # as labgrid's re_uboot_timesta
 @target_factory.reg_driver
 @attr.s(eq=False)
 class FarmUBootDriver(UBootDriver):
+    #: what it adds to labgrid's UBootDriver (said when an env file names that one instead)
+    ADDS = "typing echo-checked"
+
     echo_timeout = attr.ib(default=5.0, converter=float)
 
     def __attrs_post_init__(self):

@@ -8,7 +8,6 @@ from pathlib import Path
 
 from ..bench.registry import IMPORTERS
 from ..results.outdir import OutDir, prepare_out_dir
-from ..store.hook import ingest_after
 from ..values import name_arg, out_dir_arg
 
 COMPARE_FILES = frozenset({"compare.csv", "compare.md", "compare.png", "compare-sweep.png"})
@@ -52,7 +51,9 @@ def cmd_import(args: argparse.Namespace) -> int:
     _say_moved(prepare_out_dir(args.out, force=args.force))  # after reading: bad input moves nothing
     out = importers.write_import(records, args.out, args.file, frequency_hz=args.frequency)
     print(f"farm: imported {len(records)} records from {args.file}", file=sys.stderr)
-    ingest_after(out)
+    from ..run.events import published
+
+    published(out)  # the results store and the lab's listeners
     print(out)
     return 0
 

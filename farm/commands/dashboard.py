@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from . import add_coordinator
 from ..errors import EXIT_OK
 
 
@@ -61,8 +62,7 @@ def register(sub) -> None:
                    help="each run's files (console logs, junit.xml, results.csv, plots) under run/<run>/files/: "
                    "copied (default: the site stands alone, a CI artifact), symbolic links to the run "
                    "directories (a web server on the lab host), or none (not linked)")
-    p.add_argument("--coordinator", metavar="HOST:PORT", help="the labgrid coordinator for the places page "
-                   "(default $LG_COORDINATOR; neither: the page shows the store's side only)")
+    add_coordinator(p, "for the places page", "default $LG_COORDINATOR; neither: the page shows the store's side only")
     p.set_defaults(func=cmd_dashboard)
 
     p = sub.add_parser("serve", help="serve the dashboard live from the results store (read-only)",
@@ -73,6 +73,5 @@ def register(sub) -> None:
                        "compares any two runs. Ctrl-C stops it.")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
     p.add_argument("--port", type=int, default=8470, help="port (default 8470; 0 picks a free one)")
-    p.add_argument("--coordinator", metavar="HOST:PORT", help="the labgrid coordinator the places page asks "
-                   "each time it is loaded (default $LG_COORDINATOR)")
+    add_coordinator(p, "the places page asks each time it is loaded", "default $LG_COORDINATOR")
     p.set_defaults(func=cmd_serve)

@@ -9,7 +9,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ..errors import EXIT_OK, EXIT_TEST_FAILURE, JobError
-from ..store.hook import ingest_after
 from ..values import out_dir_arg
 
 STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
@@ -85,7 +84,9 @@ def cmd_qualify(args: argparse.Namespace) -> int:
         print(f"farm: MISSING {u.key.label()} ({u.setup}): in the baseline (n={u.n}), not measured by the "
               "candidate (--allow-missing to accept)", file=sys.stderr)
     print(f"farm: qualify {result.headline()}", file=sys.stderr)
-    ingest_after(cand_path, qualification={"path": out, "baseline": baselines.describe(args.baseline, base_path),
+    from ..run.events import published
+
+    published(cand_path, qualification={"path": out, "baseline": baselines.describe(args.baseline, base_path),
                                            "passed": result.passed, "headline": result.headline()})
     print(out)
     return EXIT_OK if result.passed else EXIT_TEST_FAILURE

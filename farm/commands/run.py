@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..store.hook import ingest_after
+from . import add_coordinator
 from ..values import bootarg_arg, number_arg, out_dir_arg
 
 
@@ -37,7 +37,6 @@ def cmd_run(args: argparse.Namespace) -> int:
                        force=args.force, image_dirs=[Path(d) for d in args.image])
     print(f"farm: run {run.run_id} {run.info.status}: {sum(c.kind == 'pass' for c in run.cases)} of "
           f"{len(run.cases)} stages passed", file=sys.stderr)
-    ingest_after(run.path)
     print(run.path)
     return run.status
 
@@ -69,7 +68,7 @@ def register(sub) -> None:
                    "and always power off and release it; the env file is env/<board>.yaml unless --env is given")
     p.add_argument("--farm-timeout", type=number_arg(0, 7 * 86400, low_open=True, unit="s"), default=3600, metavar="S",
                    help="give up waiting for a place after S seconds (default 3600)")
-    p.add_argument("--coordinator", metavar="HOST:PORT", help="labgrid coordinator (default $LG_COORDINATOR)")
+    add_coordinator(p, "of --farm")
     p.add_argument("--health-check", action="store_true",
                    help="with --farm: a health check, which may take a place tagged unhealthy (farm_health); a "
                    "passing boot tags it healthy again (farm health check PLACE does this with pipelines/health.yaml)")

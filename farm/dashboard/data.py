@@ -77,15 +77,15 @@ class SweepCurve:
 
 def sweep_curves(rows) -> list[SweepCurve]:
     """The :data:`SWEEP_METRICS` curves of the sweep records among ``rows`` (records or store rows)."""
+    from farm.results.identity import identity_params
     from farm.results.ipbench import BENCHMARK
-    from farm.results.record import key_params
 
     requested: dict[tuple[str, str, str], float] = {}
     values: dict[tuple[str, str, str, str, str], list[float]] = {}
     for r in rows:
         if r.benchmark != BENCHMARK or not math.isfinite(r.value):
             continue
-        point = (r.target, r.setup, key_params(r.params))
+        point = (r.target, r.setup, identity_params(r.benchmark, r.params))
         if r.metric == "requested_throughput":
             requested[point] = r.value
         elif r.metric in SWEEP_METRICS:

@@ -9,7 +9,8 @@ from typing import Callable, Iterable, Mapping, Sequence
 from urllib.parse import quote
 
 from farm.results.compare import verdict
-from farm.results.qualify import REGRESSION, compare as qualify_compare, direction, format_change, MetricKey
+from farm.results.identity import MetricKey
+from farm.results.qualify import REGRESSION, compare as qualify_compare, direction, format_change
 from farm.measure.units import human, human_params
 from farm.results.figures import KeyFigure
 from farm.results.record import parse_params
@@ -592,7 +593,7 @@ def flag_points(series: Series, baselines: Mapping[str, Sequence[str]],
             before = [v for run in prev.runs for v in values.get(run, ())]
             now = [v for run in p.runs for v in values.get(run, ())]
             if len(before) >= MIN_VALUES and len(now) >= MIN_VALUES:
-                key = MetricKey(series.target, series.suite, series.benchmark, series.params, series.metric,
+                key = MetricKey(series.target, "", series.suite, series.benchmark, series.params, series.metric,
                                 series.unit)
                 c = qualify_compare(key, series.setup, series.setup, before, now, threshold=REGRESSION_THRESHOLD,
                                     alpha=REGRESSION_ALPHA)

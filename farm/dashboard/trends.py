@@ -24,6 +24,7 @@ import attrs
 import sqlalchemy as sa
 
 from farm.results import qualify
+from farm.results.identity import MetricKey
 from farm.store import schema
 
 #: points of a series the sparkline draws (the newest)
@@ -126,7 +127,7 @@ def series_rows(c: sa.Connection, baselines: Mapping[str, Sequence[str]] | None 
         comparison = None
         if against is not None and values.get(against.id) and values.get(last.id):
             s = dict(zip(_SERIES, series))
-            mkey = qualify.MetricKey(s["target"], s["suite"], s["benchmark"], s["params"], s["metric"], s["unit"])
+            mkey = MetricKey(s["target"], "", s["suite"], s["benchmark"], s["params"], s["metric"], s["unit"])
             comparison = qualify.compare(mkey, s["setup"], s["setup"], values[against.id], values[last.id],
                                          threshold=THRESHOLD, alpha=ALPHA)
         out.append(SeriesRow(*series, points=totals[series],

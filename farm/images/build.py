@@ -27,6 +27,7 @@ from . import cachefs, debian, host, kernel as source_kernel
 from .cpio import Entry, write_newc
 from .elf import elf_deps, is_elf
 from .modules import load_order, parse_modules_dep
+from .needs import Needs, with_needs
 from .programs import build_program, compiler_fingerprint
 from .progress import BuildProgress
 from .image import Image, default_cache, load_image, manifest_problem, read_initrd  # noqa: F401  (farm.images.build.*, as before)
@@ -115,11 +116,12 @@ def _zstd_version() -> str:
 
 
 def build(recipe_path: str | Path, out: str | Path | None = None, cache: Path | None = None,
-          guest: Image | None = None) -> Image:
+          guest: Image | None = None, needs: Needs | None = None) -> Image:
     """Build (or fetch from the cache) the image of a recipe; with ``out``, also copy it there.
 
     With ``guest``, the host image of a setup with a guest: the recipe plus QEMU, chrt/taskset and
-    the guest's kernel and initrd (farm.images.host).
+    the guest's kernel and initrd (farm.images.host). With ``needs``, the recipe gains what the
+    benchmarks that run on the image need (farm.images.needs).
 
     A cached image is served only once its artifacts are checked against its manifest (size and sha256,
     rehashed only when a file's stat fingerprint changed); a damaged one is rebuilt, and says so. Builds of
@@ -127,6 +129,8 @@ def build(recipe_path: str | Path, out: str | Path | None = None, cache: Path | 
     builds on an empty cache both succeed.
     """
     recipe = load_recipe(recipe_path)
+    if needs:
+        recipe = with_needs(recipe, needs)
     if guest is not None:
         recipe = host.host_recipe(recipe, guest.manifest)
     cache = cache or default_cache()

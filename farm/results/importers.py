@@ -91,8 +91,12 @@ def with_cycles(records: list[Record], frequency_hz: float, kind: str) -> list[R
         with_cycles_kinds = [name for name, (s, _) in IMPORTERS.items() if s.cycles_per_byte]
         raise JobError(f"import {kind}: --frequency gives cycles/byte of {' and '.join(with_cycles_kinds)} "
                        "imports only")
+    from farm.results.identity import with_cycle_source
+
     targets = {r.target for r in records}
-    return records + cycles_per_byte(records, {target: frequency_hz for target in targets})
+    # the frequency given is a nominal clock (farm.results.identity: the cycle source is identity)
+    siblings = cycles_per_byte(records, {target: frequency_hz for target in targets})
+    return records + with_cycle_source(siblings, "nominal")
 
 
 def write_import(records: list[Record], out_dir: PathLike, source_path: PathLike, *,

@@ -37,7 +37,7 @@ import attrs
 from farm.errors import JobError, ParseError
 from farm.results.csvout import read_records
 from farm.results.figures import KeyFigure, group_figures
-from farm.results.record import Record, format_params, key_params, parse_params, write_text_atomic
+from farm.results.record import Record, format_params, parse_params, write_text_atomic
 from farm.results.stats import median
 from farm.measure.units import human, human_params
 from farm.secrets import mask
@@ -135,7 +135,7 @@ def read_stages(path: PathLike) -> tuple[StageResult, ...]:
 def key_figures(records: Iterable[Record]) -> list[KeyFigure]:
     """Records grouped by target, setup, suite, benchmark, params (without run lengths), metric and
     unit, in the order they were first measured (repeats and runs pooled)."""
-    return group_figures(records, key_params, failed=True)
+    return group_figures(records, failed=True)
 
 
 # --- summary.md ------------------------------------------------------------------------------

@@ -25,14 +25,14 @@ import attrs
 
 from .. import __version__
 from ..config import load_json
-from ..errors import EXIT_INFRA_ERROR, EXIT_JOB_ERROR, EXIT_OK, EXIT_TEST_FAILURE, FarmError, JobError
+from ..errors import EXIT_INFRA_ERROR, EXIT_JOB_ERROR, EXIT_OK, EXIT_TEST_FAILURE, JobError
 from ..results.csvout import append_records, read_records, write_records
 from ..results.junit import Case, write_junit
 from ..results.outdir import RUN_HINT, check_run_entries, prepare_out_dir
 from ..results.record import Record, now_iso, to_json, write_text_atomic
 from ..secrets import mask
 from ..values import name_problem
-from .events import Listener
+from .events import hookimpl
 from .model import Pipeline
 
 #: a run.json farm wrote holds every stage's output and image manifest: far more than a recipe
@@ -41,11 +41,6 @@ MAX_RUN_JSON_BYTES = 64 << 20
 #: how a run ended, by its exit code
 STATUS_OF_EXIT = {EXIT_OK: "passed", EXIT_TEST_FAILURE: "failed", EXIT_INFRA_ERROR: "infrastructure-error",
                   EXIT_JOB_ERROR: "job-error"}
-
-
-def severity(code: int) -> int:
-    """Exit codes ordered by how bad they are: a job error outranks the lab's, which outranks a test's."""
-    return {EXIT_OK: 0, EXIT_TEST_FAILURE: 1, EXIT_INFRA_ERROR: 2, EXIT_JOB_ERROR: 3}.get(code, 4)
 
 
 @attrs.define
@@ -159,12 +154,13 @@ def sha256_of(path: Path) -> str:
 
 
 @attrs.define
-class RunDir(Listener):
-    """A run directory and everything written into it, kept on disk at every step."""
+class RunDir:
+    """A run directory and everything written into it, kept on disk at every step: a listener of the
+    runner's hooks (farm.run.events), called before the others (``tryfirst``), so that what a later
+    listener says has reached the disk already. How the run ends is the runner's (``run_ended``)."""
 
     path: Path
     info: RunInfo
-    status: int = EXIT_OK
 
     @property
     def run_id(self) -> str:
@@ -181,51 +177,54 @@ class RunDir(Listener):
     def passed(self) -> list[Stage]:
         return [s for s in self.info.stages if s.case.kind == "pass"]
 
-    def fail(self, exc: FarmError) -> None:
-        self.fail_code(exc.exit_code)
-
-    def fail_code(self, code: int) -> None:
-        self.status = max(self.status, code, key=severity)
-
     def save(self) -> None:
         write_junit(self.path / "junit.xml", f"farm.{self.info.pipeline_name}", self.cases)
         write_text_atomic(self.path / "run.json", mask(to_json(self.info.as_dict())) + "\n")
 
-    # --- the runner's events (farm.run.events.Listener) ---
+    # --- the runner's hooks (farm.run.events.RunSpec) ---
+    @hookimpl(tryfirst=True)
     def stage_started(self, name: str) -> None:
         """Say which stage runs now, so a run that dies says where it stopped."""
         self.info.current_stage = name
         self.save()
 
+    @hookimpl(tryfirst=True)
     def stage_ended(self, stage: Stage) -> None:
         case = attrs.evolve(stage.case, message=mask(stage.case.message), output=mask(stage.case.output))
         self.info.stages.append(attrs.evolve(stage, case=case))
         self.save()
 
+    @hookimpl(tryfirst=True)
     def boot_recorded(self, target: str, env: str, arch: str, boot: dict[str, Any]) -> None:
         entry = self.info.targets.setdefault(target, {"env": env, "arch": arch, "boots": []})
         entry["boots"].append(boot)
         self.save()
 
+    @hookimpl(tryfirst=True)
     def records(self, records: list[Record]) -> None:
         append_records(self.results_csv, records)
 
+    @hookimpl(tryfirst=True)
     def benchmark_failed(self, failure: dict[str, Any]) -> None:
         self.info.failures.append(failure)
 
+    @hookimpl(tryfirst=True)
     def image_built(self, name: str, entry: dict[str, Any]) -> None:
         self.info.images[name] = entry
         self.save()
 
+    @hookimpl(tryfirst=True)
     def place_taken(self, place: dict[str, Any]) -> None:
         self.info.place = place
         self.save()
 
+    @hookimpl(tryfirst=True)
     def place_health(self, state: str) -> None:
         if self.info.place is not None:
             self.info.place["health"] = state
             self.save()
 
+    @hookimpl(tryfirst=True)
     def run_ended(self, status: int, interrupted: bool) -> None:
         self.info.finished = now_iso()
         if status != EXIT_OK or interrupted:

@@ -18,6 +18,8 @@ import attrs
 import sqlalchemy as sa
 
 from farm.errors import JobError
+from farm.measure.params import canonical
+from farm.results.identity import identity_params
 from farm.results.record import FAILED_METRIC, Record, now_iso
 from farm.results.stats import median
 from farm.results.report import RunData, load_run
@@ -48,7 +50,8 @@ class RunRows:
         return figure_rows(self.run, self.records)
 
 
-#: what a figure is the summary of: the values of one measurement in one run, on one kernel and image
+#: what a figure is the summary of: the values of one measurement in one run, on one kernel and image;
+#: its params are the records' identity (farm.results.identity), so runs of other lengths are one series
 _FIGURE_KEY = ("target", "setup", "suite", "benchmark", "params", "metric", "unit", "kernel", "image_key", "git_sha")
 
 
@@ -60,7 +63,8 @@ def figure_rows(run: dict[str, Any], records: Iterable[dict[str, Any]]) -> tuple
     groups: dict[tuple, list[float]] = {}
     for r in records:
         if r["metric"] != FAILED_METRIC and math.isfinite(r["value"]):
-            groups.setdefault(tuple(r[k] for k in _FIGURE_KEY), []).append(r["value"])
+            key = {**r, "params": identity_params(r["benchmark"], r["params"])}
+            groups.setdefault(tuple(key[k] for k in _FIGURE_KEY), []).append(r["value"])
     rows = []
     for key, values in groups.items():
         lo, hi, interval = median_interval(values)
@@ -191,7 +195,7 @@ def rows_of(data: RunData, artifacts: list[dict[str, Any]], consoles: list[dict[
     def record_row(r: Record) -> dict[str, Any]:
         boot = kernel_of.get((r.target, r.setup, r.repeat)) or kernel_of_setup.get((r.target, r.setup)) or {}
         return {"timestamp": r.timestamp, "target": r.target, "arch": r.arch, "setup": r.setup, "image": r.image,
-                "suite": r.suite, "benchmark": r.benchmark, "params": r.params, "repeat": r.repeat,
+                "suite": r.suite, "benchmark": r.benchmark, "params": canonical(r.params), "repeat": r.repeat,
                 "metric": r.metric, "value": r.value, "unit": r.unit, "kernel": boot.get("kernel", ""),
                 "image_key": boot.get("image_key", ""), "git_sha": git_sha, "started": started}
 

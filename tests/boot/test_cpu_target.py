@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from farm.bench.context import BenchContext
-from farm.bench.network import run_echo_sweep
+from farm.bench.network import SweepParams, run_echo_sweep
 from farm.boot.console_log import ConsoleLog
 from farm.boot.facts import read_facts
 from farm.boot.session import EnvFile, boot_target
@@ -20,8 +20,8 @@ def test_the_cpu_target_agrees_in_trend_with_proc_stat(project_root, maaxboard_i
     with ConsoleLog(tmp_path / "console") as console:
         with boot_target(env, maaxboard_image, "t-cpu-target", console) as booted:
             ctx = BenchContext(booted, read_facts(booted.shell))
-            plain = run_echo_sweep(ctx, params)
-            spun = run_echo_sweep(ctx, {**params, "cpu_target": True})
+            plain = run_echo_sweep(ctx, SweepParams.of(params))
+            spun = run_echo_sweep(ctx, SweepParams.of({**params, "cpu_target": True}))
             left = booted.shell.run("pidof farm_spin")[0]
     assert left == []  # stopped after the sweep
     proc = {m.params["requested"]: m.value for m in plain if m.metric == "cpu_utilisation"}

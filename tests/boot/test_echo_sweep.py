@@ -9,7 +9,7 @@ import pytest
 
 from farm.bench import echo
 from farm.bench.context import BenchContext
-from farm.bench.network import run_echo_sweep
+from farm.bench.network import SweepParams, run_echo_sweep
 from farm.boot.console_log import ConsoleLog
 from farm.boot.facts import read_facts
 from farm.boot.session import EnvFile, boot_target
@@ -32,7 +32,7 @@ def test_rtt_samples_lie_in_the_load_window_and_saturation_queues(project_root, 
     with ConsoleLog(tmp_path / "console") as console:
         with boot_target(env, maaxboard_image, "t-echo-sweep", console) as booted:
             ctx = BenchContext(booted, read_facts(booted.shell))
-            measurements = run_echo_sweep(ctx, params, observe=observe)
+            measurements = run_echo_sweep(ctx, SweepParams.of(params), observe=observe)
     assert set(seen) == {1.0, 1000.0}
     for load, (result, samples) in seen.items():
         assert len(samples) == result.samples > 0
@@ -49,7 +49,8 @@ def test_rtt_samples_lie_in_the_load_window_and_saturation_queues(project_root, 
     by = {(m.metric, m.params["requested"]): m for m in measurements}
     for requested in (1000000, 1000000000):
         assert by[("rtt_median", requested)].params["method"] == "ipbench-echo"
-        assert by[("rtt_median", requested)].params["n"] == seen[requested / 1e6][0].samples
+        assert "n" not in by[("rtt_median", requested)].params  # the sample count is a value of its own
+        assert by[("rtt_samples", requested)].value == seen[requested / 1e6][0].samples
         assert 0 <= by[("cpu_utilisation", requested)].value <= 100
         assert {("cpu0_utilisation", requested), ("cpu3_utilisation", requested)} <= set(by)
         # the CPU is read at the window's edges: over ~duration, not warm-up + duration + cool-down

@@ -8,7 +8,7 @@ import pytest
 
 from farm.bench import echo, loadgen
 from farm.bench.context import BenchContext
-from farm.bench.network import run_echo_sweep
+from farm.bench.network import SweepParams, run_echo_sweep
 from farm.boot.console_log import ConsoleLog
 from farm.boot.facts import read_facts
 from farm.boot.session import EnvFile, boot_target
@@ -44,7 +44,7 @@ def test_a_sweep_through_a_load_generator_over_ssh(project_root, maaxboard_image
             with boot_target(env, maaxboard_image, "t-echo-ssh", console) as booted:
                 ctx = BenchContext(booted, read_facts(booted.shell))
                 assert isinstance(loadgen.generator("lg1", booted.target), loadgen.RemoteGenerator)
-                measurements = run_echo_sweep(ctx, params, observe=observe)
+                measurements = run_echo_sweep(ctx, SweepParams.of(params), observe=observe)
     assert set(seen) == {1.0, 1000.0}
     for load, (result, samples) in seen.items():
         assert len(samples) == result.samples > 0  # the samples came back over ssh

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import attrs
 
-from farm.results.compare import Apart, Key, compare, load_result_dir, methods_apart, to_markdown
+from farm.results.compare import Apart, compare, load_result_dir, methods_apart, to_markdown
+from farm.results.identity import MetricKey
 from farm.results.csvout import read_records, write_records
 from farm.results.record import Record
 from tests.conftest import run_farm
@@ -30,7 +31,7 @@ def test_methods_apart_lists_only_keys_that_differ_by_method():
                   rec(f"method=ipbench-echo;{point}", 95.0, target="twin", metric="rtt_max")]),
     ])
     # rtt_max of one method on both sides is joined; the 20 Mb/s point is only missing, not apart
-    assert methods_apart(c) == (Apart(Key("network", "sweep", point, "rtt_median", "us"),
+    assert methods_apart(c) == (Apart(MetricKey("", "", "network", "sweep", point, "rtt_median", "us"),
                                       (("import:ipbench", ("default@lab",)), ("ipbench-echo", ("default@live",)))),)
     md = to_markdown(c)
     assert "## Not joined: methods differ" in md

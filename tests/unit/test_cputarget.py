@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from farm.bench import cputarget
-from farm.bench.network import check_sweep
+from farm.bench.network import SweepParams
 from farm.errors import JobError, ParseError
 from farm.results.ipbench import sweep_rows, write_wide_csv
 from farm.results.record import Record
@@ -45,9 +45,9 @@ def test_a_window_half_idle_is_half_utilised():
 
 
 def test_cpu_target_is_a_boolean_parameter():
-    check_sweep({"cpu_target": True, "loads": [10]})
+    SweepParams.of({"cpu_target": True, "loads": [10]})
     with pytest.raises(JobError, match="cpu_target 'yes'"):
-        check_sweep({"cpu_target": "yes", "loads": [10]})
+        SweepParams.of({"cpu_target": "yes", "loads": [10]})
 
 
 def _rec(metric, value, unit):

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from farm.bench import echo
-from farm.bench.network import check_sweep
+from farm.bench.network import SweepParams
 from farm.errors import JobError, ParseError
 from farm.measure import BenchmarkError, cpustat
 from farm.results.record import Record
@@ -39,7 +39,9 @@ def test_parse_real_saturated_run_and_measurements():
     ms = {m.metric: m for m in r.measurements({"requested": 1000000000, "packet_size": 1472})}
     assert ms["rtt_median"].value == r.rtt_median and ms["rtt_median"].unit == "us"
     assert ms["received_throughput"].value == r.receive and ms["sent_throughput"].unit == "bit/s"
-    assert all(m.params["method"] == "ipbench-echo" and m.params["n"] == r.samples for m in ms.values())
+    assert all(m.params == {"requested": 1000000000, "packet_size": 1472, "method": "ipbench-echo"}
+               for m in ms.values())  # the sample count is a value of its own, never a param
+    assert (ms["rtt_samples"].value, ms["rtt_samples"].unit) == (r.samples, "count")
 
 
 def test_parse_sample_count_run():
@@ -85,15 +87,15 @@ def test_responder_options_are_checked():
 
 
 def test_sweep_params_by_method():
-    check_sweep({"loads": [10, 1000], "duration": 2})
-    check_sweep({"loads": [10], "samples": 200000, "clients": 4, "echo_priority": 90, "echo_cpu": 0})
-    check_sweep({"method": "iperf3-sockperf", "loads": [10], "duration": 2, "rtt_rate": 100})
+    SweepParams.of({"loads": [10, 1000], "duration": 2})
+    SweepParams.of({"loads": [10], "samples": 200000, "clients": 4, "echo_priority": 90, "echo_cpu": 0})
+    SweepParams.of({"method": "iperf3-sockperf", "loads": [10], "duration": 2, "rtt_rate": 100})
     with pytest.raises(JobError, match="rtt_rate not a parameter"):
-        check_sweep({"loads": [10], "rtt_rate": 100})
+        SweepParams.of({"loads": [10], "rtt_rate": 100})
     with pytest.raises(JobError, match="method 'ping'"):
-        check_sweep({"method": "ping"})
+        SweepParams.of({"method": "ping"})
     with pytest.raises(JobError, match="not both"):
-        check_sweep({"loads": [10], "duration": 2, "samples": 100})
+        SweepParams.of({"loads": [10], "duration": 2, "samples": 100})
 
 
 def test_host_generator_builds_once_and_runs_against_the_responder(tmp_path):

@@ -191,7 +191,14 @@ def test_clock_lines_are_read_by_test_name():
 
 # --- the suite: command line and records ---------------------------------------------------------
 
-from farm.bench.crypto import DEFAULT_CORPUS, isal_command  # noqa: E402
+from farm.bench.crypto import DEFAULT_CORPUS, IsalParams  # noqa: E402
+
+
+def isal_command(given):
+    """The command line of the params a pipeline file gives (checked as the file is)."""
+    from farm.bench.crypto import isal_command as command
+
+    return command(IsalParams.of(given))
 from farm.errors import JobError  # noqa: E402
 from farm.measure.isal import isal_measurements  # noqa: E402
 

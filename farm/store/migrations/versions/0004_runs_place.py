@@ -5,7 +5,7 @@ reading every run's run.json text for that would scan the whole table. Filled fr
 of the runs already in the store.
 
 Revision ID: 0004
-Revises: 0001
+Revises: 0002
 """
 
 import json
@@ -15,7 +15,7 @@ import sqlalchemy as sa
 
 
 revision = '0004'
-down_revision = '0001'
+down_revision = '0002'
 branch_labels = None
 depends_on = None
 
