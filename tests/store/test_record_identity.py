@@ -97,7 +97,9 @@ def _old_ingest(eng: sa.Engine, run_dir: Path) -> None:
     rows = read_run(run_dir)
     raw = [r.params for r in read_records(run_dir / "results.csv")]
     with eng.begin() as c:
-        pk = c.execute(sa.insert(schema.runs).values(**rows.run)).inserted_primary_key[0]
+        columns = {col["name"] for col in sa.inspect(c).get_columns("runs")}  # the table as 0001 made it
+        pk = c.execute(sa.insert(schema.runs).values(**{k: v for k, v in rows.run.items() if k in columns})
+                       ).inserted_primary_key[0]
         records = [{**r, "params": text, "run": pk} for r, text in zip(rows.records, raw)]
         c.execute(sa.insert(schema.records), records)
         groups: dict[tuple, list[float]] = {}
