@@ -93,17 +93,25 @@ class LoadResult:
     clients: tuple[ClientCounts, ...]
     rtt_p10: float | None = None
     rtt_p90: float | None = None
+    #: ``-m ipbench`` only: replies in the window older than the send-time ring (ipbench's late
+    #: packets), and clients whose window the time-out ended before they had their samples
+    late: int | None = None
+    timeouts: int | None = None
+    mode: str = "paced"  # farm_load's -m: paced (ipbench-echo) or ipbench
 
-    def measurements(self, params: Mapping[str, Any] | None = None, *, benchmark: str = SWEEP) -> list[Measurement]:
+    def measurements(self, params: Mapping[str, Any] | None = None, *, benchmark: str = SWEEP,
+                     method: str = METHOD) -> list[Measurement]:
         """The sweep point's metrics under ``params`` (plus ``method`` and ``n``)."""
-        point = {**(params or {}), "method": METHOD, "n": self.samples}
+        point = {**(params or {}), "method": method, "n": self.samples}
         values = (("requested_throughput", self.requested, "bit/s"), ("sent_throughput", self.send, "bit/s"),
                   ("received_throughput", self.receive, "bit/s"), ("rtt_min", self.rtt_min, "us"),
                   ("rtt_avg", self.rtt_avg, "us"), ("rtt_max", self.rtt_max, "us"),
                   ("rtt_stdev", self.rtt_stdev, "us"), ("rtt_median", self.rtt_median, "us"),
                   ("lost", float(self.lost), "count"),
                   *((("rtt_p10", self.rtt_p10, "us"), ("rtt_p90", self.rtt_p90, "us"))
-                    if self.rtt_p10 is not None and self.rtt_p90 is not None else ()))
+                    if self.rtt_p10 is not None and self.rtt_p90 is not None else ()),
+                  *((("late", float(self.late), "count"),) if self.late is not None else ()),
+                  *((("window_timeouts", float(self.timeouts), "count"),) if self.timeouts is not None else ()))
         return [Measurement(benchmark, metric, float(value), unit, point) for metric, value, unit in values]
 
 
@@ -127,14 +135,16 @@ def parse_load(text: str) -> LoadResult:
     result: tuple[int, dict[str, float]] | None = None
     clients: list[ClientCounts] = []
     header = False
+    mode = "paced"
     for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
         if not line:
             continue
-        if _HEADER.match(line):
+        if m := _HEADER.match(line):
             if header:
                 raise ParseError(f"farm_load output line {number}: a second run's header (two runs pasted together?)")
             header = True
+            mode = "ipbench" if "mode=ipbench" in m["kv"].split() else "paced"
         elif _EDGE.match(line):
             continue
         elif m := _CLIENT.match(line):
@@ -151,7 +161,7 @@ def parse_load(text: str) -> LoadResult:
     if result is None:
         raise ParseError("farm_load output: no result line (was the run cut short?)")
     number, kv = result
-    for key in ("size", "n", "lost"):
+    for key in ("size", "n", "lost", *(k for k in ("late", "timeouts") if k in kv)):
         if not kv[key].is_integer():
             raise ParseError(f"farm_load output line {number}: {key}={kv[key]} is not a whole number")
     if clients and sum(c.samples for c in clients) != kv["n"]:
@@ -165,7 +175,9 @@ def parse_load(text: str) -> LoadResult:
                       rtt_stdev=kv["stdev"], rtt_median=kv["median"], window_start=kv["window_start"],
                       window_end=kv["window_end"], load_end=kv["load_end"], first_tx=kv["first_tx"],
                       last_rx=kv["last_rx"], lost=int(kv["lost"]), clients=tuple(clients),
-                      rtt_p10=kv.get("p10"), rtt_p90=kv.get("p90"))
+                      rtt_p10=kv.get("p10"), rtt_p90=kv.get("p90"),
+                      late=int(kv["late"]) if "late" in kv else None,
+                      timeouts=int(kv["timeouts"]) if "timeouts" in kv else None, mode=mode)
 
 
 def _pairs(number: int, text: str, keys: tuple[str, ...]) -> dict[str, float]:
@@ -258,11 +270,13 @@ def load_command(binary: str, host: str, port: int, spec: LoadSpec, *, dump: str
     return argv + (["-o", dump] if dump else [])
 
 
-def responder_command(port: int = ECHO_PORT, *, priority: int | None = None, cpu: int | None = None) -> str:
-    """The target's shell command: (re)start the responder as a daemon with these options."""
+def responder_command(port: int = ECHO_PORT, *, priority: int | None = None, cpu: int | None = None,
+                      single: bool = False) -> str:
+    """The target's shell command: (re)start the responder as a daemon with these options;
+    ``single``: one datagram per recvfrom/sendto, as ipbench's echo responder (method ``ipbench``)."""
     if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
         raise JobError(f"echo port {port!r}: expected 1-65535")
-    argv = [RESPONDER, "-d", "-p", str(port)]
+    argv = [RESPONDER, "-d", "-p", str(port)] + (["-s"] if single else [])
     if priority is not None:
         if isinstance(priority, bool) or not isinstance(priority, int) or not 1 <= priority <= 99:
             raise JobError(f"echo_priority {priority!r}: expected a SCHED_FIFO priority 1-99")

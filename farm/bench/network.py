@@ -1,16 +1,18 @@
 """The network suite: iperf3 between the lab host (client) and the target (server), and the
 ipbench-style load sweep.
 
-The sweep's default method, ``ipbench-echo``, is ipbench's latency test done by programs of ours
-(:mod:`farm.bench.echo`): ``farm_load`` on the lab host sends the load, ``farm_echo`` on the target
-echoes it, and the RTT of every load packet in the measured window is timed; the target's CPU
-utilisation comes from ``/proc/stat`` read at the window's edges. The older method,
-``iperf3-sockperf`` (iperf3 one way at each rate + a sockperf probe + CPU over the whole point),
-is kept for comparison.
+The sweep's default method, ``ipbench``, is ipbench's latency test with ipbench's own definitions
+(:mod:`farm.bench.ipbench_sweep`: the window ended by a sample count, busy-polling clients, the
+one-datagram echo, the ``cpu_target_lukem`` CPU target over ipbench's protocol). ``ipbench-echo`` is
+farm's faster variant (:mod:`farm.bench.echo`): paced threads blocking in ``recv``, a window of a
+duration, RTT by send time, the batching responder. The oldest, ``iperf3-sockperf`` (iperf3 one way
+at each rate + a sockperf probe + CPU over the whole point), is kept for comparison. Their records
+carry ``method=`` and never join each other's.
 """
 
 from __future__ import annotations
 
+import contextlib
 import shlex
 import subprocess
 import tempfile
@@ -22,8 +24,9 @@ from ..errors import JobError
 from ..measure import BenchmarkError, Measurement, cpustat, iperf3
 from ..measure.ipbench import BENCHMARK as SWEEP
 from ..measure.units import human
-from . import cputarget, echo, loadgen, rtt
+from . import echo, ipbench_sweep, loadgen, lukem, rtt
 from .context import BenchContext
+from .ipbench_target import cpu_target as cpu_target_session
 
 IPERF3_PORT = 5201
 
@@ -42,12 +45,14 @@ def iperf3_argv(params: Mapping[str, Any], host: str = "127.0.0.1", port: int = 
     """The host-side client's argv for these params; checks every value (pure)."""
     return iperf3.client_command(host, port, duration=params.get("duration", 3), protocol=params.get("protocol", "tcp"),
                                  bitrate=params.get("bitrate"), length=params.get("length"),
-                                 reverse=bool(params.get("reverse", False)), omit=params.get("omit", 0))
+                                 reverse=bool(params.get("reverse", False)), omit=params.get("omit", 0),
+                                 bidir=bool(params.get("bidir", False)))
 
 
-SWEEP_METHODS = ("ipbench-echo", "iperf3-sockperf")
+SWEEP_METHODS = ("ipbench", "ipbench-echo", "iperf3-sockperf")
 # parameters of each method (the registry's list is their union)
 _METHOD_PARAMS = {
+    "ipbench": ipbench_sweep.PARAMS,
     "ipbench-echo": {"method", "loads", "packet_size", "duration", "samples", "warmup", "cooldown", "clients",
                      "echo_priority", "echo_cpu", "generator", "cpu_target"},
     "iperf3-sockperf": {"method", "protocol", "loads", "packet_size", "duration", "warmup", "rtt_rate"},
@@ -66,12 +71,15 @@ def check_sweep(params: Mapping[str, Any]) -> None:
     if other:
         raise JobError(f"sweep method {method}: {', '.join(other)} not a parameter of this method "
                        f"(it takes {', '.join(sorted(_METHOD_PARAMS[method]))})")
+    if method == "ipbench":
+        ipbench_sweep.check(params, [float(v) for v in loads])
+        return
     if method == "ipbench-echo":
         for load in loads:
             _echo_spec(params, load)
         echo.responder_command(echo.ECHO_PORT, priority=params.get("echo_priority"), cpu=params.get("echo_cpu"))
         loadgen.check_generator(params.get("generator", loadgen.HOST))
-        if not isinstance(params.get("cpu_target", False), bool):
+        if not isinstance(params.get("cpu_target", True), bool):
             raise JobError(f"sweep cpu_target {params['cpu_target']!r}: expected true or false")
         return
     for load in loads:
@@ -85,7 +93,8 @@ def check_sweep(params: Mapping[str, Any]) -> None:
 
 
 def run_iperf3(ctx: BenchContext, params: Mapping[str, Any]) -> list[Measurement]:
-    """One iperf3 run, host -> target (or target -> host with ``reverse: true``)."""
+    """One iperf3 run, host -> target (or target -> host with ``reverse: true``, both at once with
+    ``bidir: true``: the records' ``bidir=client-to-server`` is host -> target)."""
     protocol = params.get("protocol", "tcp")
     duration = params.get("duration", 3)
     protos = ("tcp", "udp") if protocol == "udp" else ("tcp",)
@@ -93,7 +102,9 @@ def run_iperf3(ctx: BenchContext, params: Mapping[str, Any]) -> list[Measurement
     host, port = ctx.reach(IPERF3_PORT, protos)
     argv = iperf3_argv(params, host, port)
     output = _host_iperf3(argv, duration)
-    recorded = {"protocol": protocol, "duration": duration, "direction": "target-to-host" if params.get("reverse") else "host-to-target"}
+    recorded = {"protocol": protocol, "duration": duration}
+    if not params.get("bidir"):  # --bidir's records say their direction themselves (bidir=)
+        recorded["direction"] = "target-to-host" if params.get("reverse") else "host-to-target"
     for key in ("bitrate", "length"):
         if params.get(key) is not None:
             recorded[key] = params[key]
@@ -142,23 +153,27 @@ def _cpu_cores(ctx: BenchContext) -> dict[str, cpustat.CpuTimes]:
 
 
 def run_sweep(ctx: BenchContext, params: Mapping[str, Any]) -> list[Measurement]:
-    """The load sweep by its ``method`` (default ``ipbench-echo``, :func:`run_echo_sweep`)."""
-    if params.get("method", SWEEP_METHODS[0]) == "iperf3-sockperf":
+    """The load sweep by its ``method`` (default ``ipbench``, :mod:`farm.bench.ipbench_sweep`)."""
+    method = params.get("method", SWEEP_METHODS[0])
+    if method == "iperf3-sockperf":
         return run_iperf3_sweep(ctx, params)
-    return run_echo_sweep(ctx, params)
+    if method == "ipbench-echo":
+        return run_echo_sweep(ctx, params)
+    return ipbench_sweep.run(ctx, params, [float(v) for v in params.get("loads", DEFAULT_LOADS_MBPS)])
 
 
 def run_echo_sweep(ctx: BenchContext, params: Mapping[str, Any], *,
                    observe: Callable[[float, echo.LoadResult, str, float], None] | None = None) -> list[Measurement]:
-    """For each requested load (Mb/s): ``farm_load`` from the lab host to ``farm_echo`` on the target,
-    ipbench's figures of the measured window (:class:`farm.bench.echo.LoadResult`), and the target's
-    CPU utilisation over that window: ``/proc/stat`` is read on the target when the generator says
-    the window opens and again when it closes (not over warm-up or cool-down), in total
-    (``cpu_utilisation``) and per core (``cpu<N>_utilisation``). With ``cpu_target: true`` the
-    idle-cycle target runs too (:mod:`farm.bench.cputarget`): ``idle_cycles``, ``total_cycles``, and
-    ``cpu_utilisation`` is the target's (param ``cpu=farm_spin``), as ipbench's CPU figure is; no
-    /proc/stat figures then (they would count the spinners as busy). The generator is ``generator`` (default the lab
-    host; :mod:`farm.bench.loadgen`).
+    """Method ``ipbench-echo``. For each requested load (Mb/s): ``farm_load`` from the lab host to
+    ``farm_echo`` on the target, the figures of the measured window (:class:`farm.bench.echo.LoadResult`),
+    and the target's CPU: by default the ``cpu_target_lukem`` CPU target (:mod:`farm.bench.lukem`,
+    from before the load to after it, as ipbench's), ``cpu_utilisation`` with param ``cpu=lukem``,
+    ``idle_cycles``/``total_cycles`` in counter ticks and ``counter_frequency``; with
+    ``cpu_target: false`` ``/proc/stat``, read on the target when the generator says the window opens
+    and again when it closes (not over warm-up or cool-down), in total (``cpu_utilisation``) and per
+    core (``cpu<N>_utilisation``). (No /proc/stat figures with the target: it would count its
+    spinning thread as busy.) The generator is ``generator`` (default the lab host;
+    :mod:`farm.bench.loadgen`).
 
     Every record's params are the point (``requested`` bit/s, ``packet_size``), ``method=ipbench-echo``
     and ``n`` (RTT samples of the window). ``observe(load, result, samples_text, cpu_seconds)`` gets
@@ -173,50 +188,41 @@ def run_echo_sweep(ctx: BenchContext, params: Mapping[str, Any], *,
             tool=echo.RESPONDER)
     _wait_listening(ctx, echo.ECHO_PORT, "udp", echo.RESPONDER)
     host, port = ctx.reach(echo.ECHO_PORT, ("udp",))
-    spinning = bool(params.get("cpu_target", False))
-    rate = _start_cpu_target(ctx) if spinning else None
+    with_target = bool(params.get("cpu_target", True))
+    target = lukem.start(ctx) if with_target else None
     try:
-        points = _echo_points(ctx, params, loads, source, binary, host, port, rate, observe)
+        points = _echo_points(ctx, params, loads, source, binary, host, port, target, observe)
     except BaseException:
-        if spinning:  # best effort: the error that stopped the sweep is the one to report
-            try:
-                ctx.run(cputarget.STOP, tool=cputarget.TOOL)
-            except Exception:
-                pass
+        if with_target:  # best effort: the error that stopped the sweep is the one to report
+            lukem.stop(ctx, quiet=True)
         raise
-    if spinning:
-        ctx.run(cputarget.STOP, tool=cputarget.TOOL)
+    if with_target:
+        lukem.stop(ctx)
     return points
 
 
-def _start_cpu_target(ctx: BenchContext) -> float:
-    """Start farm_spin and calibrate its idle rate (the responder is idle: no load runs yet)."""
-    ctx.run(cputarget.START, tool=cputarget.TOOL)
-    reads = cputarget.parse_reads(ctx.run(cputarget.CALIBRATE, timeout=30, tool=cputarget.TOOL))
-    if len(reads) != 2:
-        raise BenchmarkError(cputarget.TOOL, f"calibration: {len(reads)} reads of the counters, expected 2")
-    return cputarget.idle_rate(*reads)
+#: the cpu= param of ipbench-echo's CPU figure from the CPU target (its untagged figure is /proc/stat's)
+CPU_LUKEM = "lukem"
 
 
 def _echo_points(ctx: BenchContext, params: Mapping[str, Any], loads: list[float], source: Any, binary: str,
-                 host: str, port: int, rate: float | None,
+                 host: str, port: int, target: tuple[str, int] | None,
                  observe: Callable[[float, echo.LoadResult, str, float], None] | None) -> list[Measurement]:
-    read = "grep '^cpu' /proc/stat" + (f"; {cputarget.READ}" if rate is not None else "")
     measurements: list[Measurement] = []
     for load in loads:
         spec = _echo_spec(params, load)
         edges: dict[str, tuple[float, dict[str, cpustat.CpuTimes]]] = {}
-        spins: dict[str, cputarget.SpinCounts] = {}
 
         def on_edge(edge: str) -> None:
-            now = time.monotonic()
-            lines = ctx.run(read, tool="cpu")
-            edges[edge] = (now, cpustat.parse_proc_stat_cores("\n".join(l for l in lines if l.startswith("cpu"))))
-            if rate is not None:
-                (spins[edge],) = cputarget.parse_reads(lines)
+            if target is None:
+                now = time.monotonic()
+                lines = ctx.run("grep '^cpu' /proc/stat", tool="cpu")
+                edges[edge] = (now, cpustat.parse_proc_stat_cores("\n".join(lines)))
 
         length = spec.duration if spec.duration is not None else spec.samples * spec.size * 8 / spec.rate_bps
-        with tempfile.TemporaryDirectory(prefix="farm-load-") as tmp:
+        with contextlib.ExitStack() as stack:
+            tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="farm-load-"))
+            session = stack.enter_context(cpu_target_session(*target)) if target is not None else None
             output, samples = source.run(echo.load_command(binary, host, port, spec), on_edge=on_edge,
                                          timeout=spec.warmup + length + spec.cooldown + 60,
                                          dump=f"{tmp}/samples.txt" if observe else None)
@@ -224,32 +230,30 @@ def _echo_points(ctx: BenchContext, params: Mapping[str, Any], loads: list[float
             result = echo.parse_load(output)
         except BenchmarkError as exc:
             raise BenchmarkError(echo.TOOL, f"{source.where}: {exc.message}") from None
-        if set(edges) != {"start", "end"}:
+        if target is None and set(edges) != {"start", "end"}:
             raise BenchmarkError(echo.TOOL, f"{source.where}: the output has no window edges: {output[:200]!r}")
         if observe is not None:
-            observe(load, result, samples or "", edges["end"][0] - edges["start"][0])
+            observe(load, result, samples or "", edges["end"][0] - edges["start"][0] if target is None else 0.0)
         point = {"requested": int(load * 1e6), "packet_size": spec.size}
         found = result.measurements(point)
         tagged = {**point, "method": echo.METHOD, "n": result.samples}
-        (_, before), (_, after) = edges["start"], edges["end"]
-        if rate is None:
+        if target is None:
+            (_, before), (_, after) = edges["start"], edges["end"]
             cpu = cpustat.utilisation(before["cpu"], after["cpu"])
             found.append(Measurement(SWEEP, "cpu_utilisation", cpu, "percent", tagged))
             for core in sorted((c for c in before if c != "cpu"), key=lambda c: int(c[3:])):
                 if core in after:
                     found.append(Measurement(SWEEP, f"{core}_utilisation",
                                              cpustat.utilisation(before[core], after[core]), "percent", tagged))
-        else:  # the CPU figure is the target's, as ipbench's is; /proc/stat would count the spinners as busy
-            w = cputarget.window(rate, spins["start"], spins["end"])
-            cpu = w.utilisation
-            found += [Measurement(SWEEP, "cpu_utilisation", cpu, "percent", {**tagged, "cpu": cputarget.TOOL}),
-                      Measurement(SWEEP, "idle_cycles", w.idle, cputarget.UNIT, tagged),
-                      Measurement(SWEEP, "total_cycles", w.total, cputarget.UNIT, tagged)]
+        else:  # the CPU target's figures, as ipbench's; /proc/stat would count its thread as busy
+            assert session is not None and session.window is not None
+            cpu = session.window.utilisation
+            found += session.window.measurements(SWEEP, {**tagged, "cpu": CPU_LUKEM})
         measurements += found
         ctx.say(f"  sweep {human(load * 1e6, 'bit/s')}: sent {human(result.send, 'bit/s')}, received "
                 f"{human(result.receive, 'bit/s')}, RTT median {human(result.rtt_median, 'us')} (max "
                 f"{human(result.rtt_max, 'us')}, n {result.samples}), CPU {human(cpu, 'percent')}"
-                + (" (farm_spin)" if rate is not None else ""))
+                + (" (cpu_target_lukem)" if target is not None else ""))
     return measurements
 
 

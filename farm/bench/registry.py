@@ -21,7 +21,7 @@ import attrs
 
 from ..errors import JobError
 from ..measure import (HIGHER_IS_BETTER, LOWER_IS_BETTER, UNKNOWN_DIRECTION, Measurement, check_measurements,
-                       ipbench, iperf3, isal, openssl, vmexit)
+                       ipbench, iperf3, iperf3_notebook, isal, lukem, openssl, vmexit)
 from . import echo, rtt
 from .context import BenchContext
 from .crypto import import_openssl, isal_command, openssl_runs, run_isal, run_openssl_speed
@@ -123,7 +123,7 @@ REGISTRATIONS: tuple[BenchmarkSpec, ...] = (
         ipbench.BENCHMARK, NETWORK, run_sweep,
         {"method": str, "protocol": str, "loads": list, "packet_size": int, "duration": (int, float),
          "samples": int, "warmup": (int, float), "cooldown": (int, float), "clients": int, "echo_priority": int,
-         "echo_cpu": int, "rtt_rate": int, "generator": str, "cpu_target": bool},
+         "echo_cpu": int, "rtt_rate": int, "generator": str, "cpu_target": bool, "timeout": (int, float)},
         check_sweep,
         parsers=(lambda text: echo.parse_load(text).measurements(), lambda text: rtt.parse_sockperf(text).measurements(),
                  lambda text: [m for _, m in ipbench.parse_csv(text)]),
@@ -132,16 +132,18 @@ REGISTRATIONS: tuple[BenchmarkSpec, ...] = (
                             frozenset({"cpu_fraction"})),),
         # throughputs, RTTs, CPU utilisation (whole and per core); lost packets: a count, no direction
         units={"bit/s": HIGHER_IS_BETTER, "us": LOWER_IS_BETTER, "percent": LOWER_IS_BETTER,
-               "count": UNKNOWN_DIRECTION, "iterations": UNKNOWN_DIRECTION},  # the CPU target's counts
-        ports=(echo.ECHO_PORT, IPERF3_PORT, SOCKPERF_PORT)),  # ipbench-echo's; iperf3-sockperf's
+               "count": UNKNOWN_DIRECTION,
+               lukem.UNIT: UNKNOWN_DIRECTION, "Hz": UNKNOWN_DIRECTION},  # the CPU target's counts, its counter
+        # the echo's and the CPU target's (ipbench, ipbench-echo); iperf3-sockperf's
+        ports=(echo.ECHO_PORT, lukem.PORT, IPERF3_PORT, SOCKPERF_PORT)),
     BenchmarkSpec(
         iperf3.BENCHMARK, NETWORK, run_iperf3,
         {"protocol": str, "duration": (int, float), "bitrate": str, "length": int, "reverse": bool,
-         "omit": (int, float)},
+         "omit": (int, float), "bidir": bool},
         iperf3_argv,
         parsers=(iperf3.parse_json, iperf3.parse_text),
-        importers=(Importer("iperf3", "-J JSON, or the text of one or more runs",
-                            by_param(iperf3.parse_output, "run")),),
+        importers=(Importer("iperf3", "-J JSON, or the text of one or more runs (a notebook's: loads on the separators)",
+                            lambda text, o: iperf3_notebook.repeats(iperf3.parse_output(text))),),
         units=_IPERF3_UNITS, ports=(IPERF3_PORT,)),
     BenchmarkSpec(
         openssl.BENCHMARK, CRYPTO, run_openssl_speed,

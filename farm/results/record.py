@@ -51,7 +51,7 @@ def check_unique(records: Iterable["Record"], what: str) -> None:
 
 # parameters that say how long or how much was measured (and the sample count), not what: they are
 # recorded but do not split the keys that join runs (compare, qualify, summaries, sweeps)
-RUN_LENGTH_PARAMS = frozenset({"n", "duration", "seconds", "samples", "warmup", "cooldown"})
+RUN_LENGTH_PARAMS = frozenset({"n", "duration", "seconds", "samples", "warmup", "cooldown", "timeout"})
 # how a cycles/byte figure was found (``cycles=pmu``: the cycle counter, ``cpufreq``: the clock and the
 # throughput): recorded, but the same quantity, so a board's counted figure joins a twin's or an import's
 NOT_KEY_PARAMS = RUN_LENGTH_PARAMS | {"cycles"}

@@ -85,15 +85,19 @@ def test_responder_options_are_checked():
 
 
 def test_sweep_params_by_method():
-    check_sweep({"loads": [10, 1000], "duration": 2})
-    check_sweep({"loads": [10], "samples": 200000, "clients": 4, "echo_priority": 90, "echo_cpu": 0})
+    echo_method = {"method": "ipbench-echo"}
+    check_sweep({**echo_method, "loads": [10, 1000], "duration": 2})
+    check_sweep({"loads": [10], "samples": 200000, "clients": 4, "echo_priority": 90, "echo_cpu": 0})  # ipbench
+    check_sweep({"loads": [10], "samples": 4000, "warmup": 1, "cooldown": 1, "timeout": 30, "cpu_target": False})
     check_sweep({"method": "iperf3-sockperf", "loads": [10], "duration": 2, "rtt_rate": 100})
     with pytest.raises(JobError, match="rtt_rate not a parameter"):
-        check_sweep({"loads": [10], "rtt_rate": 100})
+        check_sweep({**echo_method, "loads": [10], "rtt_rate": 100})
+    with pytest.raises(JobError, match="sweep method ipbench: duration not a parameter"):
+        check_sweep({"loads": [10], "duration": 2})  # ipbench's window is a sample count
     with pytest.raises(JobError, match="method 'ping'"):
         check_sweep({"method": "ping"})
     with pytest.raises(JobError, match="not both"):
-        check_sweep({"loads": [10], "duration": 2, "samples": 100})
+        check_sweep({**echo_method, "loads": [10], "duration": 2, "samples": 100})
 
 
 def test_host_generator_builds_once_and_runs_against_the_responder(tmp_path):
@@ -156,11 +160,14 @@ def test_repeats_with_different_sample_counts_fold_into_one_point():
 
 
 def test_methods_make_separate_sweeps():
-    recs = [_rec("method=ipbench-echo;n=100;packet_size=1472;requested=10", "rtt_median", 10.0, 0),
+    recs = [_rec("method=ipbench;n=100;packet_size=1472;requested=10", "rtt_median", 12.0, 0),
+            _rec("method=ipbench-echo;n=100;packet_size=1472;requested=10", "rtt_median", 10.0, 0),
             _rec("method=iperf3-sockperf;n=100;packet_size=1472;requested=10", "rtt_median", 900.0, 0)]
     sweeps = run_sweeps(recs)
     from farm.results.sweeps import wide_csv_name
-    assert sorted(wide_csv_name(s) for s in sweeps) == ["sweep-tw-s-iperf3-sockperf.csv", "sweep-tw-s.csv"]
+    # ipbench's figures are the run's wide CSV; farm's variants get their method's name
+    assert sorted(wide_csv_name(s) for s in sweeps) == ["sweep-tw-s-ipbench-echo.csv", "sweep-tw-s-iperf3-sockperf.csv",
+                                                        "sweep-tw-s.csv"]
 
 
 def test_compare_joins_runs_whose_sample_counts_differ(tmp_path):
@@ -190,9 +197,10 @@ def attrs_evolve(record, **changes):
 
 
 @pytest.mark.parametrize("params, message", [
-    ("{loads: [10], echo_priority: 120}", "15: benchmarks[0].sweep: echo_priority 120: expected a SCHED_FIFO priority 1-99"),
-    ("{loads: [10], rtt_rate: 100}", "15: benchmarks[0].sweep: sweep method ipbench-echo: rtt_rate not a parameter"),
-    ("{loads: [10], duration: 2, samples: 100}", "not both"),
+    ("{loads: [10], echo_priority: 120}", ": benchmarks[0].sweep: echo_priority 120: expected a SCHED_FIFO priority 1-99"),
+    ("{loads: [10], rtt_rate: 100}", ": benchmarks[0].sweep: sweep method ipbench: rtt_rate not a parameter"),
+    ("{loads: [10], samples: 3}", ": benchmarks[0].sweep: sweep samples 3: fewer than the 4 clients"),
+    ("{method: ipbench-echo, loads: [10], duration: 2, samples: 100}", "not both"),
 ])
 def test_bad_sweep_params_are_job_errors_naming_the_line(tmp_path, params, message):
     import sys
@@ -200,8 +208,9 @@ def test_bad_sweep_params_are_job_errors_naming_the_line(tmp_path, params, messa
     root = Path(__file__).resolve().parents[2]
     text = (root / "pipelines" / "network.yaml").read_text().replace("../", f"{root}/")
     lines = text.splitlines()
-    assert lines[14].startswith("  - sweep:")
-    lines[14] = f"  - sweep: {params}"
+    (index,) = [i for i, line in enumerate(lines) if line.startswith("  - sweep:")]
+    lines[index] = f"  - sweep: {params}"
+    message = f"{index + 1}{message}" if message.startswith(":") else message
     pipeline = tmp_path / "bad.yaml"
     pipeline.write_text("\n".join(lines) + "\n")
     proc = subprocess.run([sys.executable, "-m", "farm.cli", "run", str(pipeline), "--out", str(tmp_path / "out")],
