@@ -54,7 +54,7 @@ def test_cli_compare_of_imported_history_and_live_sweep_names_what_it_kept_apart
     live.mkdir()
     records = read_records(lab / "results.csv")
     write_records(live / "results.csv", [attrs.evolve(r, setup="twin", target="maaxboard-twin",
-                                                      params=r.params.replace("method=import:ipbench",
+                                                      params=r.params.replace("method=ipbench",
                                                                               "method=ipbench-echo;n=4000"))
                                          for r in records])
     done = run_farm("compare", str(lab), str(live), "--out", str(tmp_path / "cmp"))
@@ -63,7 +63,7 @@ def test_cli_compare_of_imported_history_and_live_sweep_names_what_it_kept_apart
     section = md.split("## Not joined: methods differ", 1)[1]
     lines = [line for line in section.splitlines() if line.startswith("- ")]
     assert len(lines) == len(records)  # every record of the history, none joined
-    assert "- network / sweep `packet_size=1472;requested=10000000` rtt_median (us): import:ipbench in lab; " \
+    assert "- network / sweep `packet_size=1472;requested=10000000` rtt_median (us): ipbench in lab; " \
            "ipbench-echo in twin" in section
     # nothing was joined: no row has both medians
     assert all(r.ratio is None for r in compare([load_result_dir(lab), load_result_dir(live)]).rows)
