@@ -6,6 +6,8 @@ import re
 import shlex
 from typing import Any, Mapping
 
+import attrs
+
 from ..errors import JobError
 from ..measure import Measurement, isal, openssl
 from ..measure.clock import cpufreq_clock, measured_cycles_per_byte
@@ -89,9 +91,13 @@ _TESTS_PER_FILE = len(isal.IGZIP_TESTS)
 _TESTS_FIXED = 26  # 7 ISA-L functions and 6 crypto ones, cold and warm
 
 
+#: seconds per function: ISA-L's perf programs' BENCHMARK_TIME (include/test.h)
+ISAL_SECONDS = 3
+
+
 def isal_command(params: Mapping[str, Any]) -> str:
     """The target's command line of our ISA-L program; checks every value (pure)."""
-    seconds = params.get("seconds", 1)
+    seconds = params.get("seconds", ISAL_SECONDS)
     only = params.get("only", "")
     corpus = params.get("corpus", DEFAULT_CORPUS)
     if not isinstance(seconds, (int, float)) or isinstance(seconds, bool) or not 0 < seconds <= 60:
@@ -116,10 +122,14 @@ def isal_command(params: Mapping[str, Any]) -> str:
 def run_isal(ctx: BenchContext, params: Mapping[str, Any]) -> list[Measurement]:
     """Our ISA-L program (images/src/isal_bench.c): ISA-L's perf tests, cold and warm, and igzip
     over a corpus (per file and the weighted average), with cycles/byte at the clock read around
-    each test where the target has cpufreq. Params of the records are the function's only (and
-    ``mode``, ``file``), so that they join an imported ``perf_report`` in ``farm compare``."""
-    seconds = params.get("seconds", 1)
+    each test where the target has cpufreq. Params of the records are the function's (and
+    ``mode``, ``file``) and ``seconds``, which does not split keys, so that they join an imported
+    ``perf_report`` in ``farm compare``. ``seconds`` defaults to ISA-L's BENCHMARK_TIME (3 s,
+    ``include/test.h``), the time its perf programs give each function."""
+    seconds = params.get("seconds", ISAL_SECONDS)
     command = isal_command(params)
     tests = _TESTS_FIXED + _TESTS_PER_FILE * len(params.get("corpus", DEFAULT_CORPUS))
     lines = ctx.run(command, timeout=tests * (seconds * 3 + 10) + 120, tool="isal_bench")
-    return isal.isal_measurements("\n".join(lines))
+    # how long each function was timed is on the record (a run length: it does not split keys)
+    return [attrs.evolve(m, params={**m.params, "seconds": seconds})
+            for m in isal.isal_measurements("\n".join(lines))]
