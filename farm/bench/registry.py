@@ -142,7 +142,7 @@ REGISTRATIONS: tuple[BenchmarkSpec, ...] = (
          "omit": (int, float), "bidir": bool},
         iperf3_argv,
         parsers=(iperf3.parse_json, iperf3.parse_text),
-        importers=(Importer("iperf3", "-J JSON, or the text of one or more runs (a notebook's: loads on the separators)",
+        importers=(Importer("iperf3", "-J JSON, or the text of one or more runs, a lab notebook's too (each run's load on its separator)",
                             lambda text, o: iperf3_notebook.repeats(iperf3.parse_output(text))),),
         units=_IPERF3_UNITS, ports=(IPERF3_PORT,)),
     BenchmarkSpec(
