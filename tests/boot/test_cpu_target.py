@@ -1,5 +1,14 @@
-"""The cpu_target_lukem CPU target (farm_lukem) on the MaaXBoard twin: its error against a load of known
-duty cycle (farm_duty), and its figures in a sweep beside /proc/stat's, in one boot."""
+"""The cpu_target_lukem CPU target (farm_lukem) on the MaaXBoard twin against a load of known duty cycle
+(farm_duty): its error.
+
+The twin runs in virtual time here (QEMU ``-icount shift=2,sleep=off``: the guest's clock advances by
+the instructions it executes, 4 ns each), on one vCPU. In real time (the twin's env file) the vCPU is a
+thread of a shared host, and whatever else the host runs shows as busy time on the target, which lukem
+cannot tell from the target's own (nor could it on a board): on this 2-core machine, shared with other
+QEMUs, an idle twin read 50-70 % busy. In virtual time that time does not pass for the guest, so what is
+left is the target's own error: its threshold, its lowest-priority thread's sliver, the kernel's
+interrupts, the spinner's late wake-ups.
+"""
 
 from __future__ import annotations
 
@@ -8,93 +17,52 @@ import time
 
 import pytest
 
-from farm.bench import lukem
 from farm.bench.context import BenchContext
 from farm.bench.ipbench_target import cpu_target
-from farm.bench.network import _wait_listening, run_echo_sweep
+from farm.bench.lukem import STOP
+from farm.bench.network import _wait_listening
 from farm.boot.console_log import ConsoleLog
 from farm.boot.facts import read_facts
 from farm.boot.session import EnvFile, boot_target
-from farm.measure import lukem as lukem_figures
+from farm.measure import lukem
 
 pytestmark = pytest.mark.boot
 
-#: the largest error accepted, in percentage points, of lukem's figure against the known duty d with the
-#: host's share corrected for: the twin's vCPU is a thread of a shared host, and time the host gives to
-#: others reads as busy on the target (lukem cannot tell; nor could it on a board whose core something
-#: else takes). Measured at duty 0 just before and after, that share s makes the expected figure
-#: d + (1 - d) s: the spinner's phases are by the wall clock, the host takes its share of the rest.
-TOLERANCE = 6.0
+#: the largest |lukem - duty| accepted, percentage points (measured: under half a point)
+TOLERANCE = 2.0
+VIRTUAL_TIME = "-smp 1 -icount shift=2,sleep=off"
 
 
-@pytest.fixture(scope="module")
-def twin(project_root, maaxboard_image, tftp_root, tmp_path_factory):
-    env = EnvFile.load(project_root / "env" / "qemu-maaxboard.yaml")
-    with ConsoleLog(tmp_path_factory.mktemp("console")) as console:
-        with boot_target(env, maaxboard_image, "t-cpu-target", console) as booted:
-            yield booted, BenchContext(booted, read_facts(booted.shell))
-
-
-def test_the_cpu_target_against_a_known_duty_cycle(twin):
-    """farm_duty spins a known share of every 10 ms on core 0 and farm_lukem's thread is pinned there
-    too (the other three cores idle, their vCPUs halted): lukem's utilisation against the duty, each
-    duty between two idle measurements (duty 0) that give the host's share."""
-    booted, ctx = twin
-    ctx.run(lukem.start_command().replace(" -d ", " -d -c 0 "), tool="farm_lukem")
-    _wait_listening(ctx, lukem_figures.PORT, "tcp", "farm_lukem")
-    host, port = ctx.reach(lukem_figures.PORT, ("tcp",))
-
-    def measure(duty: float) -> tuple[float, float, lukem_figures.CpuWindow]:
-        ctx.run(f"rm -f /tmp/duty.out; farm_duty -u {duty} -s 5 -c 0 > /tmp/duty.out 2>&1 &")
-        ctx.run("i=0; until grep -q running /tmp/duty.out 2>/dev/null || [ $i -ge 100 ]; do i=$((i+1)); usleep 20000; done")
-        time.sleep(0.3)
-        with cpu_target(host, port) as session:
-            time.sleep(3)
-        out = "\n".join(ctx.run("while pidof farm_duty >/dev/null; do usleep 100000; done; cat /tmp/duty.out",
-                                timeout=30))
-        return session.window.utilisation, float(re.search(r"achieved=([0-9.]+)", out)[1]), session.window
-
-    idle = [measure(0.0)]
-    loaded: dict[float, tuple[float, float, lukem_figures.CpuWindow]] = {}
-    for duty in (0.25, 0.5, 0.75):
-        loaded[duty] = measure(duty)
-        idle.append(measure(0.0))
-    ctx.run(lukem.STOP)
-    errors = {}
-    for i, (duty, (cpu, achieved, window)) in enumerate(loaded.items()):
-        share = (idle[i][0] + idle[i + 1][0]) / 200  # the host's, before and after
-        expected = 100 * (duty + (1 - duty) * share)
-        errors[duty] = cpu - expected
-        print(f"duty {duty:.2f}: lukem {cpu:.1f} % (raw error {cpu - 100 * duty:+.1f} points); host's share "
-              f"{100 * share:.1f} % (idle reads {idle[i][0]:.1f}, {idle[i + 1][0]:.1f}), expected {expected:.1f} %: "
-              f"error {errors[duty]:+.1f} points; the spinner spun {achieved:.3f}; {window.total} ticks")
-    for cpu, achieved, window in (*idle, *loaded.values()):
+def test_the_cpu_target_against_a_known_duty_cycle(project_root, maaxboard_image, tftp_root, tmp_path):
+    """farm_duty spins a known share of every 10 ms (of the guest's clock) on the twin's core, beside
+    farm_lukem's thread: lukem's utilisation from setup to stop against that share."""
+    text = (project_root / "env" / "qemu-maaxboard.yaml").read_text()
+    assert 'extra_args: "-smp 4"' in text
+    env_file = tmp_path / "qemu-maaxboard-virtual-time.yaml"
+    env_file.write_text(text.replace('extra_args: "-smp 4"', f'extra_args: "{VIRTUAL_TIME}"')
+                        .replace("../images/", f"{project_root}/images/"))
+    measured: dict[float, tuple[lukem.CpuWindow, float]] = {}
+    with ConsoleLog(tmp_path / "console") as console:
+        with boot_target(EnvFile.load(env_file), maaxboard_image, "t-cpu-target", console) as booted:
+            ctx = BenchContext(booted, read_facts(booted.shell))
+            ctx.run(f"farm_lukem -d -p {lukem.PORT}", tool="farm_lukem")
+            _wait_listening(ctx, lukem.PORT, "tcp", "farm_lukem")
+            target = ctx.reach(lukem.PORT, ("tcp",))
+            for duty in (0.0, 0.25, 0.5, 0.75):
+                ctx.run(f"rm -f /tmp/duty.out; farm_duty -u {duty} -s 5 > /tmp/duty.out 2>&1 &")
+                ctx.run("i=0; until grep -q running /tmp/duty.out 2>/dev/null || [ $i -ge 100 ]; do i=$((i+1)); "
+                        "usleep 20000; done")
+                time.sleep(0.3)
+                with cpu_target(*target) as session:
+                    time.sleep(3)
+                out = "\n".join(ctx.run("while pidof farm_duty >/dev/null; do usleep 100000; done; cat /tmp/duty.out",
+                                        timeout=120))
+                measured[duty] = (session.window, float(re.search(r"achieved=([0-9.]+)", out)[1]))
+            ctx.run(STOP)
+    for duty, (window, achieved) in measured.items():
+        print(f"duty {duty:.2f}: lukem {window.utilisation:.2f} %, error {window.utilisation - 100 * duty:+.2f} "
+              f"points (the spinner spun {achieved:.3f}); idle {window.idle} of {window.total} ticks")
+    for duty, (window, achieved) in measured.items():
         assert window.counter == "cntvct_el0" and window.hz == 62_500_000  # QEMU virt's generic timer
-        assert 2.5 < window.total / window.hz < 5  # setup to stop, about 3 s
-    assert all(abs(e) < TOLERANCE for e in errors.values()), errors
-    assert loaded[0.25][0] < loaded[0.5][0] < loaded[0.75][0]
-
-
-def test_the_cpu_target_in_a_sweep_agrees_in_trend_with_proc_stat(twin):
-    booted, ctx = twin
-    params = {"loads": [1, 1000], "duration": 2, "warmup": 1, "cooldown": 1}
-    plain = run_echo_sweep(ctx, {**params, "cpu_target": False})
-    target = run_echo_sweep(ctx, params)  # the target is the default
-    assert booted.shell.run("pidof farm_lukem")[0] == []  # stopped after the sweep
-    proc = {m.params["requested"]: m.value for m in plain if m.metric == "cpu_utilisation"}
-    lukem_cpu = {m.params["requested"]: m for m in target if m.metric == "cpu_utilisation"}
-    print(f"/proc/stat {proc}, cpu_target_lukem { {k: m.value for k, m in lukem_cpu.items()} }")
-    assert {m.params.get("cpu") for m in lukem_cpu.values()} == {"lukem"}
-    by = {(m.metric, m.params["requested"]): m for m in target}
-    low, high = 1_000_000, 1_000_000_000
-    assert proc[high] > proc[low] + 5, proc
-    for requested in (low, high):
-        idle, total = by[("idle_cycles", requested)], by[("total_cycles", requested)]
-        assert idle.unit == total.unit == "ticks" and 0 < idle.value <= total.value
-        assert lukem_cpu[requested].value == pytest.approx(100 * (1 - idle.value / total.value))
-        assert by[("counter_frequency", requested)].value == 62_500_000
-        # setup to stop: the whole point (warm-up, window, cool-down), not the window alone
-        assert total.value / 62.5e6 > params["warmup"] + params["duration"] + params["cooldown"]
-    # one thread, not pinned, on four cores: busy only when no core is free for it
-    assert lukem_cpu[high].value >= lukem_cpu[low].value
-    assert not any(m.metric.startswith("cpu0") for m in target)  # no /proc/stat beside the target
+        assert window.total > 0.1 * window.hz  # some seconds of the guest's time (slower than the host's)
+        assert abs(window.utilisation - 100 * duty) < TOLERANCE, measured
