@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import re
+import statistics
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from farm.measure import iperf3
 from farm.measure.iperf3_notebook import bitrate_text, parse_annotation
 from farm.results.importers import import_file
 from farm.results.ipbench import sweep_rows, write_wide_csv
+from farm.results.record import key_params
 from tests.conftest import run_farm
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -174,3 +176,40 @@ def test_live_bidir_command():
     assert argv[-1] == "--bidir" and ["-b", "200M"] == argv[argv.index("-b"):][:2]
     with pytest.raises(Exception, match="reverse and bidir"):
         iperf3.client_command("127.0.0.1", 5201, duration=2, reverse=True, bidir=True)
+
+
+@pytest.mark.parametrize("name", ["iperf3-udp.json", "iperf3-bidir-udp.json", "iperf3-bidir-udp.txt",
+                                  "iperf3-two-runs.txt", "iperf3-notebook-bidir.txt"])
+def test_compare_of_two_iperf3_imports_gives_the_files_ratios(tmp_path, name):
+    """Each iperf3 form the lab holds, and a copy with its rates scaled: every ratio compare.csv gives is
+    the second file's number over the first's, as the files say them."""
+    text = (DATA / name).read_text()
+    if name.endswith(".json"):
+        other = re.sub(r'("bits_per_second":\s*)([0-9.e+]+)', lambda m: f"{m[1]}{float(m[2]) * 0.7!r}", text)
+    else:
+        other = re.sub(r"([0-9.]+) ([KMG]?)bits/sec", lambda m: f"{float(m[1]) * 0.7:.3g} {m[2]}bits/sec", text)
+    paths = []
+    for label, body in (("a", text), ("b", other)):
+        paths.append(tmp_path / f"{label}-{name}")
+        paths[-1].write_text(body)
+    dirs = []
+    for label, path in zip("ab", paths):
+        dirs.append(tmp_path / f"imp-{label}")
+        proc = run_farm("import", "iperf3", str(path), "--setup", label, "--out", str(dirs[-1]))
+        assert proc.returncode == 0, proc.stderr
+    proc = run_farm("compare", *map(str, dirs), "--out", str(tmp_path / "cmp"))
+    assert proc.returncode == 0, proc.stderr
+    with open(tmp_path / "cmp" / "compare.csv") as f:
+        got = {(r["params"], r["metric"]): float(r["ratio"]) for r in csv.DictReader(f)
+               if r["metric"].endswith("_throughput")}
+    a, b = (_throughputs(path) for path in paths)
+    assert got and got == {key: b[key] / a[key] for key in a}
+
+
+def _throughputs(path: Path) -> dict[tuple[str, str], float]:
+    """(key params, metric) -> the median of the file's values (one run a key, or a notebook's repeats)."""
+    by: dict[tuple[str, str], list[float]] = {}
+    for r in import_file("iperf3", path, setup="x"):
+        if r.metric.endswith("_throughput"):
+            by.setdefault((key_params(r.params), r.metric), []).append(r.value)
+    return {key: statistics.median(values) for key, values in by.items()}
