@@ -15,9 +15,7 @@ from __future__ import annotations
 import getpass
 import hashlib
 import os
-import secrets
 import subprocess
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
@@ -28,6 +26,7 @@ from ..config import load_json
 from ..errors import EXIT_INFRA_ERROR, EXIT_JOB_ERROR, EXIT_OK, EXIT_TEST_FAILURE, FarmError, JobError
 from ..results.csvout import append_records, read_records, write_records
 from ..results.junit import Case, write_junit
+from ..runid import new_run_id
 from ..results.outdir import RUN_HINT, check_run_entries, prepare_out_dir
 from ..results.record import Record, now_iso, to_json, write_text_atomic
 from ..secrets import mask
@@ -140,10 +139,6 @@ class RunInfo:
             return cls(**values)
         except TypeError as exc:
             raise JobError(f"{path}: {exc}") from None
-
-
-def new_run_id() -> str:
-    return datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
 
 
 def git_sha(where: Path) -> str | None:
