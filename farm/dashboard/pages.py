@@ -166,6 +166,19 @@ def sweep_charts(curves: Sequence[SweepCurve]) -> list[str]:
     return out
 
 
+def phases_line(stages: Sequence, duration_s: float | None) -> str:
+    """The run's time by phase (farm.results.phases), from its stages and its duration (which ends when the
+    run does, before it is published: the publish stage comes on top, as in run.json's ``phases``)."""
+    from ..results.phases import describe, split
+
+    pairs = [(s.classname, s.seconds) for s in stages]
+    wall = None
+    if duration_s is not None and math.isfinite(duration_s):
+        wall = duration_s + sum(x or 0.0 for c, x in pairs if c == "farm.publish")
+    phases = split(pairs, wall)
+    return f'<p class="phases">time by phase: {e(describe(phases))}</p>' if phases else ""
+
+
 def run_page(d: RunDetail, root: str = "../") -> str:
     r = d.run
     facts = [("status", r.status), ("junit outcome", r.junit), ("kind", r.kind), ("who", r.who),
@@ -186,6 +199,7 @@ def run_page(d: RunDetail, root: str = "../") -> str:
     for q in d.qualifications:
         body.append(f'<p class="{"pass" if q.passed else "failure"}">qualify against {e(q.baseline)}: '
                     f'{e(q.headline)}</p>')
+    body.append(phases_line(d.stages, r.duration_s))
     body.append("<h2>Stages</h2>" + _table(("stage", "outcome", "seconds", "message"), (
         [_td(s.name), _td(s.kind, s.kind), _td(f"{s.seconds:.1f}" if s.seconds is not None else "", "num"),
          f"<td><pre>{e(s.message)}</pre></td>" if s.message else "<td></td>"] for s in d.stages)))

@@ -105,6 +105,8 @@ class RunInfo:
     failures: list[dict[str, Any]] = attrs.field(factory=list)  # benchmarks that failed, with the tool's words
     resumed: list[str] = attrs.field(factory=list)  # when the run was resumed
     replaced: str | None = None  # --force: where the directory's old content went
+    #: seconds by phase (build, reserve, boot, benchmarks, publish, other, wall): farm.run.phases.PhaseTimes
+    phases: dict[str, float] = attrs.field(factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         data = attrs.asdict(self, recurse=False)
@@ -126,7 +128,7 @@ class RunInfo:
         values = {k: v for k, v in data.items() if k in known}
         values["stages"] = [Stage.from_dict(s, f"{path}: stages[{i}]") for i, s in enumerate(stages)]
         for name, kind in (("targets", dict), ("images", dict), ("setups", dict), ("envs", list),
-                           ("failures", list), ("resumed", list)):
+                           ("failures", list), ("resumed", list), ("phases", dict)):
             if not isinstance(values.get(name, kind()), kind):
                 raise JobError(f"{path}: {name}: expected a {'mapping' if kind is dict else 'list'}")
         for name in ("pipeline", "pipeline_name", "pipeline_sha256", "who", "started", "farm_version"):
