@@ -13,7 +13,7 @@ from farm.boot.session import EnvFile, boot_target
 
 from ..conftest import ROOT
 
-pytestmark = [pytest.mark.boot, pytest.mark.lean]
+pytestmark = [pytest.mark.boot, pytest.mark.lean, pytest.mark.timeout(3600)]  # may wait for the background build
 
 
 @pytest.mark.parametrize("recipe, env_file, target, machine, cpus", [
