@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -75,7 +76,9 @@ def render(data: dict) -> str:
     cases, load = data["cases"], data["load"]
     lines = [f"# farm's test suite, {data['mode']} ({data['started']})", "",
              f"`{' '.join(data['command'])}`{' with ' + data['env_note'] if data['env_note'] else ''}", "",
-             f"wall time **{mmss(data['wall_seconds'])}** (pytest exit {data['exit']}); machine: {os.cpu_count()} CPUs, "
+             f"wall time **{mmss(data['wall_seconds'])}** (pytest exit {data['exit']}); CPU time of the suite's "
+             f"processes {mmss(data.get('cpu_seconds') or 0)} (user + system, every process pytest waited for: QEMU "
+             f"included, a daemon that left its parent not); machine: {os.cpu_count()} CPUs, "
              f"1-minute loadavg min {load['min']:.2f} / median {load['median']:.2f} / max {load['max']:.2f}; other "
              f"engineers' QEMUs running: up to {load['other_qemus_max']} (median {load['other_qemus_median']:.0f}); "
              f"farm at {data['commit']}", "",
@@ -171,10 +174,12 @@ def main() -> int:
             sys.stdout.flush()
         code = proc.wait()
     wall = time.monotonic() - t0
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)  # pytest and every process it waited for (QEMU too)
+    cpu = usage.ru_utime + usage.ru_stime
     load.stopped.set()
     cases = read_junit(out / "junit.xml") if (out / "junit.xml").exists() else []
     data = {"mode": name, "started": started, "command": ["pytest", *args.pytest_args], "env_note": note,
-            "wall_seconds": wall, "exit": code, "commit": commit, "load": load.summary(), "cases": cases,
+            "wall_seconds": wall, "cpu_seconds": cpu, "exit": code, "commit": commit, "load": load.summary(), "cases": cases,
             "groups": by_group(cases), "load_samples": load.samples}
     (out / "results.json").write_text(json.dumps(data, indent=1) + "\n")
     text = render(data)
