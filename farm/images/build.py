@@ -396,6 +396,7 @@ def _kernel_parts(recipe: Recipe, tree: Path) -> tuple[Path, str, list[str]]:
 
 def _build_into(recipe: Recipe, resolution: Resolution, key: str, image_dir: Path, pkgs: debian.PackageCache,
                 cache: Path, guest: Image | None = None) -> None:
+    pkgs.prefetch([*([resolution.kernel] if resolution.kernel else []), *resolution.packages])  # one apt run
     built_kernel = None
     if recipe.kernel_source:
         built_kernel = source_kernel.kernel_for(recipe.kernel_source, recipe.arch, cache,
