@@ -254,10 +254,11 @@ def run_farm_cli(procs: Processes, out: Path, image: Path, job: str) -> dict:
     return {"ok": True, "wall": wall, "seconds": wall}
 
 
-def section_main(procs, out, images: list[dict], boots, with_lava) -> list[dict]:
+def section_main(procs, out, images: list[dict], boots, with_lava, mains: list[dict]) -> list[dict]:
     """Every way on every image, ``boots`` rounds; each round runs the images one after the other and, per
-    image, the ways in a rotated order, so the host's load drifts over all of them alike."""
-    mains = [{"image": img["manifest"]["name"], "recipe": img["recipe"], "lean": "kernel_source" in img["manifest"],
+    image, the ways in a rotated order, so the host's load drifts over all of them alike. Fills ``mains``
+    as it goes (an interrupted run keeps the boots it measured)."""
+    mains[:] = [{"image": img["manifest"]["name"], "recipe": img["recipe"], "lean": "kernel_source" in img["manifest"],
               "farm": [], "naive": [], "lava": [], "cli": []} for img in images]
     ways = ["naive", "farm", "cli"] + (["lava"] if with_lava else [])
     for r in range(boots):
@@ -279,10 +280,9 @@ def section_main(procs, out, images: list[dict], boots, with_lava) -> list[dict]
     return mains
 
 
-def section_guest(procs, out, recipes: list[Path], runs: int) -> list[dict]:
+def section_guest(procs, out, recipes: list[Path], runs: int, found: list[dict]) -> list[dict]:
     """benchmarks/guest_boot.py for each recipe (host and guest of the same recipe): the host's bare boot
-    beside ``runs`` guest boots, host ready -> guest FARM-READY."""
-    found = []
+    beside ``runs`` guest boots, host ready -> guest FARM-READY. Fills ``found`` as it goes."""
     for recipe in recipes:
         say(f"guest: {recipe.name}, {runs} guest boots")
         done, wall = procs.run([PY, str(HERE / "guest_boot.py"), "--recipe", str(recipe), "--runs", str(runs),
@@ -516,13 +516,21 @@ def main() -> int:
             sec_t[name] = {"seconds": time.monotonic() - t0, **sampler.summary(since=t0)}
         data["sections"] = sec_t
     except KeyboardInterrupt:
-        say("interrupted: stopping everything this run started")
+        say("interrupted: stopping everything this run started; what was measured is kept")
+        data["interrupted"] = True
         raise
     finally:
         leftovers = procs.cleanup()
         sampler.stopped.set()
         if leftovers:
             say(f"killed {len(leftovers)} leftover process(es) of this run: {leftovers}")
+        if data.get("interrupted"):
+            write_results(data, out, sampler, t_start)
+    return write_results(data, out, sampler, t_start)
+
+
+def write_results(data: dict, out: Path, sampler, t_start: float) -> int:
+    """results.json and report.md (also of an interrupted run: its boots so far); the table printed."""
     data["seconds"] = time.monotonic() - t_start
     data["load"] = sampler.summary()
     rows = build_table(data)
@@ -537,12 +545,14 @@ def main() -> int:
 def run_section(name: str, data: dict, procs, out: Path, images: list[dict], boots: int, args, recipes) -> None:
     image = images[0]
     if name == "main":
-        data["mains"] = section_main(procs, out, images, boots, not data["lava_skipped"])
+        data["mains"] = []
+        section_main(procs, out, images, boots, not data["lava_skipped"], data["mains"])
         data["main"] = data["mains"][0]  # the first image's, where the levers and older reports look
     elif name == "guest":
         lean = [r for r, i in zip(recipes, images) if "kernel_source" in i["manifest"]]
-        data["guest"] = section_guest(procs, out, list(dict.fromkeys([*lean, *recipes])),
-                                      args.guest_runs or (3 if args.quick else 5))
+        data["guest"] = []
+        section_guest(procs, out, list(dict.fromkeys([*lean, *recipes])), args.guest_runs or (3 if args.quick else 5),
+                      data["guest"])
     elif name == "suite":
         paths = [Path(p) for p in args.suite_results.split(",")] if args.suite_results else [
             d for mode in ("fresh", "warm") for d in sorted((ROOT / "results").glob(f"suite-{mode}-*"))[-1:]]
