@@ -59,3 +59,28 @@ def test_the_lean_tests_run_last():
                            "tests/unit/test_facts.py"], cwd=ROOT, capture_output=True, text=True)
     ids = [line for line in done.stdout.splitlines() if "::" in line]
     assert ids and all("test_lean_images" in i for i in ids[-2:]) and "test_facts" in ids[0], ids
+
+
+def test_the_background_build_is_niced_until_a_test_waits_for_it(tmp_path):
+    import os
+
+    from tests.prebuild import Prebuild, _group_pids, _live
+
+    def nice_of(pid: int) -> int:
+        stat = open(f"/proc/{pid}/stat").read()
+        return int(stat[stat.rindex(")") + 2:].split()[16])
+
+    build = Prebuild(tmp_path / "log", script="sleep 30 & wait")
+    try:
+        deadline = 50
+        while len(_group_pids(build.proc.pid)) < 2 and deadline:  # sh and its sleep
+            deadline -= 1
+            __import__("time").sleep(0.1)
+        pids = _group_pids(build.proc.pid)
+        assert len(pids) == 2 and all(nice_of(p) == 19 for p in pids)
+        build.raise_priority()
+        if os.geteuid() == 0:  # lowering a nice value needs the privilege
+            assert all(nice_of(p) == 0 for p in pids)
+    finally:
+        build.stop()
+    assert build.proc.poll() is not None and _live(_group_pids(build.proc.pid)) == []
