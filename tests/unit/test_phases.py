@@ -16,7 +16,9 @@ from farm.results.phases import describe, phase_of, split
 from farm.results.record import Measurement
 from farm.run import run_pipeline
 
-from .test_runner import FakeShell, pipeline, registry  # noqa: F401  (pipeline: the fixture)
+from farm.run.events import hookimpl
+
+from .test_runner import booted_target, pipeline, registry  # noqa: F401  (pipeline: the fixture)
 
 
 def test_phase_of_each_stage_classname():
@@ -39,12 +41,14 @@ class TimedFlow:
 
     kind = "timed"
 
+    def images(self, image):
+        return image
+
     @contextlib.contextmanager
     def boot(self, request):
         time.sleep(0.2)
         try:
-            yield types.SimpleNamespace(name="maaxboard-twin", shell=FakeShell(), boot_seconds=0.2,
-                                        failed_attempts=[], retyped=[])
+            yield booted_target()
         finally:
             time.sleep(0.3)
 
@@ -57,9 +61,7 @@ def test_run_json_has_the_time_by_phase(pipeline, tmp_path):  # noqa: F811
     seen = []
 
     class Spy:  # a listener after the run directory: run.json as written for each stage
-        def __getattr__(self, name):
-            return lambda *a, **k: None
-
+        @hookimpl
         def stage_ended(self, stage):
             seen.append(json.loads((tmp_path / "run" / "run.json").read_text())["phases"])
 
