@@ -8,7 +8,6 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-
 from farm.boot.console_log import ConsoleLog
 from farm.boot.facts import read_facts
 from farm.boot.session import EnvFile, boot_target
