@@ -11,7 +11,7 @@ from .errors import EXIT_INTERRUPTED, FarmError, Terminated
 from .secrets import MaskingStream, mask, register_environment
 
 #: command modules under farm.commands, in the order --help lists them
-COMMAND_MODULES = ("images", "boot", "run", "analysis", "results", "places", "health", "lab", "db", "history",
+COMMAND_MODULES = ("images", "boot", "run", "archive", "analysis", "results", "places", "health", "lab", "db", "history",
                    "dashboard", "completion")
 
 EPILOG = """\
@@ -23,6 +23,7 @@ examples:
   farm build images/maaxboard-bench.yaml
   farm boot --env env/qemu-maaxboard.yaml --image ~/.cache/farm/images/maaxboard-bench-<key> --console
   farm run pipelines/smoke.yaml
+  farm reproduce 20261129-224818-e762
 """
 
 
