@@ -215,7 +215,7 @@ def register(sub) -> None:
                        "pipeline file as run again with the same setups, parameters and extra kernel arguments "
                        "on the same board type (its env files, --env, or a place of the farm with --farm), "
                        "nothing built, then judge each of its figures: reproduced when the new median lies in "
-                       "the original's interval (95%% CI of its median with n >= 6, else its min-max range) "
+                       "the original's interval (95 % CI of its median with n >= 6, else its min-max range) "
                        "widened to at least the original median +-THRESHOLD; else not reproduced, with both "
                        "values. Writes reproduction.json, reproduction.md and reproduction.xml (junit) into the "
                        "new run directory, which is stored as a reproduction of RUN (farm history --reproductions, "

@@ -58,7 +58,7 @@ def register(sub) -> None:
     p = sub.add_parser("history", help="a metric over time, image, kernel or commit, from the results store",
                        description="Query the results store ($FARM_DB, see farm db --help) for METRIC, one series "
                        "per target, setup, benchmark, params and unit, one point per run (--by time), image key, "
-                       "kernel or git commit, with n, the median and an interval (the 95%% confidence interval "
+                       "kernel or git commit, with n, the median and an interval (the 95 % confidence interval "
                        "of the median when n >= 6, else the min-max range).")
     p.add_argument("metric", help="e.g. received_throughput, throughput, cycles_per_byte, rtt_median")
     p.add_argument("--suite")
