@@ -89,6 +89,9 @@ class Runner:
     done: frozenset[tuple[str, str]] = frozenset()
     #: how the run ends so far: the worst exit code of what failed (the runner's, told in run_ended)
     status: int = EXIT_OK
+    #: (architecture, setup) -> the image its boots boot as it is, nothing built (farm reproduce: the
+    #: original run's, fetched from the archive)
+    fixed_images: Mapping[tuple[str, str], Image] = attrs.field(factory=dict)
 
     def fail(self, exc: FarmError) -> None:
         self.fail_code(exc.exit_code)
@@ -133,7 +136,10 @@ class Runner:
 
     def image_request(self, env: EnvFile, setup: Setup, given: dict[str, Image]) -> ImageRequest:
         """The image a setup's flow boots: what the flow asks for, given the setup's own (its recipe, or
-        the pipeline's for the architecture; ``--image`` gives that one built, not a setup's own)."""
+        the pipeline's for the architecture; ``--image`` gives that one built, not a setup's own; a fixed
+        image, farm reproduce's, is booted as it is)."""
+        if (fixed := self.fixed_images.get((env.arch, setup.name))) is not None:
+            return ImageRequest(given=fixed, label=f"archived {fixed.name}")
         recipe = self.pipeline.recipe_for(env.arch, setup)
         image = ImageRequest(recipe=recipe, given=given[env.arch], label="--image") \
             if setup.image is None and env.arch in given else ImageRequest(recipe=recipe, needs=self.needs)
