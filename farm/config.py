@@ -178,12 +178,12 @@ def read_bytes(path: str | Path, what: str = "file", limit: int = MAX_FILE_BYTES
     return data
 
 
-def load_json(path: str | Path, what: str = "file", limit: int = MAX_FILE_BYTES) -> dict:
-    """A JSON object from a file (size-limited, UTF-8, nesting bounded), or a :class:`JobError` naming it."""
-    text = read_text(path, what, limit)
+def json_depth(text: str) -> int:
+    """How deep the collections of the JSON ``text`` nest (``json.loads`` recurses once per level:
+    measured before it runs, so a deep document is refused instead of a RecursionError)."""
     depth = deepest = 0
     in_string = escaped = False
-    for char in text:  # json.loads recurses once per level: measure before it runs
+    for char in text:
         if in_string:
             escaped, in_string = (False, True) if escaped else (char == "\\", char != '"')
         elif char == '"':
@@ -193,7 +193,13 @@ def load_json(path: str | Path, what: str = "file", limit: int = MAX_FILE_BYTES)
             deepest = max(deepest, depth)
         elif char in "]}":
             depth -= 1
-    if deepest > MAX_DEPTH:
+    return deepest
+
+
+def load_json(path: str | Path, what: str = "file", limit: int = MAX_FILE_BYTES) -> dict:
+    """A JSON object from a file (size-limited, UTF-8, nesting bounded), or a :class:`JobError` naming it."""
+    text = read_text(path, what, limit)
+    if json_depth(text) > MAX_DEPTH:
         raise JobError(f"{path}: {what} nested deeper than {MAX_DEPTH} levels")
     try:
         data = json.loads(text)

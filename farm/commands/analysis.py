@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..bench.registry import IMPORTERS
 from ..results.outdir import OutDir, prepare_out_dir
-from ..store.hook import ingest_after
+from ..store.hook import ingest_after, moved_after
 from ..values import name_arg, out_dir_arg
 
 COMPARE_FILES = frozenset({"compare.csv", "compare.md", "compare.png", "compare-sweep.png"})
@@ -49,9 +49,12 @@ def cmd_import(args: argparse.Namespace) -> int:
                                     cpu_fraction=args.cpu_fraction, decrypt=args.decrypt)
     if args.frequency is not None:
         records = importers.with_cycles(records, args.frequency, args.kind)
-    _say_moved(prepare_out_dir(args.out, force=args.force))  # after reading: bad input moves nothing
+    prepared = prepare_out_dir(args.out, force=args.force)  # after reading: bad input moves nothing
+    _say_moved(prepared)
     out = importers.write_import(records, args.out, args.file, frequency_hz=args.frequency)
     print(f"farm: imported {len(records)} records from {args.file}", file=sys.stderr)
+    if prepared.moved_to is not None:  # the store follows the old import to where it went
+        moved_after(prepared.path, prepared.moved_to)
     ingest_after(out)
     print(out)
     return 0

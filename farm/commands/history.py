@@ -8,6 +8,7 @@ import sys
 
 from ..errors import EXIT_OK, JobError
 from ..measure.units import human
+from ..values import shown
 
 
 def cmd_history(args: argparse.Namespace) -> int:
@@ -31,11 +32,11 @@ def cmd_history(args: argparse.Namespace) -> int:
         print(json.dumps({"metric": args.metric, "by": args.by, "series": [s.as_json() for s in series]},
                          indent=2))
         return EXIT_OK
-    for s in series:
-        print(s.label())
+    for s in series:  # names come from runs: no terminal escape of theirs reaches the terminal
+        print(shown(s.label()))
         for p in s.points:
-            print(f"  {p.first[:19]}  {p.x[:40]:40}  n={p.n:<3} median={human(p.median, s.unit)}  "
-                  f"[{human(p.lo, s.unit)}, {human(p.hi, s.unit)}] ({p.interval})")
+            print(f"  {shown(p.first[:19])}  {shown(p.x[:40]):40}  n={p.n:<3} median={shown(human(p.median, s.unit))}  "
+                  f"[{shown(human(p.lo, s.unit))}, {shown(human(p.hi, s.unit))}] ({shown(p.interval)})")
     return EXIT_OK
 
 

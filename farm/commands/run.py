@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..store.hook import ingest_after
+from ..store.hook import ingest_after, moved_after
 from ..values import bootarg_arg, number_arg, out_dir_arg
 
 
@@ -37,6 +37,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                        force=args.force, image_dirs=[Path(d) for d in args.image])
     print(f"farm: run {run.run_id} {run.info.status}: {sum(c.kind == 'pass' for c in run.cases)} of "
           f"{len(run.cases)} stages passed", file=sys.stderr)
+    if run.info.replaced:  # --force moved an earlier run aside: the store follows it there
+        moved_after(run.path, run.info.replaced)
     ingest_after(run.path)
     print(run.path)
     return run.status

@@ -47,9 +47,11 @@ def run_sweeps(records: Iterable[Record]) -> list[Sweep]:
 _PLAIN_METHODS = ("", "ipbench-echo", "import:ipbench")
 
 
-def wide_csv_name(sweep: Sweep) -> str:
+def wide_csv_name(sweep: Sweep, source: str = "results.csv") -> str:
+    """``sweep-<target>-<setup>[-<method>].csv``; ``source`` (the results.csv read) names a name
+    unfit for a file name."""
     from ..values import path_component
 
     suffix = "" if sweep.method in _PLAIN_METHODS else "-" + sweep.method.replace(":", "-")
-    return (f"sweep-{path_component(sweep.target, 'target name', 'results.csv')}-"
-            f"{path_component(sweep.setup, 'setup name', 'results.csv')}{suffix}.csv")
+    return (f"sweep-{path_component(sweep.target, 'target name', source)}-"
+            f"{path_component(sweep.setup, 'setup name', source)}{suffix}.csv")

@@ -30,13 +30,12 @@ from ..results.csvout import append_records, read_records, write_records
 from ..results.junit import Case, write_junit
 from ..results.outdir import RUN_HINT, check_run_entries, prepare_out_dir
 from ..results.record import Record, now_iso, to_json, write_text_atomic
+from ..results.runjson import MAX_RUN_JSON_BYTES
 from ..secrets import mask
 from ..values import name_problem
 from .events import Listener
 from .model import Pipeline
 
-#: a run.json farm wrote holds every stage's output and image manifest: far more than a recipe
-MAX_RUN_JSON_BYTES = 64 << 20
 
 #: how a run ended, by its exit code
 STATUS_OF_EXIT = {EXIT_OK: "passed", EXIT_TEST_FAILURE: "failed", EXIT_INFRA_ERROR: "infrastructure-error",
@@ -142,8 +141,20 @@ class RunInfo:
             raise JobError(f"{path}: {exc}") from None
 
 
+#: random hex digits of a run id after its UTC second: 48 bits, so that the ids of a lab's runs never
+#: meet (20 jobs started in one second share an id once in about 10^12 such seconds; the 4 digits of
+#: old ids met once in ~350)
+RUN_ID_RANDOM_HEX = 12
+
+
 def new_run_id() -> str:
-    return datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
+    """``YYYYMMDD-HHMMSS-<12 hex>``: sorts by start time, unique lab-wide (see :data:`RUN_ID_RANDOM_HEX`);
+    never one that a secret's masking would change (it names the run directory and every file of it)."""
+    while True:
+        run_id = (datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S-")
+                  + secrets.token_hex(RUN_ID_RANDOM_HEX // 2))
+        if mask(run_id) == run_id:
+            return run_id
 
 
 def git_sha(where: Path) -> str | None:
