@@ -1,7 +1,9 @@
 """Values that must never appear in a log or a report: masked wherever farm writes text.
 
 A value is secret when it is in an environment variable named ``FARM_SECRET_*`` (a CI variable, a
-U-Boot password) or tagged ``!secret`` in a pipeline or env file. Every file farm writes goes
+U-Boot password) or ``LG_SECRET_*`` (one an env file takes with ``!template "$LG_SECRET_…"``:
+labgrid substitutes only ``LG_*`` variables), or tagged ``!secret`` in a pipeline (an env file is
+read by labgrid too, which does not know farm's tag: farm refuses it there). Every file farm writes goes
 through :func:`farm.results.record.write_text_atomic` (or, for the console log, :func:`mask_bytes`),
 which masks it; every line the ``farm`` command prints goes through :class:`MaskingStream`.
 
@@ -38,6 +40,8 @@ from .errors import JobError
 MASK = "*****"
 MIN_LENGTH = 6
 ENV_PREFIX = "FARM_SECRET_"
+#: the environment variables whose values are secrets (labgrid's env files can take only LG_* ones)
+ENV_PREFIXES = (ENV_PREFIX, "LG_SECRET_")
 DB_ENV = "FARM_DB"  # the results store's URL (farm.store.db)
 _NUMBER_LIKE = re.compile(r"[0-9.,:eE+-]*")  # "123456", "1.5e+10", "10:00:01": would hit measured values
 _secrets: set[str] = set()
@@ -71,11 +75,11 @@ def register(value: Any, name: str = "a value tagged !secret") -> Any:
 
 
 def register_environment(environ: Mapping[str, str] = os.environ, *, strict: bool = True) -> None:
-    """Register every ``FARM_SECRET_*`` variable. ``strict`` (the ``farm`` command): a value too
+    """Register every ``FARM_SECRET_*`` and ``LG_SECRET_*`` variable. ``strict`` (the ``farm`` command): a value too
     short to mask is a JobError naming the variable; at import time (``strict=False``, for code that
     does not start through the command) such a value is skipped, the command refuses it later."""
     for key, value in sorted(environ.items()):
-        if key.startswith(ENV_PREFIX):
+        if key.startswith(ENV_PREFIXES):
             try:
                 register(value, f"${key}")
             except JobError:

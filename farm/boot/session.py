@@ -41,7 +41,7 @@ class EnvFile:
 
     @classmethod
     def load(cls, path: str | Path, target: str | None = None) -> "EnvFile":
-        doc = load_yaml(path, "env file")
+        doc = load_yaml(path, "env file", labgrid_reads_it=True)
         targets = doc.get("targets")
         if not isinstance(targets, dict) or not targets:
             raise doc.error("targets" if "targets" in doc else None, "an env file needs a 'targets' mapping with one target")

@@ -23,7 +23,6 @@ from farm.errors import JobError
 from farm.run.rundir import new_run_id
 from farm.store import schema
 from farm.store.db import open_store
-from farm.store.ingest import RunConflict, ingest
 from tests.conftest import ROOT, run_farm
 from tests.store.rundirs import make_run
 
@@ -132,6 +131,8 @@ def test_a_baseline_copy_first_then_its_run_replaces_it(store_env, tmp_path):
     for name in ("results.csv", "run.json"):
         shutil.copy(run / name, copy / name)
     (copy / "baseline.json").write_text(json.dumps({"name": "v1", "run_id": "20261201-100000-aaaa"}))
+    from farm.store.ingest import ingest
+
     eng = open_store({"FARM_DB": store_env["FARM_DB"]})
     assert [d.outcome for d in ingest(eng, [copy])] == ["stored"]
     assert [d.outcome for d in ingest(eng, [run])] == ["replaced"]  # the run itself: richer, replaces the copy
@@ -152,6 +153,8 @@ def test_another_run_under_a_stored_id_is_refused(store_env, tmp_path):
     (stored,) = _runs(open_store(store_env))
     assert stored.path == str(first.resolve()) and _values(open_store(store_env), stored.run_id) == [1.0]
     # all of one `farm db ingest` or nothing: a good run given with the conflicting one is not stored either
+    from farm.store.ingest import RunConflict, ingest
+
     other = make_run(tmp_path / "other", "20261202-100000-0000", started="2026-12-02T10:00:00.000+00:00")
     with pytest.raises(RunConflict):
         ingest(open_store(store_env), [other, second])
