@@ -39,7 +39,9 @@ def run_sweeps(records: Iterable[Record]) -> list[Sweep]:
             values[key].append(r.value)
             first.setdefault(key, r)
         folded = [attrs.evolve(first[key], value=statistics.median(vals), repeat=0) for key, vals in values.items()]
-        sweeps.append(Sweep(target, setup, sweep_rows(folded), len({r.repeat for r in recs}), method))
+        rows = sweep_rows(folded)
+        if rows:  # a sweep that failed before its first point (only its `failed` row) has nothing to show
+            sweeps.append(Sweep(target, setup, rows, len({r.repeat for r in recs}), method))
     return sweeps
 
 

@@ -43,6 +43,8 @@ class FarmRequest:
     coordinator: str | None = None
     #: a health check: may take a place tagged unhealthy (farm_health), which a passing boot puts back
     health_check: bool = False
+    #: the reservation's priority (higher goes first); the place's load generators are reserved with it
+    prio: float = 0.0
 
 
 def farm_env(pipeline: Pipeline, request: FarmRequest) -> Path:
@@ -106,6 +108,14 @@ def _never_green(run: RunDir, hooks: Hooks, stopped_by: FarmError | None) -> Non
     hooks.stage_ended(Stage(Case(stage, "farm.run", 0.0, kind, message.splitlines()[0], message)))
 
 
+def drives_load_generators(pipeline: Pipeline) -> bool:
+    """Whether a benchmark of ``pipeline`` sends its load from a load generator (a sweep whose
+    ``generator`` is not the lab host): its farm place is then taken with its load clients."""
+    from ..bench.loadgen import HOST
+
+    return any(b.params.get("generator", HOST) != HOST for b in pipeline.benchmarks)
+
+
 @contextlib.contextmanager
 def _place(runner: Runner, farm: FarmRequest | None) -> Iterator[None]:
     """With ``--farm``: reserve, wait for, lock a place for the boots, and always give it back
@@ -120,9 +130,10 @@ def _place(runner: Runner, farm: FarmRequest | None) -> Iterator[None]:
     with contextlib.ExitStack() as stack:
         lease = runner.stage(f"reserve {tags}", "farm.place", lambda: stack.enter_context(acquired_place(
             farm.tags, timeout=farm.timeout, coordinator=farm.coordinator, job=runner.run.run_id, on_wait=hooks.say,
-            healthy_only=not farm.health_check)))
+            healthy_only=not farm.health_check, prio=farm.prio, loadgens=drives_load_generators(runner.pipeline))))
         hooks.place_taken({"name": lease.place, "coordinator": lease.coordinator, "owner": lease.owner,
-                           "tags": dict(lease.tags), "health_check": farm.health_check})
+                           "tags": dict(lease.tags), "health_check": farm.health_check, "prio": farm.prio,
+                           "loadgens": {name: place for name, place, _ in getattr(lease, "loadgens", ())}})
         hooks.say(f"on place {lease.place} ({lease.coordinator})")
         guard = PlaceGuard(lease, hooks)
         hooks.add(guard)

@@ -121,7 +121,11 @@ def test_a_remote_generator_builds_runs_and_streams_its_edges(remote, responder)
     assert not _running(binary)
 
 
-def test_a_generator_that_dies_is_an_error_naming_the_machine(remote, responder):
+def test_a_generator_that_dies_is_the_lab_failing_naming_the_machine(remote, responder):
+    """The load client is the lab's: its program killed mid-sweep is class 3 (retried), not a test
+    failure of the target (issue 31)."""
+    from farm.errors import EXIT_INFRA_ERROR, InfrastructureError
+
     gen = RemoteGenerator(remote)
     binary = gen.prepare()
     spec = echo.load_spec(1e6, size=200, clients=1, duration=20, warmup=0, cooldown=0)
@@ -130,10 +134,11 @@ def test_a_generator_that_dies_is_an_error_naming_the_machine(remote, responder)
         for pid in _running(binary):
             os.kill(pid, signal.SIGKILL)
 
-    with pytest.raises(BenchmarkError) as caught:
+    with pytest.raises(InfrastructureError) as caught:
         gen.run(echo.load_command(binary, "127.0.0.1", responder, spec), on_edge=die, timeout=60)
     assert f"load generator lg1 ({remote.username}@127.0.0.1:{remote.port})" in str(caught.value)
-    assert "farm_load died of signal 9" in str(caught.value)
+    assert "farm_load died of signal 9" in str(caught.value) and "lost mid-sweep" in str(caught.value)
+    assert caught.value.exit_code == EXIT_INFRA_ERROR
 
 
 def test_an_error_here_stops_the_load_there(remote, responder):
