@@ -73,14 +73,14 @@ def acquired_place(tags: dict[str, str], *, timeout: float, coordinator: str | N
             coord = Coordinator(coordinator)
             job = job or default_job_id()
             _take(coord, board, tags, prio=prio, job=job, healthy_only=healthy_only, deadline=deadline,
-                  on_wait=on_wait)
+                  timeout=timeout, on_wait=on_wait)
             place = board.place
             logins = {}
             for name in order(wanted(coord.place(place).tags, place) if loadgens else ()):
                 generators.append(taken := _Taken(name))
                 try:
                     _take(coord, taken, generator_filter(name), prio=prio, job=job, healthy_only=healthy_only,
-                          deadline=deadline, on_wait=on_wait)
+                          deadline=deadline, timeout=timeout, on_wait=on_wait)
                 except JobError as exc:  # the lab's wiring names a load client the coordinator does not have
                     raise InfrastructureError(f"place {place} names load generator {name} (tag farm_loadgens), "
                                               f"but {exc}") from None
@@ -124,7 +124,7 @@ class _Taken:
 
 
 def _take(coord: Coordinator, taken: _Taken, tags: dict[str, str], *, prio: float, job: str, healthy_only: bool,
-          deadline: float, on_wait: Callable[[str], None] | None) -> None:
+          deadline: float, timeout: float, on_wait: Callable[[str], None] | None) -> None:
     """Reserve a place with ``tags``, wait for it, and lock it once it can be used; until ``deadline``.
 
     A place the coordinator allocates is not always one that can be locked now: its exporter is down
@@ -137,7 +137,8 @@ def _take(coord: Coordinator, taken: _Taken, tags: dict[str, str], *, prio: floa
     unusable_since: float | None = None
     told: set[str] = set()
     while True:
-        taken.place = wait_for_allocation(coord, taken.token, tags, max(0.1, deadline - time.monotonic()), on_wait)
+        taken.place = wait_for_allocation(coord, taken.token, tags, max(0.1, deadline - time.monotonic()), on_wait,
+                                          said=timeout)
         reason = _why_unusable(coord, taken.place)
         if reason is None:
             try:
