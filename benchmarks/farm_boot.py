@@ -163,6 +163,9 @@ def main() -> int:
 
     import contextlib
 
+    from farm import lglazy
+
+    lglazy.install()  # as farm's own commands load labgrid (farm.cli.command_line): only what the env file names
     from farm.boot.console_log import ConsoleLog
     from farm.boot.session import EnvFile, boot_target
     from farm.images.image import load_image
@@ -194,12 +197,12 @@ def main() -> int:
             result["trace"] = list(stats["trace"])
             if args.iperf:
                 from farm.bench.context import BenchContext
-                from farm.bench.network import IPERF3_PORT, run_iperf3
+                from farm.bench.network import IPERF3_PORT, Iperf3Params, run_iperf3
                 from farm.boot.facts import read_facts
 
                 ctx = BenchContext(booted, read_facts(booted.shell))
                 farm_bps, hand_bps = [], []
-                params = {"protocol": "tcp", "duration": args.iperf_duration}
+                params = Iperf3Params(protocol="tcp", duration=args.iperf_duration)
                 host, port = ctx.reach(IPERF3_PORT)  # the forward the person uses (QEMU hostfwd)
 
                 def by_farm():
@@ -209,7 +212,7 @@ def main() -> int:
                 def by_hand():
                     hand_bps.append(_hand_iperf3(host, port, args.iperf_duration))
 
-                run_iperf3(ctx, {"protocol": "tcp", "duration": 1})  # warm-up, unmeasured: the first
+                run_iperf3(ctx, Iperf3Params(protocol="tcp", duration=1))  # warm-up, unmeasured: the first
                 # run after a boot is slower whoever makes it
                 for i in range(args.iperf):  # ABBA order: drift of the host's load hits both alike
                     for run in ((by_farm, by_hand) if i % 2 == 0 else (by_hand, by_farm)):

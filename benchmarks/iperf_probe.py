@@ -31,7 +31,7 @@ def main() -> int:
     args = p.parse_args()
 
     from farm.bench.context import BenchContext
-    from farm.bench.network import IPERF3_PORT, run_iperf3, start_iperf3_server
+    from farm.bench.network import IPERF3_PORT, Iperf3Params, run_iperf3, start_iperf3_server
     from farm.boot.console_log import ConsoleLog
     from farm.boot.facts import read_facts
     from farm.boot.session import EnvFile, boot_target
@@ -42,10 +42,10 @@ def main() -> int:
     with ConsoleLog(Path(args.log_dir)) as console:
         with boot_target(EnvFile.load(args.env), load_image(args.image), "iperf-probe", console) as booted:
             ctx = BenchContext(booted, read_facts(booted.shell))
-            run_iperf3(ctx, {"protocol": "tcp", "duration": 1})  # warm-up
+            run_iperf3(ctx, Iperf3Params(protocol="tcp", duration=1))  # warm-up
             host, port = ctx.reach(IPERF3_PORT)
             ways = {
-                "farm run_iperf3": lambda: next(m.value for m in run_iperf3(ctx, {"protocol": "tcp", "duration": d})
+                "farm run_iperf3": lambda: next(m.value for m in run_iperf3(ctx, Iperf3Params(protocol="tcp", duration=d))
                                                 if m.metric == "received_throughput"),
                 "by hand, fixed forward": lambda: _hand_iperf3(host, port, d),
                 "by hand, fresh forward": lambda: _hand_iperf3(*ctx.reach(IPERF3_PORT), d),

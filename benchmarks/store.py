@@ -9,7 +9,9 @@ target/setup, a kernel per 1000 runs), ingests them through farm's own write pat
 (and the fastest, and the median CPU time of this process):
 - the trend query of one metric (farm.store.history.history: the series `farm history` and a trend
   page draw; every run contributes a point of 10 values);
-- the dashboard's run list page (farm.dashboard.site.render("index.html"): count, newest 100, HTML).
+- the dashboard's run list page (farm.dashboard.site.render("index.html"): count, newest 100, HTML),
+  a page half way down, filtered by place, by status and place, by a month, by a commit prefix (the live
+  page, ``farm serve``'s), a place's page and the trends index (every series' row and sparkline).
 Goals (issue 19): trend query < 100 ms, run list page < 300 ms. Prints a Markdown table; --out
 writes it as JSON too. ``--db sqlite`` (default): a fresh SQLite file in a temporary directory;
 ``--db postgres``: a throwaway PostgreSQL cluster (Debian's postgresql, as tests/store starts it).
@@ -36,11 +38,14 @@ def rows_for(i: int, records: int):
     run_id = f"2026{1 + i // 28 // 24 % 12:02d}{1 + i // 24 % 28:02d}-{i % 24:02d}0000-{i:06d}"
     started = f"2026-{1 + i // 28 // 24 % 12:02d}-{1 + i // 24 % 28:02d}T{i % 24:02d}:00:00.{i % 1000:03d}+00:00"
     kernel = f"6.1.0-{i // 1000}-arm64"
-    run = {"run_id": run_id, "kind": "live", "status": "passed", "who": "bench", "started": started,
+    place = f"maaxboard-{i % 10 + 1}"
+    run = {"run_id": run_id, "kind": "live", "status": "failed" if i % 10 == 3 else "passed", "who": "bench",
+           "started": started, "place": place,
            "finished": started, "duration_s": 60.0, "pipeline": "nightly", "targets": "maaxboard-1",
            "setups": "default", "images": "maaxboard-bench", "kernels": kernel, "git_sha": f"{i:040x}",
            "farm_version": "0.1.0", "ci_job": "", "stopped_at": "", "junit": "pass", "path": f"/results/{run_id}",
-           "info": "{}", "ingested": started}
+           "info": json.dumps({"place": {"name": place, "coordinator": "127.0.0.1:20408", "tags": {"board": "maaxboard"},
+                                         **({"health": "ok"} if i % 50 == 0 else {})}}), "ingested": started}
     recs = tuple({"timestamp": started, "target": "maaxboard-1", "arch": "arm64", "setup": "default",
                   "image": "maaxboard-bench", "suite": "crypto", "benchmark": "openssl-speed",
                   "params": "algorithm=sha256;block=16384", "repeat": k // len(METRICS),
@@ -135,6 +140,18 @@ def measure(args: argparse.Namespace, url: str) -> int:
         assert status == 200
         results["run_list_page_s"] = timed(lambda: site.render(c, "index.html"))
         results["run_page_s"] = timed(lambda: site.render(c, f"run/{rows_for(args.runs // 2, 1).run_id}.html"))
+        deep = max(1, args.runs // 200)  # a page half way down the list
+        pages = {"run_list_deep_page_s": ("index.html", {"page": [str(deep)]}),
+                 "run_list_by_place_s": ("index.html", {"place": ["maaxboard-3"]}),
+                 "run_list_by_status_and_place_s": ("index.html", {"status": ["failed"], "place": ["maaxboard-4"]}),
+                 "run_list_by_dates_s": ("index.html", {"since": ["2026-03-01"], "until": ["2026-03-31"]}),
+                 "run_list_by_commit_s": ("index.html", {"commit": [f"{args.runs // 3:040x}"[:12]]}),
+                 "place_page_s": ("place/maaxboard-3.html", {}),
+                 "trends_index_s": ("trends.html", {})}
+        for key, (path, query) in pages.items():
+            status, _ = site.render(c, path, query, live=True)
+            assert status == 200, (path, query, status)
+            results[key] = timed(lambda: site.render(c, path, query, live=True), repeat=7 if "trends" in key else 15)
     eng.dispose()
     results["loadavg"] = os.getloadavg()
 
@@ -148,6 +165,13 @@ def measure(args: argparse.Namespace, url: str) -> int:
             (f"trend query by kernel ({-(-args.runs // 1000)} points of up to 10,000 values)",
              ms("trend_query_by_kernel_s"), ""),
             ("run list page", ms("run_list_page_s"), "< 300 ms"),
+            (f"run list page {max(1, args.runs // 200)} (newest first)", ms("run_list_deep_page_s"), "< 300 ms"),
+            ("run list of one place (1 in 10 runs)", ms("run_list_by_place_s"), "< 300 ms"),
+            ("run list of one place's failed runs", ms("run_list_by_status_and_place_s"), "< 300 ms"),
+            ("run list of a month", ms("run_list_by_dates_s"), "< 300 ms"),
+            ("run list of a commit prefix", ms("run_list_by_commit_s"), "< 300 ms"),
+            ("a place's page (its runs over time, health)", ms("place_page_s"), "< 300 ms"),
+            ("the trends index (a row, sparkline and baseline comparison per series)", ms("trends_index_s"), ""),
             ("a run's page", ms("run_page_s"), "")]
     print(f"{results['database']}: {args.runs} runs x {args.records} records; load average "
           f"{results['loadavg'][0]:.1f} on {os.cpu_count()} cpus\n")

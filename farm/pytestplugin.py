@@ -20,7 +20,8 @@ farm adds fixtures:
 - ``farm_record(metric, value, unit, params=None, benchmark=None)``: a measurement, appended to
   ``<out>/results.csv`` as a farm record (``farm report``/``compare``/``qualify`` read it) and given
   to the test's JUnit testcase as a property. ``<out>`` is ``--farm-out DIR``, else
-  ``results/pytest-<run id>``.
+  ``results/pytest-<run id>``. At the end of the session the directory is published like a run's
+  (farm.run.events ``run_published``): the results store ingests it.
 
 Failures keep farm's classes: an infrastructure failure (``InfrastructureError``: the lab, the
 console, TFTP) is a pytest *error*, also inside a test; a test failure (``TestFailure``: e.g. the
@@ -146,7 +147,12 @@ def farm_results(request) -> Iterator[FarmResults]:
     except JobError as exc:
         raise JobError(str(exc).replace("--out", "--farm-out", 1)) from None
     with ConsoleLog(path / "console") as console:
-        yield FarmResults(path, run_id, console)
+        results = FarmResults(path, run_id, console)
+        yield results
+    if results.csv.exists():  # what the session recorded reaches the results store as a run's does
+        from .run.events import published
+
+        published(path)
 
 
 @pytest.fixture(scope="session")
@@ -210,9 +216,15 @@ def farm_record(request, env, target, farm_results) -> Callable[..., None]:
         label = f"{metric}[{';'.join(f'{k}={v}' for k, v in sorted((params or {}).items()))}]" if params else metric
         # the testcase's <properties> in junit.xml (record_property's list, without its xunit2 warning);
         # pytest writes them as they are: masked here, as farm's own files are
-        request.node.user_properties.append((mask(f"farm.{label}"), mask(f"{value:g} {unit}")))
+        request.node.user_properties.append((mask(f"farm.{label}"), mask(f"{property_value(value)} {unit}")))
 
     return record
+
+
+def property_value(value: float) -> str:
+    """A measured value as a JUnit property's text, every digit kept (pure): whole numbers as integers
+    (``1025638400``, not ``1.02564e+09``), others as the shortest text that reads back the same float."""
+    return str(int(value)) if value.is_integer() and abs(value) < 1e18 else repr(value)
 
 
 def failure_phase(exc: BaseException | None, when: str) -> str:

@@ -23,6 +23,7 @@ APT_PACKAGES=(
   zstd                                                              # initrd.compress: zstd, farm/images/build.py
   kmod cpio binutils                                                # depmod for target modules; cpio, readelf for tests
   ser2net pdudaemon openssh-server openssh-client rsync iproute2    # farm lab: PDU, lab-host SSH, labgrid staging, ss
+  telnet                                                            # labgrid-client console (Debian 12 has no microcom)
   git make python3 python3-venv python3-pip ca-certificates
   mmdebstrap                                                        # scripts/clean-root-check.sh (CI)
   postgresql                                                        # tests/store: a throwaway PostgreSQL cluster

@@ -103,7 +103,7 @@ def test_the_strategy_stages_the_dtb_and_booti_uses_it(tmp_path, monkeypatch):
             (image.path / "qemu-virt-2cpu.dtb").read_bytes()
         assert strategy.commands()[-5:-2] == ['test -n "${fdt_addr_r}"', "tftpboot ${fdt_addr_r} alice/j2/qemu-virt-2cpu.dtb",
                                               "tftpboot ${ramdisk_addr_r} alice/j2/initrd.cpio.gz"]
-        assert strategy.booti() == "booti ${kernel_addr_r} ${ramdisk_addr_r}:${farm_initrd_size} ${fdt_addr_r}"
+        assert strategy.boot_line() == "booti ${kernel_addr_r} ${ramdisk_addr_r}:${farm_initrd_size} ${fdt_addr_r}"
         assert strategy.dtb_used == {"name": "qemu-virt-2cpu.dtb",
                                      "sha256": image.manifest["artifacts"]["qemu-virt-2cpu.dtb"]["sha256"]}
     finally:
@@ -121,7 +121,7 @@ def test_without_dtb_the_twin_boots_uboots_device_tree(tmp_path, monkeypatch):
         strategy = target.get_strategy()
         strategy.stage_image(target.get_driver("JobTFTPProviderDriver"), image, "alice/j3")
         assert not any(".dtb" in c for c in strategy.commands())
-        assert strategy.booti().endswith(" ${fdtcontroladdr}")
+        assert strategy.boot_line().endswith(" ${fdtcontroladdr}")
         assert strategy.dtb_used == "u-boot"
         assert sorted(p.name for p in (tmp_path / "tftp" / "alice" / "j3").iterdir()) == ["Image", "initrd.cpio.gz"]
     finally:

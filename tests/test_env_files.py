@@ -198,3 +198,25 @@ def test_the_uboot_strategy_with_labgrids_plain_driver_names_the_rename(tmp_path
     path.write_text(text.replace("FarmUBootDriver:", "UBootDriver:"))
     with pytest.raises(JobError, match=r"old.yaml:\d+: .*UBootDriver.*rename UBootDriver to FarmUBootDriver"):
         EnvFile.load(path)
+
+
+def test_an_ipxe_env_file_of_an_older_farm_is_told_what_moved_to_the_driver(tmp_path):
+    """iPXE's command line is its driver's (FarmIPXEDriver), as U-Boot's is FarmUBootDriver's: an env
+    file that sets its settings on the strategy, or lacks the driver, says so when it is read."""
+    from farm.boot.session import EnvFile
+    from farm.errors import JobError
+
+    text = (Path(__file__).resolve().parent.parent / "env" / "qemu-x86.yaml").read_text()
+    old = text.replace("      FarmIPXEDriver:                  # iPXE's command line: Ctrl-B, typing echo-checked, its errors\n"
+                       "        console_columns: 80            # SeaBIOS' serial console wraps long lines at 80 columns\n"
+                       "        firmware_timeout: 120\n", "")
+    assert old != text
+    path = tmp_path / "old.yaml"
+    path.write_text(old)
+    with pytest.raises(JobError, match=r"old.yaml:\d+: targets.x86-twin.drivers: IPXENetbootStrategy needs "
+                                       r"FarmIPXEDriver \(iPXE's command line.*\): add `FarmIPXEDriver: \{\}`"):
+        EnvFile.load(path)
+    path.write_text(old.replace("        bootargs: \"quiet\"\n", "        bootargs: \"quiet\"\n        console_columns: 80\n"))
+    with pytest.raises(JobError, match=r"old.yaml:\d+: .*IPXENetbootStrategy.console_columns: console_columns: "
+                                       r"settings of iPXE's command line, now of FarmIPXEDriver"):
+        EnvFile.load(path)

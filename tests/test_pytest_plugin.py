@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from farm.errors import InfrastructureError, JobError, TestFailure
-from farm.pytestplugin import failure_phase, main_target_name
+from farm.pytestplugin import failure_phase, main_target_name, property_value
 
 from .conftest import ROOT
 
@@ -30,6 +30,7 @@ def test_main_is_the_twin(target, strategy):
 def test_records(farm_record):
     farm_record("latency", 12.5, "us", params={"size": 64})
     farm_record("rate", 3, "count", benchmark="mybench")
+    farm_record("bytes", 1025638400, "bytes")
 
 
 def test_lab_fails_in_the_body(farm_record):
@@ -72,6 +73,11 @@ def test_pyproject_declares_the_pytest11_entry_point():
     assert project["entry-points"]["pytest11"] == {"farm.pytestplugin": "farm.pytestplugin"}
 
 
+def test_property_values_keep_every_digit():
+    assert [property_value(v) for v in (1025638400.0, 3.0, 12.5, 0.1 + 0.2, 1e300)] == [
+        "1025638400", "3", "12.5", "0.30000000000000004", "1e+300"]
+
+
 def test_main_target_name():
     assert main_target_name(["maaxboard-twin"], None, "e.yaml") == "maaxboard-twin"
     assert main_target_name(["main", "other"], None, "e.yaml") is None  # labgrid's own main
@@ -106,12 +112,19 @@ def test_plugin_maps_labgrid_main_records_and_failure_classes(tmp_path):
     assert cases["test_impossible_value"].find("failure") is not None
     assert cases["test_plain_assert"].find("failure") is not None
     props = {p.get("name"): p.get("value") for p in cases["test_records"].iter("property")}
-    assert props == {"farm.latency[size=64]": "12.5 us", "farm.rate": "3 count"}
+    # every digit kept (not 1.02564e+09 bytes)
+    assert props == {"farm.latency[size=64]": "12.5 us", "farm.rate": "3 count", "farm.bytes": "1025638400 bytes"}
     rows = list(csv.DictReader((tmp_path / "out" / "results.csv").open()))
     assert [(r["target"], r["arch"], r["suite"], r["benchmark"], r["params"], r["metric"], r["value"], r["unit"])
             for r in rows] == [("maaxboard-twin", "arm64", "pytest", "test_records", "size=64", "latency", "12.5", "us"),
-                               ("maaxboard-twin", "arm64", "pytest", "mybench", "", "rate", "3.0", "count")]
+                               ("maaxboard-twin", "arm64", "pytest", "mybench", "", "rate", "3.0", "count"),
+                               ("maaxboard-twin", "arm64", "pytest", "test_records", "", "bytes", "1025638400.0",
+                                "bytes")]
     assert len({r["run_id"] for r in rows}) == 1
+    # the session is published like a run: the results store ingested it through its listener
+    from tests.unit.test_events import stored_runs
+
+    assert stored_runs(os.environ["FARM_DB"])[rows[0]["run_id"]] == len(rows)
 
 
 def test_farm_target_option_picks_a_target_of_several(tmp_path):

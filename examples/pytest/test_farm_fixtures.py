@@ -1,6 +1,6 @@
 """farm's fixtures: a target booted with farm's retries and fail-fast lines, and farm's records.
 
-    pytest --lg-env ../../env/qemu-maaxboard.yaml --farm-out results/example . --junitxml=junit.xml
+    pytest --lg-env=../../env/qemu-maaxboard.yaml --farm-out=results/example --junitxml=results/junit.xml .
 
 Each farm_record() is a row of results/example/results.csv (read by `farm report`, `farm compare`,
 `farm qualify`) and a property of the test's testcase in junit.xml.

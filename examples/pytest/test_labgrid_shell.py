@@ -1,6 +1,6 @@
 """Plain labgrid: the `target` and `strategy` fixtures of labgrid's own pytest plugin.
 
-    pytest --lg-env ../../env/qemu-maaxboard.yaml .
+    pytest --lg-env=../../env/qemu-maaxboard.yaml .
 
 With no image staged, farm's strategy boots the env file's `images: farm-image` (built on demand).
 """

@@ -1,15 +1,18 @@
 """The benchmarks farm knows: one registration each, from which everything that lists them derives.
 
 A :class:`BenchmarkSpec` says all farm needs to know of a benchmark: its name and suite, how it runs
-on a booted target (``run``), the parameters a pipeline may give it and their check, its pure
-parsers, how ``farm import`` reads a captured output of it (:class:`Importer`), which way each of
-its units is better (for ``farm qualify``), whether its throughputs get cycles/byte, and the ports
-it needs on the target. The pipeline file's benchmark names (:data:`BENCHMARKS`), ``farm import``'s
-kinds (:data:`IMPORTERS`), qualify's directions (:func:`direction`) and ``--frequency``'s
-cycles/byte all read these registrations; no other module lists benchmarks or suites.
+on a booted target (``run``), its parameters (a typed class, farm.bench.params: defaults, checks,
+which are identity and which run length, and what the benchmark needs on the target for them), its
+pure parsers, how ``farm import`` reads a captured output of it (:class:`Importer`), which way each
+of its units is better (for ``farm qualify``), whether its throughputs get cycles/byte, and the ports
+it needs on the target. The pipeline file's benchmark names and parameters (:data:`BENCHMARKS`),
+``farm import``'s kinds (:data:`IMPORTERS`), qualify's directions (:func:`direction`), ``--frequency``'s
+cycles/byte, a record's key (:func:`run_length`) and what the images gain all read these
+registrations; no other module lists benchmarks or suites.
 
-Adding a benchmark: a parser (in :mod:`farm.measure`), a run function (in a suite module here),
-one :class:`BenchmarkSpec` in :data:`REGISTRATIONS`, and their tests.
+Adding a benchmark: a parser (in :mod:`farm.measure`), a run function and its params class (in a
+suite module here), one :class:`BenchmarkSpec` (:func:`register`, or in :data:`REGISTRATIONS`), and
+their tests (docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -20,35 +23,36 @@ from typing import Any, Callable, Mapping, Sequence
 import attrs
 
 from ..errors import JobError
+from ..images.needs import Needs
 from ..measure import (HIGHER_IS_BETTER, LOWER_IS_BETTER, UNKNOWN_DIRECTION, Measurement, check_measurements,
-                       ipbench, iperf3, isal, openssl, vmexit)
-from . import echo, rtt
+                       farmload, ipbench, iperf3, iperf3_notebook, isal, lukem, openssl, sockperf, vmexit)
+from . import echo
 from .context import BenchContext
-from .crypto import import_openssl, isal_command, openssl_runs, run_isal, run_openssl_speed
-from .network import IPERF3_PORT, SOCKPERF_PORT, check_sweep, iperf3_argv, run_iperf3, run_sweep
+from .crypto import IsalParams, OpensslParams, import_openssl, run_isal, run_openssl_speed
+from .network import IPERF3_PORT, SOCKPERF_PORT, Iperf3Params, SweepParams, run_iperf3, run_sweep
+from .params import NoParams, Params
 
-RunFunction = Callable[[BenchContext, Mapping[str, Any]], list[Measurement]]
+RunFunction = Callable[[BenchContext, Params], list[Measurement]]
 Parser = Callable[[str], list[Measurement]]
 
 # the suites: the first part of a benchmark's testcase name (crypto.openssl-speed) and of its metrics
 NETWORK, CRYPTO, STORAGE, VIRT = "network", "crypto", "storage", "virt"
 
 
-def _checked(name: str, run: RunFunction | None) -> RunFunction | None:
+def _checked(spec: "BenchmarkSpec", run: RunFunction | None) -> RunFunction | None:
     """``run``, whose measurements are all checked: an impossible value (NaN, infinite, negative)
-    is an :class:`~farm.measure.ImpossibleValue`, so the runner records a failed benchmark, not the value."""
+    is an :class:`~farm.measure.ImpossibleValue`, so the runner records a failed benchmark, not the value.
+    It takes the typed params, or a mapping of them (checked into the benchmark's params class)."""
     if run is None:
         return None
 
-    def checked(ctx: BenchContext, params: Mapping[str, Any]) -> list[Measurement]:
-        return check_measurements(name, run(ctx, params))
+    def checked(ctx: BenchContext, params: Params | Mapping[str, Any]) -> list[Measurement]:
+        if not isinstance(params, Params):
+            params = spec.params.of(params)
+        return check_measurements(spec.name, run(ctx, params))
     checked.__doc__ = run.__doc__
     checked.__wrapped__ = run  # type: ignore[attr-defined]
     return checked
-
-
-def _no_check(params: Mapping[str, Any]) -> None:
-    return None
 
 
 def _warn_stderr(text: str) -> None:
@@ -95,11 +99,11 @@ class BenchmarkSpec:
 
     name: str
     suite: str
-    #: runs it on a booted target; None for a benchmark farm only imports (vmexit: kvm-unit-tests)
+    #: runs it on a booted target with its typed params; None for a benchmark farm only imports (vmexit)
     run: RunFunction | None = attrs.field(
-        converter=attrs.Converter(lambda run, self_: _checked(self_.name, run), takes_self=True))  # type: ignore[misc]
-    params: Mapping[str, type | tuple[type, ...]] = attrs.field(factory=dict)  # allowed parameters, their types
-    check: Callable[[Mapping[str, Any]], object] = _no_check  # raises JobError for a bad value, before any boot
+        default=None, converter=attrs.Converter(lambda run, self_: _checked(self_, run), takes_self=True))  # type: ignore[misc]
+    #: its parameters: a farm.bench.params.Params class (defaults, checks, identity and run lengths, needs)
+    params: type[Params] = NoParams
     parsers: tuple[Parser, ...] = ()  # the pure parsers of its tools' outputs (text -> measurements)
     importers: tuple[Importer, ...] = ()
     #: unit -> which way is better (farm.measure.HIGHER_IS_BETTER, LOWER_IS_BETTER, UNKNOWN_DIRECTION:
@@ -107,6 +111,10 @@ class BenchmarkSpec:
     units: Mapping[str, int] = attrs.field(factory=dict)
     cycles_per_byte: bool = False  # its throughputs also get cycles/byte at the target's clock
     ports: tuple[int, ...] = ()  # the target's ports it needs reached from the lab host (forwarded into a guest)
+
+    def target_needs(self, params: Params) -> Needs:
+        """What it needs on the target (packages, files, programs) with ``params``: the image it runs on gains it."""
+        return params.needs()
 
     def direction(self, unit: str) -> int | None:
         """Which way ``unit`` of this benchmark is better; None when the registration does not say."""
@@ -120,46 +128,42 @@ _IPERF3_UNITS = {"bit/s": HIGHER_IS_BETTER, "count": UNKNOWN_DIRECTION, "percent
 
 REGISTRATIONS: tuple[BenchmarkSpec, ...] = (
     BenchmarkSpec(
-        ipbench.BENCHMARK, NETWORK, run_sweep,
-        {"method": str, "protocol": str, "loads": list, "packet_size": int, "duration": (int, float),
-         "samples": int, "warmup": (int, float), "cooldown": (int, float), "clients": int, "echo_priority": int,
-         "echo_cpu": int, "rtt_rate": int, "generator": str, "cpu_target": bool},
-        check_sweep,
-        parsers=(lambda text: echo.parse_load(text).measurements(), lambda text: rtt.parse_sockperf(text).measurements(),
+        ipbench.BENCHMARK, NETWORK, run_sweep, SweepParams,
+        parsers=(lambda text: farmload.parse_load(text).measurements(),
+                 lambda text: sockperf.parse_sockperf(text).measurements(),
                  lambda text: [m for _, m in ipbench.parse_csv(text)]),
         importers=(Importer("ipbench", "the lab's wide CSV",
                             lambda text, o: ipbench.parse_csv(text, cpu_fraction=o.cpu_fraction, warn=o.warn),
                             frozenset({"cpu_fraction"})),),
         # throughputs, RTTs, CPU utilisation (whole and per core); lost packets: a count, no direction
         units={"bit/s": HIGHER_IS_BETTER, "us": LOWER_IS_BETTER, "percent": LOWER_IS_BETTER,
-               "count": UNKNOWN_DIRECTION, "iterations": UNKNOWN_DIRECTION},  # the CPU target's counts
-        ports=(echo.ECHO_PORT, IPERF3_PORT, SOCKPERF_PORT)),  # ipbench-echo's; iperf3-sockperf's
+               "count": UNKNOWN_DIRECTION,
+               lukem.UNIT: UNKNOWN_DIRECTION, "Hz": UNKNOWN_DIRECTION},  # the CPU target's counts, its counter
+        # the echo's and the CPU target's (ipbench, ipbench-echo); iperf3-sockperf's
+        ports=(echo.ECHO_PORT, lukem.PORT, IPERF3_PORT, SOCKPERF_PORT)),
     BenchmarkSpec(
-        iperf3.BENCHMARK, NETWORK, run_iperf3,
-        {"protocol": str, "duration": (int, float), "bitrate": str, "length": int, "reverse": bool,
-         "omit": (int, float)},
-        iperf3_argv,
+        iperf3.BENCHMARK, NETWORK, run_iperf3, Iperf3Params,
         parsers=(iperf3.parse_json, iperf3.parse_text),
-        importers=(Importer("iperf3", "-J JSON, or the text of one or more runs",
-                            by_param(iperf3.parse_output, "run")),),
+        importers=(Importer("iperf3", "-J JSON, or the text of one or more runs, a lab notebook's too "
+                            "(each run's load on its separator)",
+                            lambda text, o: iperf3_notebook.repeats(iperf3.parse_output(text))),),
         units=_IPERF3_UNITS, ports=(IPERF3_PORT,)),
     BenchmarkSpec(
-        openssl.BENCHMARK, CRYPTO, run_openssl_speed,
-        {"algorithms": list, "seconds": int, "block": int, "decrypt": bool, "multi": int}, openssl_runs,
+        openssl.BENCHMARK, CRYPTO, run_openssl_speed, OpensslParams,
         parsers=(openssl.parse_speed_mr,),
         importers=(Importer("openssl", "speed -mr, of -decrypt with --decrypt",
                             lambda text, o: [(0, m) for m in import_openssl(text, o.decrypt)],
                             frozenset({"decrypt"})),),
         units={"bytes/s": HIGHER_IS_BETTER, "cycles/byte": LOWER_IS_BETTER}, cycles_per_byte=True),
     BenchmarkSpec(
-        isal.BENCHMARK, STORAGE, run_isal, {"seconds": (int, float), "only": (str, list), "corpus": list}, isal_command,
+        isal.BENCHMARK, STORAGE, run_isal, IsalParams,
         parsers=(isal.isal_measurements,),
         importers=(Importer("isal", "ISA-L perf lines: isal_bench's output or a perf_report",
                             once(isal.isal_measurements)),),
         units={"bytes/s": HIGHER_IS_BETTER, "ticks/byte": LOWER_IS_BETTER, "cycles/byte": LOWER_IS_BETTER},
         cycles_per_byte=True),
     BenchmarkSpec(
-        vmexit.BENCHMARK, VIRT, None,
+        vmexit.BENCHMARK, VIRT,
         parsers=(vmexit.parse_vmexit,),
         importers=(Importer("vmexit", "a kvm-unit-tests vmexit console", once(vmexit.parse_vmexit)),),
         units={"cycles": LOWER_IS_BETTER}),
@@ -213,6 +217,18 @@ def importer(name: str) -> tuple[BenchmarkSpec, Importer]:
         return IMPORTERS[name]
     except KeyError:
         raise JobError(f"import {name!r}: unknown kind (known: {', '.join(IMPORTERS)})") from None
+
+
+#: how long or how much was measured, for benchmarks farm does not register (a pytest test's
+#: ``farm_record``): never part of a record's key
+RUN_LENGTH = frozenset({"duration", "seconds", "samples", "warmup", "cooldown", "timeout"})
+
+
+def run_length(benchmark: str) -> frozenset[str]:
+    """The params of ``benchmark``'s records that say how long or how much was measured (its params
+    class's ``run_length`` fields; :data:`RUN_LENGTH` for a benchmark farm does not register)."""
+    spec = REGISTERED.get(benchmark)
+    return spec.params.run_length() if spec is not None and spec.params is not NoParams else RUN_LENGTH
 
 
 def direction(benchmark: str, unit: str) -> int | None:

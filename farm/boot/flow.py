@@ -1,13 +1,21 @@
-"""A boot flow: how a target gets from power-off to the shell the benchmarks run on.
+"""A boot flow: how a target gets from power-off to where the benchmarks run, and what that needs.
 
-    flow = NetbootFlow()                       # power -> U-Boot or iPXE -> Linux (the env file's strategy)
-    with flow.boot(BootRequest(env, image, job, console, bootargs)) as booted:
+    flow = NetbootFlow(pin_khz=1000000)        # power -> U-Boot or iPXE -> Linux (the env file's strategy)
+    image = flow.images(ImageRequest(recipe))  # the images a boot of it needs, built by the runner
+    with flow.boot(BootRequest(env, built, job, console, bootargs)) as booted:
         booted.shell.run_check("uname -a")
+        booted.record()                        # what run.json says of the boot
 
-A flow is a context manager factory: leaving the block always ends what it started (the board
-powered off, the job's TFTP folder removed). Flows compose: "host, then a guest on it" enters the
-netboot flow and starts the guest on its shell (farm.boot.guestflow). The runner (farm.run.runner)
-only knows this interface, so its tests inject a flow that boots nothing.
+A flow declares the images it needs for a setup (:meth:`BootFlow.images`: the runner builds them,
+the benchmarks' needs in the image they run on), boots, pins what the setup pins (the CPU frequency),
+says the address the lab host reaches the benchmarks at, and hands over a
+:class:`~farm.boot.session.BootedTarget` that records itself. Leaving the block always ends what it
+started (the board powered off, the job's TFTP folder removed). Flows compose: "host, then a guest on
+it" (farm.guest.flow) enters the netboot flow and starts the guest on its shell.
+
+The runner (farm.run.runner) knows only this interface and the registry that makes a setup's flow
+(farm.flows), so its tests inject a flow that boots nothing, and a new way of booting (a system image
+through ``bootm``/``bootelf``, a DPDK host) is a new flow, not an edit of the runner.
 """
 
 from __future__ import annotations
@@ -18,7 +26,9 @@ from typing import ContextManager, Iterator, Protocol
 import attrs
 
 from ..images.image import Image
+from ..images.request import ImageRequest
 from .console_log import ConsoleLog
+from .facts import pin_frequency
 from .session import BootedTarget, EnvFile, boot_target
 
 
@@ -32,22 +42,49 @@ class BootRequest:
     attempts: int = 1  # boots in all when the lab fails one (infrastructure errors only)
 
 
+@attrs.frozen
+class FlowSetup:
+    """What every flow is told of its setup and run, besides its own settings (farm.flows)."""
+
+    #: the setup's CPU frequency, pinned through cpufreq once the target (a guest's host) is up
+    cpu_frequency_khz: int | None = None
+    #: the target ports the run's benchmarks reach from the lab host (their registrations' ``ports``)
+    ports: tuple[int, ...] = ()
+
+
 class BootFlow(Protocol):
     #: what the flow is, for run.json ("netboot", "netboot+guest")
     kind: str
 
+    def images(self, image: ImageRequest) -> ImageRequest:
+        """The image a boot of this flow boots (its request, for the runner to build), given the setup's
+        own: its recipe (or the run's ``--image``) with what the run's benchmarks need on it."""
+
     def boot(self, request: BootRequest) -> ContextManager[BootedTarget]:
-        """Boot to a shell; the booted target's ``topology`` says what was booted (kernels, QEMU, ...)."""
+        """Boot to where the benchmarks run; the booted target records what was booted
+        (:meth:`~farm.boot.session.BootedTarget.record`)."""
 
 
 @attrs.frozen
 class NetbootFlow:
-    """The env file's netboot strategy (U-Boot or iPXE): stage on TFTP, power on, boot, the shell."""
+    """The env file's netboot strategy (U-Boot or iPXE): stage on TFTP, power on, boot, the shell;
+    the CPU frequency pinned there when the setup asks for one."""
 
+    pin_khz: int | None = None
     kind: str = "netboot"
+
+    def images(self, image: ImageRequest) -> ImageRequest:
+        return image
 
     @contextlib.contextmanager
     def boot(self, request: BootRequest) -> Iterator[BootedTarget]:
         with boot_target(request.env, request.image, request.job, request.console, list(request.bootargs),
                          attempts=request.attempts) as booted:
+            if self.pin_khz:
+                pin_frequency(booted.shell, booted.name, self.pin_khz)
             yield booted
+
+
+def netboot(settings: None, setup: FlowSetup) -> NetbootFlow:
+    """The netboot flow of a setup (farm.flows: the default flow, no settings of its own)."""
+    return NetbootFlow(pin_khz=setup.cpu_frequency_khz)

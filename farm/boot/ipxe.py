@@ -4,13 +4,13 @@
              -> the job's script: kernel, initrd, boot -> ready marker -> shell
 
 A PC's iPXE is in its NIC's flash or chainloaded by its firmware's PXE; either way it offers a Ctrl-B
-prompt, so the flow is U-Boot's: interrupt, then type two commands. The job's iPXE script is staged in
-the job's TFTP folder next to its kernel and initrd, so nothing on the DHCP or TFTP server is shared
-between jobs. A missed prompt is no failure: iPXE autoboots, finds no boot file for the PC and offers
-the prompt again.
+prompt, so the flow is U-Boot's: interrupt, then type two commands, both through iPXE's driver
+(farm.boot.ipxedriver.FarmIPXEDriver, as U-Boot's go through FarmUBootDriver). The job's iPXE script
+is staged in the job's TFTP folder next to its kernel and initrd, so nothing on the DHCP or TFTP server
+is shared between jobs.
 
 iPXE reports a failure as a line ending in an error URL (``bzImage... No such file or directory
-(http://ipxe.org/2d12603b)``) and returns to its prompt. After each command the strategy waits for the
+(http://ipxe.org/2d12603b)``) and returns to its prompt. After each command the driver waits for the
 prompt (or, after ``chain``, for the ready marker), so a failure is an :class:`InfrastructureError`
 quoting iPXE's lines as soon as iPXE gives up, not after a timeout.
 
@@ -33,29 +33,23 @@ import attr
 from labgrid.factory import target_factory
 from labgrid.step import step
 from labgrid.strategy.common import StrategyError, never_retry
-from labgrid.util import Timeout
-from pexpect import TIMEOUT
 
-from ..errors import InfrastructureError, JobError
+from ..errors import JobError
+from ..values import BOOTARG
+from .ipxedriver import FarmIPXEDriver, console_lines, ipxe_errors  # noqa: F401  (the driver it binds; parsers)
 from .netboot import NetbootStrategy
-from .watch import LINUX_FATAL, raise_fatal
+from .watch import LINUX_FATAL
 
 _TFTP_PATH = re.compile(r"[A-Za-z0-9._+/-]+")
-_BOOTARG = re.compile(r"[A-Za-z0-9_.,:=/+@-]+")
 _HOST = re.compile(r"[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?")  # an IPv4 address or a DNS name
 
 #: iPXE settings, expanded by iPXE itself: the TFTP server and the lease of its DHCP
 NEXT_SERVER = "${next-server}"
 LEASE_ARG = "farm.ip=${ip}:${netmask}:${gateway} farm.mac=${mac}"  # read by /init (farm/images/init.sh)
 SCRIPT_NAME = "boot.ipxe"
-CTRL_B = b"\x02"
+#: the strategy's settings of an older farm that are FarmIPXEDriver's now
+MOVED_TO_DRIVER = ("interrupt", "prompt", "console_columns", "firmware_timeout")
 
-_ERROR_URL = re.compile(r"\(https?://ipxe\.org/[0-9a-f]{8}\)")
-_ERROR_PHRASES = ("Could not boot", "Nothing to boot", "No such file or directory", "Connection timed out",
-                  "Permission denied", "No configuration methods succeeded", "Exec format error")
-#: the firmware gave up before iPXE ran: SeaBIOS' last word, or a PXE ROM error (PXE-E53: No boot filename…)
-_FIRMWARE_FAILURE = r"No bootable device|PXE-E[0-9A-F]{2}"
-_ESCAPES = re.compile(r"\x1b(\[[0-9;?]*[A-Za-z]|[@-Z\\-_a-z])")  # CSI sequences and ESC c (reset)
 
 
 class Status(enum.Enum):
@@ -89,7 +83,7 @@ def ipxe_script(*, server: str | None, kernel: str, initrd: str, bootargs: list[
     ``pass_lease`` hands iPXE's DHCP lease to Linux as ``farm.ip=`` so /init need not ask again.
     """
     args = [f"initrd={posixpath.basename(checked(initrd, _TFTP_PATH, 'initrd path'))}"]
-    args += [checked(arg, _BOOTARG, "kernel argument") for arg in bootargs]
+    args += [checked(arg, BOOTARG, "kernel argument") for arg in bootargs]
     if pass_lease:
         args.append(LEASE_ARG)
     return "\n".join([
@@ -119,72 +113,30 @@ def staged_folder(path: str, external: str) -> str:
     return folder
 
 
-def console_lines(text: str, columns: int = 80) -> list[str]:
-    """The console's lines as iPXE printed them: escape sequences and backspaces applied, and lines the
-    console wrapped at ``columns`` (SeaBIOS' serial console wraps at 80; 0: never) joined again."""
-    text = _ESCAPES.sub("", text)
-    screen: list[str] = []
-    line: list[str] = []
-    col = 0
-    for ch in text:
-        if ch == "\n":
-            screen.append("".join(line))
-            line, col = [], 0
-        elif ch == "\r":
-            col = 0
-        elif ch == "\b":
-            col = max(0, col - 1)
-        elif ch >= " " or ch == "\t":
-            if col < len(line):
-                line[col] = ch
-            else:
-                line.append(ch)
-            col += 1
-    screen.append("".join(line))
-    joined: list[str] = []
-    wrapped = False
-    for row in screen:
-        if wrapped:
-            joined[-1] += row
-        else:
-            joined.append(row)
-        wrapped = columns > 0 and len(row) == columns
-    return [row.rstrip() for row in joined]
-
-
-def ipxe_errors(text: str, columns: int = 80) -> list[str]:
-    """iPXE's error lines in console output, in order, each once."""
-    found: list[str] = []
-    for line in console_lines(text, columns):
-        line = line.strip()
-        if (_ERROR_URL.search(line) or any(p in line for p in _ERROR_PHRASES)) and line not in found:
-            found.append(line)
-    return found
-
-
-def _text(data: bytes | str) -> str:
-    return data.decode("utf-8", "replace") if isinstance(data, bytes) else data
-
-
 @target_factory.reg_driver
 @attr.s(eq=False)
 class IPXENetbootStrategy(NetbootStrategy):
     """iPXE + TFTP + the job's iPXE script to a busybox shell; the PC's values come from the env file."""
 
+    BOOTLOADER = "ipxe"
+
     bindings = {
         "power": "PowerProtocol",
         "console": "ConsoleProtocol",
+        "ipxe": "FarmIPXEDriver",  # iPXE's command line (farm.boot.ipxedriver), as U-Boot's is its driver's
         "shell": "ShellDriver",
         "tftp": "JobTFTPProviderDriver",
     }
 
-    interrupt = attr.ib(default="Press Ctrl-B for the iPXE command line", validator=attr.validators.instance_of(str))
-    prompt = attr.ib(default="iPXE> ", validator=attr.validators.instance_of(str))
-    #: where the serial console wraps long lines (SeaBIOS' serial console: 80); 0: it does not
-    console_columns = attr.ib(default=80, validator=[attr.validators.instance_of(int), attr.validators.ge(0)])
-    firmware_timeout = attr.ib(default=120, validator=attr.validators.instance_of(int))  # power on -> Ctrl-B prompt
-
     status = attr.ib(default=Status.unknown)
+
+    @classmethod
+    def env_problem(cls, drivers, driver):
+        moved = [key for key in MOVED_TO_DRIVER if key in driver]
+        if moved:
+            return driver, moved[0], (f"{', '.join(moved)}: settings of iPXE's command line, now of FarmIPXEDriver "
+                                      "(farm.boot.ipxedriver): move them there")
+        return super().env_problem(drivers, driver)
 
     def __attrs_post_init__(self):
         super().__attrs_post_init__()
@@ -222,6 +174,7 @@ class IPXENetbootStrategy(NetbootStrategy):
             return
         if status == Status.off:
             self.target.deactivate(self.shell)
+            self.target.deactivate(self.ipxe)
             self.target.activate(self.power)
             self.power.off()
             self._drop_script()
@@ -229,7 +182,7 @@ class IPXENetbootStrategy(NetbootStrategy):
             self.transition(Status.off)
             self.target.activate(self.console)
             self.power.on()
-            self._take_command_line()
+            self.target.activate(self.ipxe)  # waits for the Ctrl-B prompt and answers it
         elif status == Status.shell:
             script = self.script()  # fail on bad input before touching the PC
             self.transition(Status.ipxe)
@@ -256,74 +209,11 @@ class IPXENetbootStrategy(NetbootStrategy):
             self._scratch.cleanup()
             self._scratch = None
 
-    @step()
-    def _take_command_line(self) -> None:
-        """Wait for iPXE's Ctrl-B prompt and answer it, until iPXE shows its command line."""
-        deadline = Timeout(float(self.firmware_timeout))
-        patterns = [re.escape(self.interrupt), re.escape(self.prompt), _FIRMWARE_FAILURE]
-        while True:
-            try:
-                index, before, match, _ = self.console.expect(patterns, timeout=deadline.remaining)
-            except TIMEOUT:
-                raise InfrastructureError(
-                    f"no iPXE prompt ('{self.interrupt}') within {self.firmware_timeout} s of power on: "
-                    "does the PC boot from the network, and is its NIC's iPXE enabled?") from None
-            if index == 0:
-                self.console.write(CTRL_B)
-            elif index == 1:
-                return
-            else:
-                line = _text(match.group(0)) + self._rest_of_line()
-                raise InfrastructureError(f"the firmware gave up before iPXE: {line.strip()}")
-
-    def _rest_of_line(self) -> str:
-        try:
-            _, before, _, _ = self.console.expect(r"\n", timeout=2)
-        except TIMEOUT:
-            return ""
-        return _text(before)
-
     @step(args=["commands"])
     def _netboot(self, commands: list[str]) -> None:
         *setup, chain = commands
         for command in setup:
-            self._type(command)
-            before = self._expect(command, [self.prompt], self.tftp_timeout)[1]
-            errors = ipxe_errors(self.prompt + before, self.console_columns)
-            if errors:
-                raise InfrastructureError(f"iPXE command '{command}' failed: {' | '.join(errors)}")
-        self._type(chain)
-        index, before = self._expect(chain, [self.ready_marker, self.prompt], self.tftp_timeout + self.ready_timeout,
-                                     fatal=LINUX_FATAL)
-        if index == 1:  # iPXE is back at its prompt: the script, a download or the boot failed
-            output = self.prompt + before
-            errors = ipxe_errors(output, self.console_columns)
-            detail = " | ".join(errors) or " | ".join(console_lines(output, self.console_columns)[-3:])
-            raise InfrastructureError(f"iPXE command '{chain}' failed: {detail}")
-
-    def _expect(self, command: str, texts: list[str], timeout: int, fatal=()) -> tuple[int, str]:
-        """Which of ``texts`` came first after ``command``, and the console text before it; a
-        ``fatal`` line (a kernel panic after the chain) raises at once."""
-        try:
-            index, before, match, _ = self.console.expect([*(re.escape(t) for t in texts), *(f.pattern for f in fatal)],
-                                                          timeout=timeout)
-        except TIMEOUT:
-            raise InfrastructureError(f"after iPXE command '{command}', none of {texts} within {timeout} s "
-                                      "(no iPXE error on the console either)") from None
-        if index >= len(texts):
-            raise_fatal(fatal[index - len(texts)], f"after iPXE command '{command}'", before, match)
-        return index, _text(before)
-
-    @never_retry
-    def force(self, status):
-        if not isinstance(status, Status):
-            status = Status[status]
-        if status == Status.off:
-            self.target.activate(self.power)
-        elif status == Status.ipxe:
-            self.target.activate(self.console)
-        elif status == Status.shell:
-            self.target.activate(self.shell)
-        else:
-            raise StrategyError(f"can not force state {status}")
-        self.status = status
+            self.ipxe.run(command, self.tftp_timeout)
+        self.ipxe.run_until(chain, self.ready_marker, self.tftp_timeout + self.ready_timeout, fatal=LINUX_FATAL)
+        self.retyped.extend(self.ipxe.retyped)
+        self.ipxe.retyped.clear()

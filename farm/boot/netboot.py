@@ -9,11 +9,14 @@ It is staged under ``<user>/image-<key>/``: the same image, the same links, so s
 
 from __future__ import annotations
 
+import enum
+
 import attr
-from labgrid.strategy.common import Strategy
+from labgrid.factory import target_factory
+from labgrid.strategy.common import Strategy, StrategyError, never_retry
 
 from ..errors import JobError
-from .typing import type_checked
+from ..values import bootarg_problem
 from .staging import current_user, job_folder
 
 
@@ -26,6 +29,11 @@ def image_at(path: str):
 
 @attr.s(eq=False)
 class NetbootStrategy(Strategy):
+    """Netboot to a shell; a subclass is one bootloader's flow (its ``transition``), its states an enum
+    ``Status`` of ``unknown``, ``off``, the bootloader's command line (:attr:`BOOTLOADER`) and ``shell``."""
+
+    #: the state at the bootloader's command line, and the binding that drives it there (its driver)
+    BOOTLOADER = "bootloader"
     console_device = attr.ib(default="ttyS0", validator=attr.validators.instance_of(str))
     bootargs = attr.ib(default="", validator=attr.validators.instance_of(str))
     #: empty: the next-server of the bootloader's DHCP lease
@@ -34,8 +42,6 @@ class NetbootStrategy(Strategy):
     pass_lease = attr.ib(default=True, validator=attr.validators.instance_of(bool))
     ready_marker = attr.ib(default="FARM-READY", validator=attr.validators.instance_of(str))
     tftp_timeout = attr.ib(default=120, validator=attr.validators.instance_of(int))  # dhcp and each transfer
-    #: seconds to wait for the bootloader's echo of a typed command before erasing and retyping it
-    echo_timeout = attr.ib(default=5.0, converter=float)
     ready_timeout = attr.ib(default=120, validator=attr.validators.instance_of(int))  # kernel -> ready marker
     #: the key in the env file's ``images:`` booted when nothing was staged: an image directory or a recipe
     image = attr.ib(default="farm-image", validator=attr.validators.instance_of(str))
@@ -46,7 +52,7 @@ class NetbootStrategy(Strategy):
         self.initrd_path: str | None = None
         self.extra_bootargs: list[str] = []
         self.kernel_compressed = False
-        self.dtb_path: str | None = None  # a staged DTB booti hands Linux (None: the bootloader's own DT)
+        self.dtb_path: str | None = None  # a staged DTB the boot command hands Linux (None: the bootloader's own DT)
         #: the device tree booted, for run.json (farm.boot.dtb.dtb_record); None: the flow has none (iPXE)
         self.dtb_used: dict | str | None = None
         self.retyped: list[str] = []  # bootloader commands typed again because their echo differed
@@ -89,17 +95,44 @@ class NetbootStrategy(Strategy):
         except (JobError, KeyError, TypeError, AttributeError):  # a list of drivers, or a file changed since
             return f"{path}: targets.{target}.drivers.{name}.{key}"
 
+    @classmethod
+    def env_problem(cls, drivers, driver) -> tuple[object, str, str] | None:
+        """What is wrong with this strategy's entry ``driver`` among the target's ``drivers`` of an env
+        file (Nodes: farm.config), checked before labgrid reads it: ``(node, field, problem)`` or None.
+        Its kernel arguments are typed at the bootloader; the farm drivers it binds subclass labgrid's,
+        and an env file naming labgrid's own (an older farm's) is told which one to name instead."""
+        if isinstance(driver.get("bootargs"), str):
+            for arg in driver["bootargs"].split():
+                if (problem := bootarg_problem(arg)):
+                    return driver, "bootargs", problem
+        for binding in cls.bindings.values():
+            farm_driver = target_factory.drivers.get(binding) if isinstance(binding, str) else None
+            if getattr(farm_driver, "ADDS", None) is None or binding in drivers:  # not farm's, or there
+                continue
+            base = next((b.__name__ for b in farm_driver.__mro__[1:] if b.__name__ in drivers), None)
+            if base is not None:
+                return drivers, base, (f"{cls.__name__} needs {binding} (labgrid's {base}, {farm_driver.ADDS}; "
+                                       f"same settings): rename {base} to {binding}")
+            return drivers, None, f"{cls.__name__} needs {binding} ({farm_driver.ADDS}): add `{binding}: {{}}`"
+        return None
+
+    @never_retry
+    def force(self, status):
+        """Take the state as it is (labgrid's ``force``): activate what drives it, nothing typed or powered."""
+        if not isinstance(status, enum.Enum):
+            status = type(self.status)[status]
+        binding = {"off": "power", self.BOOTLOADER: self.BOOTLOADER, "shell": "shell"}.get(status.name)
+        if binding is None:
+            raise StrategyError(f"can not force state {status}")
+        self.target.activate(getattr(self, binding))
+        self.status = status
+
     def reset_after_failure(self) -> None:
         """Make the strategy usable again after a failed transition: labgrid's ``never_retry`` keeps the
         exception in ``broken`` and refuses every later call; farm has recorded the failure and retries
         from power-off, so the state is "unknown" (the failed attempt left it mid-way)."""
         self.broken = None
         self.status = type(self.status)(0)
-
-    def _type(self, line: str) -> None:
-        """Type a bootloader command, checked against its echo (characters get lost on serial lines)."""
-        if type_checked(self.console, line, echo_timeout=self.echo_timeout):
-            self.retyped.append(line)
 
     def staged(self) -> tuple[str, str]:
         if not (self.kernel_path and self.initrd_path):

@@ -109,7 +109,22 @@ class TwinQEMUDriver(QEMUDriver):
                     return
                 drained += len(data)
 
+    def _powered_off(self, what: str) -> JobError:
+        """A console used before the board was powered on (QEMU has no serial socket yet): say so,
+        instead of labgrid's bare ``TypeError`` from ``select`` on no socket."""
+        return JobError(f"{self.target.name}: its console was {what} while the board is powered off "
+                        f"({type(self).__name__} is not on): power it on first, e.g. with the strategy "
+                        f"(strategy.transition(\"shell\") boots it; labgrid-client -s shell), or use farm's "
+                        f"farm_target fixture, which boots it")
+
+    def _write(self, data):
+        if not self.status or self._clientsocket is None:
+            raise self._powered_off("written to")
+        return super()._write(data)
+
     def _read(self, size=1, timeout=10, max_size=None):
+        if not self.status or self._clientsocket is None:
+            raise self._powered_off("read")
         ready, _, _ = select.select([self._clientsocket], [], [], timeout)
         if not ready:
             raise TIMEOUT(f"Timeout of {timeout:.2f} seconds exceeded")

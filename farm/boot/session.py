@@ -17,16 +17,18 @@ from typing import Iterator
 import attrs
 import pexpect
 from labgrid import Environment, Target
+from labgrid.driver import QEMUDriver
 from labgrid.driver.exception import ExecutionError
 from labgrid.exceptions import NoConfigFoundError, InvalidConfigError
 from labgrid.strategy.common import StrategyError
 
+from .. import lglazy
 from ..config import Node, load_yaml
 from ..errors import FarmError, InfrastructureError, JobError
 from ..images.image import Image
-from ..values import bootarg_problem, name_problem, number_problem
+from ..values import name_problem, number_problem
 from .console_log import ConsoleLog
-from .dtb import dtb_name_problem
+from .facts import TargetFacts, read_facts
 from .lgcompat import drop_console_input
 from .lgenv import apply_lg_defaults  # noqa: F401  (farm.boot.session.apply_lg_defaults, as before)
 from .staging import current_user, job_folder
@@ -80,18 +82,19 @@ def _check_values(targets: Node, target: str, body: object) -> None:
         if problem:
             raise options.error("cpu_frequency_hz", problem)
     drivers = body.get("drivers")
-    if isinstance(drivers, Node) and "UBootNetbootStrategy" in drivers and "UBootDriver" in drivers \
-            and "FarmUBootDriver" not in drivers:
-        raise drivers.error("UBootDriver", "UBootNetbootStrategy needs FarmUBootDriver (labgrid's UBootDriver, "
-                            "typing echo-checked; same settings): rename UBootDriver to FarmUBootDriver")
-    for name, driver in (drivers.items() if isinstance(drivers, Node) else ()):
-        if name.endswith("NetbootStrategy") and isinstance(driver, Node) and isinstance(driver.get("bootargs"), str):
-            for arg in driver["bootargs"].split():
-                if (problem := bootarg_problem(arg)):
-                    raise driver.error("bootargs", problem)
-        if name.endswith("NetbootStrategy") and isinstance(driver, Node) and "dtb" in driver:
-            if (problem := dtb_name_problem(driver["dtb"])):
-                raise driver.error("dtb", problem)
+    if not isinstance(drivers, Node):
+        return
+    from labgrid.factory import target_factory
+
+    from . import drivers as _registered  # noqa: F401  (farm's strategies and drivers, by name)
+    from .netboot import NetbootStrategy
+
+    for name, driver in drivers.items():
+        strategy = target_factory.drivers.get(name)
+        if isinstance(strategy, type) and issubclass(strategy, NetbootStrategy) and isinstance(driver, Node):
+            if (found := strategy.env_problem(drivers, driver)) is not None:
+                node, key, problem = found
+                raise node.error(key, problem)
 
 
 #: how long a farm place's resources may be missing while its target is made (the exporter restarting)
@@ -104,6 +107,7 @@ def open_target(env: EnvFile) -> tuple[Environment, Target]:
     labgrid's "orphaned resource") is the lab's failure, not the env file's: it is waited for up to
     :data:`REMOTE_PLACE_PATIENCE` seconds, then an InfrastructureError (exit 3)."""
     apply_lg_defaults()
+    lglazy.load_for_env(env.path)  # the labgrid classes it names, when farm's command loads labgrid lazily
     deadline = time.monotonic() + REMOTE_PLACE_PATIENCE
     while True:
         try:
@@ -151,6 +155,8 @@ def _remote_place_failure(exc: BaseException, env: EnvFile) -> bool:
 
 @attrs.define
 class BootedTarget:
+    """What a boot flow hands over (farm.boot.flow): where the benchmarks run, and what the boot was."""
+
     name: str
     arch: str
     target: Target
@@ -165,13 +171,28 @@ class BootedTarget:
     #: where the lab host reaches the benchmarks' ports when it is not the shell's own address (a guest's
     #: ports are forwarded from its host)
     reach_address: str | None = None
-    guest_seconds: float | None = None  # host ready -> guest ready
     #: the device tree booted: the image's DTB ({name, sha256}), "u-boot" (U-Boot's own), None (iPXE: none)
     dtb: dict | str | None = None
+    #: the target is a QEMU twin: its clocks and cycle counters are QEMU's, not a board's
+    emulated: bool = False
+    #: what the flow adds to the boot's record (e.g. a guest's ``guest_seconds``: host ready -> guest ready)
+    recorded: dict = attrs.field(factory=dict)
 
     def run(self, command: str, timeout: float = 60) -> list[str]:
         """Run a shell command on the target; a non-zero exit raises labgrid's ExecutionError."""
         return self.shell.run_check(command, timeout=timeout)
+
+    def read_facts(self) -> TargetFacts:
+        """What the target says of itself (farm.boot.facts), its address the one the lab host reaches."""
+        facts = read_facts(self.shell)
+        return attrs.evolve(facts, address=self.reach_address) if self.reach_address else facts
+
+    def record(self) -> dict:
+        """The boot as run.json records it (besides the run's own fields and the target's facts)."""
+        return {"boot_seconds": round(self.boot_seconds, 3), "failed_attempts": list(self.failed_attempts),
+                "retyped": list(self.retyped), "emulated": self.emulated,
+                **({"topology": self.topology} if self.topology else {}),
+                **({"dtb": self.dtb} if self.dtb else {}), **self.recorded}
 
 
 def root_cause(exc: BaseException) -> BaseException:
@@ -270,7 +291,8 @@ def boot_opened_target(target: Target, arch: str, image: Image, job: str, consol
                     exc.failed_attempts = failed
                     raise exc from None
                 _power_off(target, strategy)
-        booted = BootedTarget(target.name, arch, target, shell, time.monotonic() - t_attempt, console)
+        booted = BootedTarget(target.name, arch, target, shell, time.monotonic() - t_attempt, console,
+                              emulated=any(isinstance(d, QEMUDriver) for d in target.drivers))
         booted.failed_attempts = failed
         booted.retyped = list(getattr(strategy, "retyped", []))
         booted.dtb = getattr(strategy, "dtb_used", None)

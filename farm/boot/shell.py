@@ -55,7 +55,7 @@ class FarmShellDriver(ShellDriver):
         patterns = [rf"{marker}(.*){marker}\s+(\d+)\s+{self.prompt}", *(f.pattern for f in LINUX_FATAL)]
         index, before, match, _ = self.console.expect(patterns, timeout=timeout)
         if index > 0:
-            raise_fatal(LINUX_FATAL[index - 1], f"while running '{cmd}'", before, match)
+            raise_fatal(LINUX_FATAL[index - 1], f"while running '{cmd}'", before, match, self.console)
         self._at_prompt = True
         data = re_vt100.sub("", match.group(1).decode(codec, decodeerrors)).split("\r\n")
         if data and not data[-1]:

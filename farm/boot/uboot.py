@@ -1,6 +1,10 @@
 """Boot Linux over the network from U-Boot, exactly as the MaaXBoard does: the labgrid strategy.
 
-    power on -> catch autoboot -> dhcp -> tftpboot kernel, [dtb,] initrd -> booti -> ready marker -> shell
+    power on -> catch autoboot -> dhcp -> tftpboot kernel, [dtb,] initrd -> boot command -> ready marker -> shell
+
+The boot command hands over to what was loaded: ``booti`` (an arm64 Image, the default), ``bootz`` (an
+arm zImage) or ``bootm`` (a uImage/FIT), chosen by the env file (``boot_command``) or a boot flow
+(:meth:`UBootNetbootStrategy.use_boot_command`) from :data:`BOOT_COMMANDS`.
 
 States: ``off``, ``uboot``, ``shell``. Call :meth:`UBootNetbootStrategy.set_image` with the staged
 file names first, then ``transition("shell")``. Every value that reaches the U-Boot command line is
@@ -18,14 +22,14 @@ from labgrid.step import step
 from labgrid.strategy.common import StrategyError, never_retry
 
 from ..errors import InfrastructureError, JobError
-from .dtb import dtb_record, image_dtb_problem
+from ..values import BOOTARG
+from .dtb import dtb_name_problem, dtb_record, image_dtb_problem
 from .netboot import NetbootStrategy
 from .ubootdriver import FarmUBootDriver  # noqa: F401  (registers the driver the strategy binds)
 from .watch import LINUX_FATAL, UBOOT_FATAL
 
 _TFTP_PATH = re.compile(r"^[A-Za-z0-9._+/-]+$")
 _ADDR = re.compile(r"^(0x[0-9a-fA-F]+|\$\{[a-z_]+\})$")
-_BOOTARG = re.compile(r"^[A-Za-z0-9_.,:=/+@-]+$")
 _IPV4 = re.compile(r"^((25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])\.){3}(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])$")
 
 
@@ -50,8 +54,8 @@ def uboot_boot_commands(*, kernel: str, initrd: str, kernel_addr: str, initrd_ad
                         fdt_load_addr: str = "${fdt_addr_r}") -> list[str]:
     """The U-Boot commands of a netboot, all values checked (pure: easy to read and to test).
 
-    ``dtb``: the staged path of the image's DTB, loaded at ``fdt_load_addr`` (booti then hands Linux
-    that address: :func:`booti_command`); None: U-Boot's own device tree at ``fdt_addr``.
+    ``dtb``: the staged path of the image's DTB, loaded at ``fdt_load_addr`` (the boot command then
+    hands Linux that address: :func:`boot_command`); None: U-Boot's own device tree at ``fdt_addr``.
 
     ``comp_addr``/``comp_size``: the kernel is compressed (Image.gz); booti decompresses it through
     ``kernel_comp_addr_r``. ``pass_lease``: hand U-Boot's DHCP lease to Linux as ``farm.ip=`` so /init
@@ -65,7 +69,7 @@ def uboot_boot_commands(*, kernel: str, initrd: str, kernel_addr: str, initrd_ad
                  *([fdt_load_addr] if dtb is not None else [])):
         _check(addr, _ADDR, "load address")
     for arg in bootargs:
-        _check(arg, _BOOTARG, "kernel argument")
+        _check(arg, BOOTARG, "kernel argument")
     commands = []
     for name, value in (("tftpblocksize", blocksize), ("tftpwindowsize", windowsize)):
         if value is not None:
@@ -96,22 +100,33 @@ def uboot_boot_commands(*, kernel: str, initrd: str, kernel_addr: str, initrd_ad
 def address_guard(addr: str) -> str | None:
     """A command failing when the U-Boot variable ``addr`` names is unset (None: ``addr`` is a number).
 
-    ``tftpboot ${unset} file`` loads to U-Boot's default address without a word and ``booti`` then takes
+    ``tftpboot ${unset} file`` loads to U-Boot's default address without a word and the boot command then takes
     no device tree at all (the board resets); not every U-Boot defines ``fdt_addr_r`` (QEMU's has none)."""
     return f'test -n "{addr}"' if addr.startswith("${") else None
 
 
-def booti_command(*, kernel_addr: str, initrd_addr: str, fdt_addr: str) -> str:
-    """The booti line (typed, not run: it does not return); the initrd's size is the one tftpboot saw."""
+#: U-Boot's commands that boot a kernel with a raw initrd (``addr:size``) and a device tree, by what they boot
+BOOT_COMMANDS = {"booti": "an arm64 Image", "bootz": "an arm zImage", "bootm": "a uImage or FIT image"}
+#: the one of them that decompresses a kernel (Image.gz) through ``kernel_comp_addr_r``
+DECOMPRESSING = "booti"
+
+
+def boot_command(command: str, *, kernel_addr: str, initrd_addr: str, fdt_addr: str) -> str:
+    """The boot line (typed, not run: it does not return); the initrd's size is the one tftpboot saw."""
+    if command not in BOOT_COMMANDS:
+        raise JobError(f"boot command {command!r}: expected one of {', '.join(BOOT_COMMANDS)}")
     for addr in (kernel_addr, initrd_addr, fdt_addr):
         _check(addr, _ADDR, "load address")
-    return f"booti {kernel_addr} {initrd_addr}:${{farm_initrd_size}} {fdt_addr}"
+    return f"{command} {kernel_addr} {initrd_addr}:${{farm_initrd_size}} {fdt_addr}"
+
 
 
 @target_factory.reg_driver
 @attr.s(eq=False)
 class UBootNetbootStrategy(NetbootStrategy):
-    """U-Boot + TFTP + booti to a busybox shell; the board's values come from the env file."""
+    """U-Boot + TFTP + a boot command to a busybox shell; the board's values come from the env file."""
+
+    BOOTLOADER = "uboot"
 
     bindings = {
         "power": "PowerProtocol",
@@ -132,12 +147,27 @@ class UBootNetbootStrategy(NetbootStrategy):
     fdt_load_addr = attr.ib(default="${fdt_addr_r}", validator=attr.validators.instance_of(str))
     tftp_blocksize = attr.ib(default=None, validator=attr.validators.optional(attr.validators.instance_of(int)))
     tftp_windowsize = attr.ib(default=None, validator=attr.validators.optional(attr.validators.instance_of(int)))
-    # where booti may decompress a compressed kernel (Image.gz); the image says whether it is one
+    # where booti (DECOMPRESSING) may unpack a compressed kernel (Image.gz); the image says whether it is one
     kernel_comp_addr = attr.ib(default="", validator=attr.validators.instance_of(str))
     kernel_comp_size = attr.ib(default=0x4000000, validator=attr.validators.instance_of(int))
     dhcp = attr.ib(default=True, validator=attr.validators.instance_of(bool))
+    #: how U-Boot hands over to the kernel (:data:`BOOT_COMMANDS`); a boot flow may choose another
+    boot_command = attr.ib(default="booti", validator=attr.validators.in_(tuple(BOOT_COMMANDS)))
 
     status = attr.ib(default=Status.unknown)
+
+    @classmethod
+    def env_problem(cls, drivers, driver):
+        if "dtb" in driver and (problem := dtb_name_problem(driver["dtb"])):
+            return driver, "dtb", problem
+        return super().env_problem(drivers, driver)
+
+    def use_boot_command(self, command: str) -> None:
+        """Boot with ``command`` (:data:`BOOT_COMMANDS`) from the next transition to ``shell`` on: the
+        flow's choice for what it stages (a system image's ``bootm``)."""
+        if command not in BOOT_COMMANDS:
+            raise JobError(f"boot command {command!r}: expected one of {', '.join(BOOT_COMMANDS)}")
+        self.boot_command = command
 
     def commands(self) -> list[str]:
         kernel, initrd = self.staged()
@@ -149,9 +179,9 @@ class UBootNetbootStrategy(NetbootStrategy):
             comp_addr=self._comp_addr() if self.kernel_compressed else None, comp_size=self.kernel_comp_size,
             pass_lease=self.pass_lease and self.dhcp, dtb=self._staged_dtb(), fdt_load_addr=self.fdt_load_addr)
 
-    def booti(self) -> str:
-        return booti_command(kernel_addr=self.kernel_addr, initrd_addr=self.initrd_addr,
-                             fdt_addr=self.fdt_load_addr if self.dtb else self.fdt_addr)
+    def boot_line(self) -> str:
+        return boot_command(self.boot_command, kernel_addr=self.kernel_addr, initrd_addr=self.initrd_addr,
+                            fdt_addr=self.fdt_load_addr if self.dtb else self.fdt_addr)
 
     def image_dtb(self, manifest: dict) -> str | None:
         """The env file's ``dtb``, checked against the image (before anything is staged or powered)."""
@@ -167,6 +197,9 @@ class UBootNetbootStrategy(NetbootStrategy):
         return self.dtb_path if self.dtb else None
 
     def _comp_addr(self) -> str:
+        if self.boot_command != DECOMPRESSING:
+            raise JobError(f"the image's kernel is compressed, which only {DECOMPRESSING} unpacks, not "
+                           f"{self.boot_command}: build the image without kernel.compress")
         if not self.kernel_comp_addr:
             raise JobError("the image's kernel is compressed but the env file sets no kernel_comp_addr for "
                            "UBootNetbootStrategy (where U-Boot may decompress it)")
@@ -192,14 +225,14 @@ class UBootNetbootStrategy(NetbootStrategy):
             self.power.on()
             self.target.activate(self.uboot)  # waits for autoboot and interrupts it
         elif status == Status.shell:
-            commands, booti = self.commands(), self.booti()  # fail on bad input before touching the board
+            commands, boot = self.commands(), self.boot_line()  # fail on bad input before touching the board
             self.transition(Status.uboot)
-            self._netboot(commands, booti)
+            self._netboot(commands, boot)
             self.target.activate(self.shell)
         self.status = status
 
     @step()
-    def _netboot(self, commands: list[str], booti: str) -> None:
+    def _netboot(self, commands: list[str], boot: str) -> None:
         for command in commands:
             timeout = self.tftp_timeout if command.startswith(("tftp", "dhcp")) else 30
             output, _, code = self.uboot.run(command, timeout=timeout)
@@ -209,23 +242,9 @@ class UBootNetbootStrategy(NetbootStrategy):
             if code != 0:
                 raise InfrastructureError(f"U-Boot command '{command}' failed (exit {code}): "
                                           + " | ".join(line for line in output[-4:] if line.strip()))
-        self.uboot.type_line(booti)
-        self.uboot.expect_or_fail([self.uboot.bootstring], UBOOT_FATAL, "booti", self.uboot.boot_timeout)
+        self.uboot.type_line(boot)
+        self.uboot.expect_or_fail([self.uboot.bootstring], UBOOT_FATAL, self.boot_command, self.uboot.boot_timeout)
         self.uboot.expect_or_fail([self.ready_marker], (*LINUX_FATAL, *UBOOT_FATAL), "booting Linux",
                                   self.ready_timeout)
         self.retyped.extend(self.uboot.retyped)
         self.uboot.retyped.clear()
-
-    @never_retry
-    def force(self, status):
-        if not isinstance(status, Status):
-            status = Status[status]
-        if status == Status.off:
-            self.target.activate(self.power)
-        elif status == Status.uboot:
-            self.target.activate(self.uboot)
-        elif status == Status.shell:
-            self.target.activate(self.shell)
-        else:
-            raise StrategyError(f"can not force state {status}")
-        self.status = status

@@ -29,6 +29,9 @@ _TIMESTAMP = re.compile(r"^\[\s+\d+\.\d+\]\s*")  # as labgrid's re_uboot_timesta
 @target_factory.reg_driver
 @attr.s(eq=False)
 class FarmUBootDriver(UBootDriver):
+    #: what it adds to labgrid's UBootDriver (said when an env file names that one instead)
+    ADDS = "typing echo-checked"
+
     echo_timeout = attr.ib(default=5.0, converter=float)
 
     def __attrs_post_init__(self):
@@ -44,7 +47,7 @@ class FarmUBootDriver(UBootDriver):
         """Wait for one of ``wanted``; a fatal line first raises its failure class with an excerpt."""
         index, before, match, _ = self.console.expect([*wanted, *(f.pattern for f in fatal)], timeout=timeout)
         if index >= len(wanted):
-            raise_fatal(fatal[index - len(wanted)], where, before, match)
+            raise_fatal(fatal[index - len(wanted)], where, before, match, self.console)
         return match
 
     def _run(self, cmd: str, *, timeout: int = 30, codec: str = "utf-8", decodeerrors: str = "strict"):

@@ -8,7 +8,6 @@ from pathlib import Path
 
 from ..bench.registry import IMPORTERS
 from ..results.outdir import OutDir, prepare_out_dir
-from ..store.hook import ingest_after, moved_after
 from ..values import name_arg, out_dir_arg
 
 COMPARE_FILES = frozenset({"compare.csv", "compare.md", "compare.png", "compare-sweep.png"})
@@ -53,9 +52,11 @@ def cmd_import(args: argparse.Namespace) -> int:
     _say_moved(prepared)
     out = importers.write_import(records, args.out, args.file, frequency_hz=args.frequency)
     print(f"farm: imported {len(records)} records from {args.file}", file=sys.stderr)
+    from ..run.events import moved, published
+
     if prepared.moved_to is not None:  # the store follows the old import to where it went
-        moved_after(prepared.path, prepared.moved_to)
-    ingest_after(out)
+        moved(prepared.path, prepared.moved_to)
+    published(out)  # the results store and the lab's listeners
     print(out)
     return 0
 

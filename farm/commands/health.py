@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from . import add_coordinator
 from ..values import number_arg, out_dir_arg
 
 DEFAULT_PIPELINE = "pipelines/health.yaml"
@@ -70,8 +71,7 @@ def register(sub) -> None:
 
     def add(name: str, func, help: str, description: str) -> argparse.ArgumentParser:
         v = verbs.add_parser(name, help=help, description=description)
-        v.add_argument("--coordinator", metavar="HOST:PORT",
-                       help="the labgrid coordinator (default $LG_COORDINATOR, else 127.0.0.1:20408)")
+        add_coordinator(v)
         v.set_defaults(func=func)
         return v
 

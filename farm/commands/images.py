@@ -27,7 +27,9 @@ def register(sub) -> None:
                        description="Build the image of RECIPE (Debian kernel, initrd from Debian packages, "
                        "kernel modules) reproducibly, served from the cache ($FARM_CACHE, default ~/.cache/farm) when "
                        "unchanged and its files still match their sha256 (a damaged image is rebuilt). Prints "
-                       "the image directory (artifacts + manifest.json) on the last line of stdout.")
+                       "the image directory (artifacts + manifest.json) on the last line of stdout; a build that "
+                       "is not cached says its progress on stderr, phase by phase (resolve, download, extract, "
+                       "kernel, programs, initrd), a line at least every 10 s of a long phase.")
     p.add_argument("recipe", help="image recipe, e.g. images/maaxboard-bench.yaml")
     p.add_argument("--out", metavar="DIR", type=out_dir_arg, help="also copy the image files into DIR, which must be outside "
                    "farm's cache (and print DIR)")

@@ -8,6 +8,7 @@ import shlex
 import sys
 from datetime import datetime
 
+from . import add_coordinator
 from ..values import number_arg, shown
 
 
@@ -154,8 +155,7 @@ def _table(rows: list[tuple[str, ...]]) -> None:
 def register(sub) -> None:
     def add(name: str, func, help: str, description: str) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help, description=description)
-        p.add_argument("--coordinator", metavar="HOST:PORT",
-                       help="the labgrid coordinator (default $LG_COORDINATOR, else 127.0.0.1:20408)")
+        add_coordinator(p)
         p.set_defaults(func=func)
         return p
 

@@ -9,7 +9,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ..errors import EXIT_OK, EXIT_TEST_FAILURE, JobError
-from ..store.hook import ingest_after, moved_after
 from ..values import out_dir_arg, shown
 
 STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
@@ -73,7 +72,9 @@ def cmd_qualify(args: argparse.Namespace) -> int:
         "e.g. --out results/qualify")).moved_to
     if moved is not None:
         print(f"farm: --force: the old content of {out} moved to {moved}", file=sys.stderr)
-        moved_after(out, moved)  # a verdict stored from there is there now
+        from ..run.events import moved as results_moved
+
+        results_moved(out, moved)  # a verdict stored from there is there now
     paths = write_outputs(result, out, baseline_label=baselines.describe(args.baseline, base_path),
                           candidate_label=baselines.describe(args.candidate, cand_path))
     if (summary := _step_summary(args)):
@@ -86,7 +87,9 @@ def cmd_qualify(args: argparse.Namespace) -> int:
         print(f"farm: MISSING {u.key.label()} ({u.setup}): in the baseline (n={u.n}), not measured by the "
               "candidate (--allow-missing to accept)", file=sys.stderr)
     print(f"farm: qualify {result.headline()}", file=sys.stderr)
-    ingest_after(cand_path, qualification={"path": out, "baseline": baselines.describe(args.baseline, base_path),
+    from ..run.events import published
+
+    published(cand_path, qualification={"path": out, "baseline": baselines.describe(args.baseline, base_path),
                                            "passed": result.passed, "headline": result.headline()})
     print(out)
     return EXIT_OK if result.passed else EXIT_TEST_FAILURE

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..store.hook import ingest_after, moved_after
+from . import add_coordinator
 from ..values import bootarg_arg, number_arg, out_dir_arg
 
 
@@ -37,9 +37,6 @@ def cmd_run(args: argparse.Namespace) -> int:
                        force=args.force, image_dirs=[Path(d) for d in args.image])
     print(f"farm: run {run.run_id} {run.info.status}: {sum(c.kind == 'pass' for c in run.cases)} of "
           f"{len(run.cases)} stages passed", file=sys.stderr)
-    if run.info.replaced:  # --force moved an earlier run aside: the store follows it there
-        moved_after(run.path, run.info.replaced)
-    ingest_after(run.path)
     print(run.path)
     return run.status
 
@@ -74,7 +71,7 @@ def register(sub) -> None:
     p.add_argument("--farm-prio", type=number_arg(-1e6, 1e6, unit="(higher goes first)"), default=0.0, metavar="N",
                    help="the reservation's priority in the coordinator's queue (default 0; higher goes first, then "
                    "older); the place's load generators are reserved with it too")
-    p.add_argument("--coordinator", metavar="HOST:PORT", help="labgrid coordinator (default $LG_COORDINATOR)")
+    add_coordinator(p, "of --farm")
     p.add_argument("--health-check", action="store_true",
                    help="with --farm: a health check, which may take a place tagged unhealthy (farm_health); a "
                    "passing boot tags it healthy again (farm health check PLACE does this with pipelines/health.yaml)")

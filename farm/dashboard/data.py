@@ -18,7 +18,6 @@ from farm.secrets import mask
 from farm.store import schema
 from farm.store.history import Filters, Series, history
 
-RUNS_PER_PAGE = 100
 _SAFE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._]*(-[A-Za-z0-9._]+)*")
 
 
@@ -46,19 +45,6 @@ class RunDetail:
     previous: str | None          # the run before it of the same pipeline, for a comparison
     qualifications: list[Any]
     sweeps: list[SweepCurve] = attrs.field(factory=list)  # its network sweeps, drawn on its page
-
-
-def count_runs(c: sa.Connection) -> int:
-    return c.execute(sa.select(sa.func.count()).select_from(schema.runs)).scalar_one()
-
-
-def runs_page(c: sa.Connection, page: int = 1, per_page: int = RUNS_PER_PAGE) -> list[Any]:
-    """The runs of page ``page`` (1 = newest), newest first."""
-    r = schema.runs
-    cols = [r.c.run_id, r.c.kind, r.c.status, r.c.who, r.c.started, r.c.duration_s, r.c.pipeline, r.c.targets,
-            r.c.setups, r.c.images, r.c.kernels, r.c.junit]
-    return c.execute(sa.select(*cols).order_by(r.c.started.desc(), r.c.id.desc())
-                     .limit(per_page).offset((page - 1) * per_page)).all()
 
 
 def all_run_ids(c: sa.Connection) -> list[str]:
@@ -103,15 +89,15 @@ class SweepCurve:
 
 def sweep_curves(rows) -> list[SweepCurve]:
     """The :data:`SWEEP_METRICS` curves of the sweep records among ``rows`` (records or store rows)."""
+    from farm.results.identity import identity_params
     from farm.results.ipbench import BENCHMARK
-    from farm.results.record import key_params
 
     requested: dict[tuple[str, str, str], float] = {}
     values: dict[tuple[str, str, str, str, str], list[float]] = {}
     for r in rows:
         if r.benchmark != BENCHMARK or not math.isfinite(r.value):
             continue
-        point = (r.target, r.setup, key_params(r.params))
+        point = (r.target, r.setup, identity_params(r.benchmark, r.params))
         if r.metric == "requested_throughput":
             requested[point] = r.value
         elif r.metric in SWEEP_METRICS:
@@ -300,3 +286,82 @@ def place_history(c: sa.Connection, limit: int = PLACE_RUNS) -> list[PlaceRuns]:
             seen["health"] = place["health"]
     return [PlaceRuns(name, v["coordinator"], {str(k): str(t) for k, t in v["tags"].items()}, v["runs"], v["last"],
                       v["failure"], v["health"]) for name, v in sorted(found.items())]
+
+
+#: how many of a place's newest runs its page draws over time
+PLACE_TIMELINE = 200
+
+
+@attrs.frozen
+class PlaceDetail:
+    """A place's page, from the store: its runs (run.json's ``place``), their outcomes, and the
+    health each recorded, over time."""
+
+    name: str
+    coordinator: str
+    tags: dict[str, str]
+    total: int                          # runs on it
+    outcomes: tuple[tuple[str, int], ...]  # status -> runs, most first
+    timeline: tuple[Any, ...]           # its newest PLACE_TIMELINE runs, oldest first (run_id, started, status,
+    #                                     junit, stopped_at, health: what the run recorded, "" when nothing)
+    recent: tuple[Any, ...]             # its newest runs, for the jobs table (runlist rows)
+
+
+def place_names(c: sa.Connection) -> list[str]:
+    r = schema.runs
+    return list(c.execute(sa.select(r.c.place).where(r.c.place != "").distinct().order_by(r.c.place)).scalars())
+
+
+def place_for_slug(c: sa.Connection, text: str) -> str | None:
+    return next((name for name in place_names(c) if slug(name) == text), None)
+
+
+def place_detail(c: sa.Connection, name: str, timeline: int = PLACE_TIMELINE) -> PlaceDetail | None:
+    from .runlist import RUNS_PER_PAGE, RunFilter, runs
+
+    r = schema.runs
+    outcomes = c.execute(sa.select(r.c.status, sa.func.count()).where(r.c.place == name).group_by(r.c.status)).all()
+    if not outcomes:
+        return None
+    rows = c.execute(sa.select(r.c.run_id, r.c.started, r.c.status, r.c.junit, r.c.stopped_at, r.c.info)
+                     .where(r.c.place == name).order_by(r.c.started.desc(), r.c.id.desc()).limit(timeline)).all()
+    points, tags, coordinator = [], None, ""
+    for row in rows:
+        try:
+            place = json.loads(row.info).get("place")
+        except (ValueError, AttributeError):
+            place = None
+        place = place if isinstance(place, dict) else {}
+        if tags is None and isinstance(place.get("tags"), dict):
+            tags, coordinator = place["tags"], str(place.get("coordinator") or "")
+        health = place.get("health") if isinstance(place.get("health"), str) else ""
+        points.append(PlaceEvent(row.run_id, row.started, row.status, row.junit, row.stopped_at, health))
+    return PlaceDetail(name, coordinator, {str(k): str(v) for k, v in (tags or {}).items()},
+                       sum(n for _, n in outcomes), tuple(sorted(((s, n) for s, n in outcomes),
+                                                                 key=lambda sn: (-sn[1], sn[0]))),
+                       tuple(reversed(points)), tuple(runs(c, RunFilter(place=name), 1, RUNS_PER_PAGE)))
+
+
+@attrs.frozen
+class PlaceEvent:
+    run_id: str
+    started: str
+    status: str
+    junit: str
+    stopped_at: str
+    health: str
+
+
+def point_values(c: sa.Connection, trend: Trend, series: Series, run_ids: list[str]) -> dict[str, list[float]]:
+    """Run id → the values of ``series`` it measured, for the runs ``run_ids`` (a trend page's points,
+    judged against each other by farm qualify's rules)."""
+    f = schema.figures
+    out: dict[str, list[float]] = {}
+    for i in range(0, len(run_ids), 500):
+        query = sa.select(f.c.run_id, f.c["values"]).where(
+            f.c.metric == trend.metric, f.c.benchmark == trend.benchmark, f.c.suite == trend.suite,
+            f.c.unit == trend.unit, f.c.target == series.target, f.c.setup == series.setup,
+            f.c.params == series.params, f.c.run_id.in_(run_ids[i:i + 500]))
+        for run_id, text in c.execute(query):
+            out.setdefault(run_id, []).extend(json.loads(text))
+    return out

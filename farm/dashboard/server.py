@@ -1,9 +1,11 @@
 """``farm serve``: the dashboard's pages answered live from the store (stdlib http.server).
 
 Read-only: GET and HEAD only, every other method is refused (405, whatever the method: OPTIONS,
-TRACE, PROPFIND, made-up ones too); no page writes to the store. It binds to 127.0.0.1 unless told
-otherwise. Pages carry a Content-Security-Policy that allows no script at all, so even a name that
-slipped past escaping could not run.
+TRACE, PROPFIND, made-up ones too); no page writes to the store. ``run/<run>/files/<path>`` answers
+a file of a run directory (farm.dashboard.files: only those the store lists for the run, through no
+symbolic link, text masked). It binds to 127.0.0.1 unless told otherwise. Pages carry a
+Content-Security-Policy that allows no script at all, so even a name that slipped past escaping
+could not run.
 
 **Host names.** A request must name this server in its ``Host`` header: an IP address (which no
 one else's page can be served from), ``localhost``, this machine's own names, or a name given with
@@ -106,6 +108,8 @@ def make_handler(eng: sa.Engine, places: site.PlacesNow | None = None,
                 return
             url = urlsplit(self.path)
             path = unquote(url.path).lstrip("/")
+            if site.is_file_path(path):
+                return self._file(path, send_body)
             try:
                 with eng.connect() as c:
                     status, html = site.render(c, path, parse_qs(url.query), live=True, places=places)
@@ -118,6 +122,33 @@ def make_handler(eng: sa.Engine, places: site.PlacesNow | None = None,
             self.send_header("Content-Security-Policy", pages.CSP)
             self.send_header("X-Content-Type-Options", "nosniff")
             self.send_header("Cache-Control", "no-store")
+            self.end_headers()
+            if send_body:
+                self.wfile.write(body)
+
+        def _file(self, path: str, send_body: bool) -> None:
+            """A file of a run directory (farm.dashboard.files: only those the store lists, masked)."""
+            try:
+                with eng.connect() as c:
+                    found = site.run_file(c, path)
+            except Exception as exc:  # noqa: BLE001 - as a page: a 500, not a dead server
+                found, error = None, f"{type(exc).__name__}: {exc}"
+            else:
+                error = ""
+            if found is None:
+                body = mask(pages.not_found_page(error or f"no file at {path}")).encode("utf-8")
+                status, kind, attachment = (500 if error else 404), "text/html; charset=utf-8", False
+            else:
+                body, status, kind, attachment = found.data, 200, found.content_type, found.attachment
+            self.send_response(status)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Content-Security-Policy", pages.CSP)
+            self.send_header("X-Content-Type-Options", "nosniff")
+            self.send_header("Cache-Control", "no-store")
+            if attachment:
+                name = path.rsplit("/", 1)[-1].encode("ascii", "replace").decode().replace('"', "_")
+                self.send_header("Content-Disposition", f'attachment; filename="{name}"')
             self.end_headers()
             if send_body:
                 self.wfile.write(body)

@@ -26,20 +26,49 @@ class ChartPoint:
     flag: str = ""      # "regression" | "baseline" | ""
 
 
-def _ticks(lo: float, hi: float, count: int = 5) -> list[float]:
+#: tick steps, times a power of ten: values people read off an axis (1, 2, 2.5, 5 ... Mbit/s, µs, %)
+_STEPS = (1.0, 2.0, 2.5, 5.0, 10.0)
+
+
+def tick_step(lo: float, hi: float, count: int = 5) -> float:
+    """The round step (1, 2, 2.5 or 5 times a power of ten) whose multiples cover ``lo .. hi`` in 3
+    to ``count + 1`` intervals with the least room to spare (then the fewest ticks)."""
+    magnitude = math.floor(math.log10((hi - lo) / max(1, count - 1)))
+    best: tuple[float, int, float] | None = None
+    for power in (magnitude - 1, magnitude, magnitude + 1):
+        for m in _STEPS:
+            step = m * 10.0 ** power
+            first, last = math.floor(lo / step + 1e-9), math.ceil(hi / step - 1e-9)
+            if 3 <= last - first <= count + 1 or (best is None and m == _STEPS[-1] and power == magnitude + 1):
+                choice = ((last - first) * step, last - first, step)
+                best = choice if best is None or choice[:2] < best[:2] else best
+    assert best is not None
+    return best[2]
+
+
+def nice_axis(lo: float, hi: float, count: int = 5) -> tuple[float, float, list[float]]:
+    """An axis that covers ``lo .. hi`` from one round value to another, and its ticks: every
+    multiple of a round step (1, 2, 2.5 or 5 times a power of ten) in it. The values are in the
+    unit's base (bit/s, µs, bytes/s), whose prefixes are powers of 1000, so a round value is round in
+    the unit people read too: 0, 25, 50, 75, 100 Mbit/s, not 0, 26.2, 52.5 ..."""
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return 0.0, 1.0, [0.0, 1.0]
     if hi <= lo:
-        return [lo]
-    return [lo + (hi - lo) * i / (count - 1) for i in range(count)]
+        hi = lo + (abs(lo) or 1.0)
+    step = tick_step(lo, hi, count)
+    first, last = math.floor(lo / step + 1e-9), math.ceil(hi / step - 1e-9)
+    ticks = [round(k * step, 12) for k in range(first, last + 1)]
+    return ticks[0], ticks[-1], ticks
 
 
 def trend_chart(points: Sequence[ChartPoint], unit: str, title: str) -> str:
     """Medians joined by a line, each with its interval as a vertical bar."""
     if not points:
         return ""
-    values = [v for p in points for v in (p.lo, p.hi, p.median) if math.isfinite(v)]
+    values = [v for p in points for v in (p.lo, p.hi, p.median) if math.isfinite(v)] or [0.0]
     lo, hi = min(values), max(values)
     pad = (hi - lo) * 0.1 or abs(hi) * 0.1 or 1.0
-    lo, hi = max(0.0, lo - pad) if lo >= 0 else lo - pad, hi + pad
+    lo, hi, ticks = nice_axis(max(0.0, lo - pad) if lo >= 0 else lo - pad, hi + pad)
     plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
 
     def x(i: int) -> float:
@@ -52,7 +81,7 @@ def trend_chart(points: Sequence[ChartPoint], unit: str, title: str) -> str:
            f'aria-label="{escape(title)}" xmlns="http://www.w3.org/2000/svg">',
            f'<title>{escape(title)}</title>',
            f'<rect x="{LEFT}" y="{TOP}" width="{plot_w}" height="{plot_h}" class="plot"/>']
-    for t in _ticks(lo, hi):
+    for t in ticks:
         out.append(f'<line x1="{LEFT}" x2="{LEFT + plot_w}" y1="{y(t):.1f}" y2="{y(t):.1f}" class="grid"/>'
                    f'<text x="{LEFT - 6}" y="{y(t) + 4:.1f}" text-anchor="end">{escape(human(t, unit))}</text>')
     line = " ".join(f"{x(i):.1f},{y(p.median):.1f}" for i, p in enumerate(points))
@@ -71,26 +100,56 @@ def trend_chart(points: Sequence[ChartPoint], unit: str, title: str) -> str:
     return "".join(out)
 
 
+#: about how wide a character of the charts' 11 px text is, for fitting labels (a little generous)
+CHAR_PX = 6.6
+
+
+def wrap_label(label: str, chars: int) -> list[str]:
+    """``label`` in lines of at most ``chars`` characters, broken after a space, ``;``, ``,`` or ``]``
+    where it can be (a word longer than a line is cut into pieces, never dropped)."""
+    lines: list[str] = []
+    rest = label
+    while len(rest) > chars:
+        cut = max(rest.rfind(sep, 0, chars + 1) for sep in (" ", ";", ",", "[", "]"))
+        cut = cut + 1 if cut > chars // 3 else chars
+        lines.append(rest[:cut].rstrip())
+        rest = rest[cut:].lstrip()
+    return lines + [rest] if rest or not lines else lines
+
+
 def ratio_chart(rows: Sequence[tuple[str, float, str]], title: str) -> str:
     """Horizontal bars of ratios (later / first) around a line at 1.0, one per metric; each row is
     ``(label, ratio, verdict)``, the verdict (better, worse, same, unknown:
-    :func:`farm.results.compare.verdict`) its bar's class and colour, named in a legend."""
+    :func:`farm.results.compare.verdict`) its bar's class and colour, named in a legend. Labels are
+    shown whole (wrapped over lines when long), each bar ends in its ratio."""
     finite = [(label, r, v) for label, r, v in rows if math.isfinite(r)]
     if not finite:
         return ""
-    bar_h, left, width = 18, 330, WIDTH
-    height = TOP + bar_h * len(finite) + 52
+    width, line_h, bar_h = WIDTH + 140, 13, 18
+    longest = max(len(label) for label, _, _ in finite)
+    left = int(min(max(120, longest * CHAR_PX + 12), width * 0.5))
+    chars = max(12, int((left - 12) / CHAR_PX))
+    wrapped = [wrap_label(label, chars) for label, _, _ in finite]
+    heights = [max(bar_h, line_h * len(lines) + 5) for lines in wrapped]
+    bottom = TOP + sum(heights)
+    height = bottom + 52
+    value_w = 48  # room for the ratio written after the longest bar
     top = max(2.0, max(r for _, r, _ in finite) * 1.05)
-    scale = (width - left - RIGHT) / top
-    out = [f'<svg class="chart" viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
+    scale = (width - left - RIGHT - value_w) / top
+    out = [f'<svg class="chart ratio" viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
            f'aria-label="{escape(title)}" xmlns="http://www.w3.org/2000/svg"><title>{escape(title)}</title>']
-    for i, (label, r, verdict) in enumerate(finite):
-        yy = TOP + i * bar_h
-        out.append(f'<text x="{left - 6}" y="{yy + 13}" text-anchor="end">{escape(label[:48])}</text>'
-                   f'<rect x="{left}" y="{yy + 2}" width="{r * scale:.1f}" height="{bar_h - 4}" '
-                   f'class="bar {escape(verdict)}"><title>{escape(f"{label}: {r:.4g} ({verdict})")}</title></rect>')
+    yy = TOP
+    for (label, r, verdict), lines, h in zip(finite, wrapped, heights):
+        first = yy + (h - line_h * len(lines)) / 2 + 10
+        text = "".join(f'<tspan x="{left - 6}" y="{first + i * line_h:.1f}">{escape(line)}</tspan>'
+                       for i, line in enumerate(lines))
+        bar_y = yy + (h - (bar_h - 4)) / 2
+        out.append(f'<text text-anchor="end" class="label">{text}</text>'
+                   f'<rect x="{left}" y="{bar_y:.1f}" width="{r * scale:.1f}" height="{bar_h - 4}" '
+                   f'class="bar {escape(verdict)}"><title>{escape(f"{label}: {r:.4g} ({verdict})")}</title></rect>'
+                   f'<text x="{left + r * scale + 4:.1f}" y="{bar_y + 11:.1f}" class="value">{r:.3g}</text>')
+        yy += h
     one = left + scale
-    bottom = TOP + bar_h * len(finite)
     out.append(f'<line x1="{one:.1f}" x2="{one:.1f}" y1="{TOP}" y2="{bottom + 4}" class="one"/>'
                f'<text x="{one:.1f}" y="{bottom + 16}" text-anchor="middle">1.0</text>')
     x = left
@@ -102,6 +161,31 @@ def ratio_chart(rows: Sequence[tuple[str, float, str]], title: str) -> str:
             x += 30 + 7 * len(text)
     out.append("</svg>")
     return "".join(out)
+
+
+def sparkline(values: Sequence[float], title: str, *, flag: str = "", width: int = 120, height: int = 26) -> str:
+    """A series' newest medians as a small line (oldest left), its last point a dot (red when
+    ``flag`` is ``regression``); the ``<title>`` says what it shows. Scaled to its own range."""
+    finite = [v for v in values if math.isfinite(v)]
+    if not finite:
+        return ""
+    lo, hi = min(finite), max(finite)
+    span = (hi - lo) or (abs(hi) or 1.0)
+    pad = 3
+
+    def x(i: int) -> float:
+        return pad + (width - 2 * pad) * (i / (len(values) - 1) if len(values) > 1 else 0.5)
+
+    def y(v: float) -> float:
+        return height - pad - (height - 2 * pad) * ((v - lo) / span if hi > lo else 0.5)
+
+    pts = [(x(i), y(v)) for i, v in enumerate(values) if math.isfinite(v)]
+    last_x, last_y = pts[-1]
+    line = " ".join(f"{px:.1f},{py:.1f}" for px, py in pts)
+    return (f'<svg class="spark" viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
+            f'aria-label="{escape(title)}" xmlns="http://www.w3.org/2000/svg"><title>{escape(title)}</title>'
+            f'<polyline points="{line}" class="spark-line"/>'
+            f'<circle cx="{last_x:.1f}" cy="{last_y:.1f}" r="2.5" class="spark-last {escape(flag)}"/></svg>')
 
 
 @attrs.frozen
@@ -124,8 +208,8 @@ def xy_chart(curves: Sequence[Curve], x_unit: str, y_unit: str, title: str, *, i
         return ""
     xs = [x for c in drawn for x, _ in c.points if math.isfinite(x)]
     ys = [y for c in drawn for _, y in c.points if math.isfinite(y)]
-    x_hi = max(xs) * 1.05 or 1.0
-    y_hi = max(ys + (xs if ideal else [])) * 1.1 or 1.0
+    _, x_hi, x_ticks = nice_axis(0.0, max(xs) or 1.0)
+    _, y_hi, y_ticks = nice_axis(0.0, max(ys + (xs if ideal else [])) or 1.0)
     height = HEIGHT - BOTTOM + 40 + 18 * len(drawn)
     plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
 
@@ -138,10 +222,9 @@ def xy_chart(curves: Sequence[Curve], x_unit: str, y_unit: str, title: str, *, i
     out = [f'<svg class="chart xy" viewBox="0 0 {WIDTH} {height}" width="{WIDTH}" height="{height}" role="img" '
            f'aria-label="{escape(title)}" xmlns="http://www.w3.org/2000/svg"><title>{escape(title)}</title>',
            f'<rect x="{LEFT}" y="{TOP}" width="{plot_w}" height="{plot_h}" class="plot"/>']
-    for t in _ticks(0.0, y_hi):
+    for t in y_ticks:
         out.append(f'<line x1="{LEFT}" x2="{LEFT + plot_w}" y1="{y(t):.1f}" y2="{y(t):.1f}" class="grid"/>'
                    f'<text x="{LEFT - 6}" y="{y(t) + 4:.1f}" text-anchor="end">{escape(human(t, y_unit))}</text>')
-    x_ticks = _ticks(0.0, x_hi)
     for i, t in enumerate(x_ticks):
         anchor = "end" if i == len(x_ticks) - 1 else "middle"  # the last one stays inside the picture
         out.append(f'<text x="{x(t):.1f}" y="{TOP + plot_h + 16}" text-anchor="{anchor}">'

@@ -16,6 +16,7 @@ import re
 import shutil
 import stat
 import subprocess
+import time
 from importlib import resources
 from pathlib import Path
 
@@ -26,7 +27,9 @@ from . import cachefs, debian, host, kernel as source_kernel
 from .cpio import Entry, write_newc
 from .elf import elf_deps, is_elf
 from .modules import load_order, parse_modules_dep
+from .needs import Needs, with_needs
 from .programs import build_program, compiler_fingerprint
+from .progress import BuildProgress
 from .image import Image, default_cache, load_image, manifest_problem, read_initrd  # noqa: F401  (farm.images.build.*, as before)
 from .recipe import INITRD_COMPRESSIONS, Recipe, load_recipe
 
@@ -70,6 +73,7 @@ def resolve_recipe(recipe: Recipe, cache: Path) -> Resolution:
         cachefs.say(f"{cached}: corrupt cache file ({type(exc).__name__}: {str(exc)[:120]}), "
                     "discarded; resolving the recipe again")
         cached.unlink(missing_ok=True)
+    started = time.monotonic()
     hint = (f"not found for {recipe.arch} (does apt know this architecture? "
             f"`dpkg --add-architecture {recipe.arch} && apt-get update`, which `make setup` runs)")
     try:
@@ -82,6 +86,8 @@ def resolve_recipe(recipe: Recipe, cache: Path) -> Resolution:
         where = "programs" if missing[0] in program_packages and missing[0] not in recipe.packages else "initrd.packages"
         raise recipe.error(where, f"Debian package '{missing[0]}' {hint}")
     resolution = Resolution(kernel, tuple(packages[n] for n in sorted(packages)))
+    cachefs.say(f"build {recipe.name}: resolve done: {len(resolution.packages) + (kernel is not None)} packages' "
+                f"exact versions (apt-cache) in {time.monotonic() - started:.0f}s")
     cachefs.atomic_write(cached, debian.dumps({"kernel": debian.package_to_json(kernel) if kernel else None,
                                                "packages": [debian.package_to_json(p) for p in resolution.packages]}))
     return resolution
@@ -110,11 +116,12 @@ def _zstd_version() -> str:
 
 
 def build(recipe_path: str | Path, out: str | Path | None = None, cache: Path | None = None,
-          guest: Image | None = None) -> Image:
+          guest: Image | None = None, needs: Needs | None = None) -> Image:
     """Build (or fetch from the cache) the image of a recipe; with ``out``, also copy it there.
 
     With ``guest``, the host image of a setup with a guest: the recipe plus QEMU, chrt/taskset and
-    the guest's kernel and initrd (farm.images.host).
+    the guest's kernel and initrd (farm.images.host). With ``needs``, the recipe gains what the
+    benchmarks that run on the image need (farm.images.needs).
 
     A cached image is served only once its artifacts are checked against its manifest (size and sha256,
     rehashed only when a file's stat fingerprint changed); a damaged one is rebuilt, and says so. Builds of
@@ -122,6 +129,8 @@ def build(recipe_path: str | Path, out: str | Path | None = None, cache: Path | 
     builds on an empty cache both succeed.
     """
     recipe = load_recipe(recipe_path)
+    if needs:
+        recipe = with_needs(recipe, needs)
     if guest is not None:
         recipe = host.host_recipe(recipe, guest.manifest)
     cache = cache or default_cache()
@@ -141,7 +150,9 @@ def build(recipe_path: str | Path, out: str | Path | None = None, cache: Path | 
             if image_dir.exists() or image_dir.is_symlink():
                 cachefs.say(f"cached image {image_dir} is damaged ({problem}): rebuilding it")
             check_initrd_tool(recipe)
-            _build_into(recipe, resolution, key, image_dir, pkgs, cache, guest)
+            progress = BuildProgress(recipe.name, cachefs.say)
+            _build_into(recipe, resolution, key, image_dir, pkgs, cache, guest, progress)
+            progress.finished(f"{image_dir}")
         image = attrs.evolve(load_image(image_dir), cached=problem is None)
         if out is not None:
             image = attrs.evolve(export(image, Path(out)), cached=image.cached)
@@ -394,20 +405,53 @@ def _kernel_parts(recipe: Recipe, tree: Path) -> tuple[Path, str, list[str]]:
     return vmlinuz[0], version, order
 
 
+def _fetch_packages(packages: list[debian.Package], pkgs: debian.PackageCache, progress: BuildProgress) -> None:
+    """Download the .debs not in the cache, then extract the trees not extracted yet: two phases
+    with their progress (a cold build's first minutes)."""
+    to_download = [p for p in packages if not pkgs.has_tree(p) and not pkgs.has_deb(p)]
+    if to_download:
+        progress.start("download", len(to_download), f"{len(to_download)} Debian packages (apt-get download)")
+        pkgs.prefetch(to_download)  # one apt run for them all; what it could not fetch, download() fetches alone
+        for p in to_download:
+            progress.step(pkgs.download(p).stat().st_size)
+        progress.end()
+    to_extract = [p for p in packages if not pkgs.has_tree(p)]
+    if to_extract:
+        progress.start("extract", len(to_extract), f"{len(to_extract)} packages (dpkg-deb -x)")
+        for p in to_extract:
+            pkgs.tree(p)
+            progress.step()
+        progress.end()
+
+
 def _build_into(recipe: Recipe, resolution: Resolution, key: str, image_dir: Path, pkgs: debian.PackageCache,
-                cache: Path, guest: Image | None = None) -> None:
+                cache: Path, guest: Image | None = None, progress: BuildProgress | None = None) -> None:
+    progress = progress or BuildProgress(recipe.name, cachefs.say)
+    _fetch_packages([*([resolution.kernel] if resolution.kernel else []), *resolution.packages], pkgs, progress)
     built_kernel = None
     if recipe.kernel_source:
+        progress.start("kernel", what=f"from {recipe.kernel_source.location} (cached, or built: its own lines "
+                                      "follow)")
         built_kernel = source_kernel.kernel_for(recipe.kernel_source, recipe.arch, cache,
                                                 recipe.where.get("kernel.source", recipe.source))
         ktree = built_kernel.tree
+        progress.end(f"kernel {built_kernel.release}")
     else:
         assert resolution.kernel is not None
         ktree = pkgs.tree(resolution.kernel)
     vmlinuz, kversion, modules = _kernel_parts(recipe, ktree)
     trees = {p: pkgs.tree(p) for p in resolution.packages}
-    built = {f"/usr/bin/{program.name}": build_program(program, recipe.arch, list(trees.values()), TRIPLETS[recipe.arch])
-             for program in recipe.programs}
+    if recipe.programs:
+        progress.start("programs", len(recipe.programs), ", ".join(p.name for p in recipe.programs)
+                       + f" ({TRIPLETS[recipe.arch]})")
+    built = {}
+    for program in recipe.programs:
+        built[f"/usr/bin/{program.name}"] = build_program(program, recipe.arch, list(trees.values()),
+                                                          TRIPLETS[recipe.arch])
+        progress.step()
+    if recipe.programs:
+        progress.end()
+    progress.start("initrd", what=f"collecting files, the cpio and {recipe.initrd_compress}")
     entries, used = _collect(_Tree(trees), list(recipe.files) or ["/bin/busybox"], recipe.arch, recipe, built)
 
     moddir = f"/lib/modules/{kversion}"
@@ -432,6 +476,7 @@ def _build_into(recipe: Recipe, resolution: Resolution, key: str, image_dir: Pat
         entries.setdefault("/" + d, Entry.directory(d))
 
     cpio = write_newc(entries.values())
+    progress.note(f"cpio of {len(entries)} files, {len(cpio) / 1e6:.1f} MB; compressing ({recipe.initrd_compress})")
     with cachefs.private_dir(image_dir.parent, BUILD_PREFIX) as tmp:
         kernel_name = KERNEL_NAMES[recipe.arch]
         if recipe.kernel_compress == "gzip":
@@ -464,6 +509,7 @@ def _build_into(recipe: Recipe, resolution: Resolution, key: str, image_dir: Pat
             manifest["kernel_source"] = {k: built_kernel.info[k] for k in (
                 "source", "source_kind", "config_base", "config_fragments", "config_sha256", "modules")}
             manifest["dtbs"] = sorted(dtbs)
+        progress.end(f"{initrd_name} {artifacts[initrd_name]['size'] / 1e6:.1f} MB, {len(entries)} files")
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
         _write_record(tmp / VERIFIED, {name: cachefs.stat_fingerprint(tmp / name) for name in artifacts})
         if image_dir.exists() or image_dir.is_symlink():  # damaged (the caller holds the image's lock)

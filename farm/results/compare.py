@@ -2,7 +2,9 @@
 
 The typical question is "how does the QEMU twin compare with the board?" or "what did the patch
 change?": the two runs have different targets and setups, so a row is joined on what was
-measured, ``(suite, benchmark, params, metric, unit)``, and not on where.
+measured, ``(suite, benchmark, params, metric, unit)``, and not on where: the record identity
+(:class:`~farm.results.identity.MetricKey`) without target and setup, whose params leave out run
+lengths and measured counts.
 
 **Columns.** Each input (a result directory) gives one column per ``(target, setup)`` found in it,
 in the order they first appear; almost always that is one. Pooling two targets or setups into one
@@ -22,9 +24,10 @@ this module reports, :mod:`farm.results.qualify` judges.
 :attr:`Comparison.missing` and in its own section of ``compare.md``: a benchmark that silently
 vanished from a run is a result too.
 
-**Methods apart.** The ``method=`` param is part of the key, so a live ``ipbench-echo`` sweep and an
-imported ``import:ipbench`` history (or the older ``iperf3-sockperf``) are never joined: their
-figures share names but not definitions. Such pairs are listed by :func:`methods_apart` and in
+**Methods apart.** The ``method=`` param is part of the key, so farm's faster ``ipbench-echo`` sweep
+and ipbench's own figures (an imported history, or a live ``method: ipbench`` sweep, both
+``method=ipbench``), or the older ``iperf3-sockperf``, are never joined: their figures share names
+but not definitions. Such pairs are listed by :func:`methods_apart` and in
 ``compare.md``'s section "Not joined: methods differ", so that a comparison that joined nothing says why.
 """
 
@@ -44,8 +47,8 @@ from farm.errors import JobError
 from farm.results.stats import cv, median_interval, ratio_interval
 from farm.results.csvout import read_records, spreadsheet_safe
 from farm.results.ipbench import BENCHMARK as SWEEP_BENCHMARK
-from farm.results.record import (Record, check_unique, format_params, key_params, open_atomic, parse_params,
-                                 write_text_atomic)
+from farm.results.identity import MetricKey
+from farm.results.record import Record, check_unique, format_params, open_atomic, parse_params, write_text_atomic
 from farm.results.sweeps import run_sweeps
 from farm.measure.units import human
 from farm.secrets import mask
@@ -56,21 +59,6 @@ RESULTS_FILE = "results.csv"
 SWEEP_PNG = "compare-sweep.png"
 #: a ratio this close to 1 is drawn as "no change" (grey), neither better nor worse
 SAME_BAND = 0.01
-
-
-@attrs.frozen
-class Key:
-    """What was measured: the join key of a comparison row."""
-
-    suite: str
-    benchmark: str
-    params: str
-    metric: str
-    unit: str
-
-    @classmethod
-    def of(cls, record: Record) -> "Key":
-        return cls(record.suite, record.benchmark, key_params(record.params), record.metric, record.unit)
 
 
 @attrs.frozen
@@ -85,7 +73,7 @@ class Column:
 
 @attrs.frozen
 class Row:
-    key: Key
+    key: MetricKey
     medians: tuple[float | None, ...]  # per column, None where the column lacks the key
     counts: tuple[int, ...]            # values behind each median
     ratios: tuple[float | None, ...]   # column i / column 0, for i = 1 .. len(columns) - 1
@@ -119,7 +107,7 @@ class Row:
 
 @attrs.frozen
 class Missing:
-    key: Key
+    key: MetricKey
     present: tuple[str, ...]  # labels of the columns that have it
     absent: tuple[str, ...]   # labels of the columns that do not
 
@@ -128,7 +116,7 @@ class Missing:
 class Apart:
     """Keys that are one measurement but for their ``method=``: which columns have which method."""
 
-    key: Key  # params without method=
+    key: MetricKey  # params without method=
     methods: tuple[tuple[str, tuple[str, ...]], ...]  # (method, labels of the columns that have it)
 
 
@@ -169,15 +157,15 @@ def compare(inputs: Sequence[tuple[str, Sequence[Record]]]) -> Comparison:
     """
     if not inputs:
         raise JobError("compare: no inputs given")
-    groups: dict[tuple[int, str, str], dict[Key, list[float]]] = {}
-    order: list[Key] = []
-    seen: set[Key] = set()
+    groups: dict[tuple[int, str, str], dict[MetricKey, list[float]]] = {}
+    order: list[MetricKey] = []
+    seen: set[MetricKey] = set()
     for index, (name, records) in enumerate(inputs):
         if not records:
             raise JobError(f"compare: {name}: no records")
         check_unique(records, f"compare: {name}")  # two setups of one name are not one column
         for record in records:
-            key = Key.of(record)
+            key = MetricKey.of(record).anywhere
             groups.setdefault((index, record.target, record.setup), {}).setdefault(key, []).append(
                 record.value)
             if key not in seen:
@@ -215,7 +203,7 @@ def methods_apart(comparison: Comparison) -> tuple[Apart, ...]:
     """The missing keys that another column has under another ``method=`` (and the same suite,
     benchmark, other params, metric and unit), in the comparison's order: what was kept apart only
     because the methods differ."""
-    groups: dict[Key, dict[str, set[str]]] = {}
+    groups: dict[MetricKey, dict[str, set[str]]] = {}
     for m in comparison.missing:
         params = parse_params(m.key.params)
         method = params.pop("method", "")
@@ -482,7 +470,7 @@ def _spread(cv_value: float | None, interval: tuple[float, float] | None, unit: 
     return text + ("" if interval is None else f", {human(interval[0], unit)} – {human(interval[1], unit)}")
 
 
-def _row_label(key: Key) -> str:
+def _row_label(key: MetricKey) -> str:
     params = f" {key.params}" if key.params else ""
     return f"{key.benchmark}{params}"
 

@@ -95,8 +95,12 @@ def with_cycles(records: list[Record], frequency_hz: float, kind: str) -> list[R
         with_cycles_kinds = [name for name, (s, _) in IMPORTERS.items() if s.cycles_per_byte]
         raise JobError(f"import {kind}: --frequency gives cycles/byte of {' and '.join(with_cycles_kinds)} "
                        "imports only")
+    from farm.results.identity import with_cycle_source
+
     targets = {r.target for r in records}
-    records = records + cycles_per_byte(records, {target: frequency_hz for target in targets})
+    # the frequency given is a nominal clock (farm.results.identity: the cycle source is identity)
+    siblings = cycles_per_byte(records, {target: frequency_hz for target in targets})
+    records = records + with_cycle_source(siblings, "nominal")
     # another frequency gives other cycles/byte: another import, of its own run id
     ids = {old: "import-" + hashlib.sha256(f"{old};frequency_hz={frequency_hz!r}".encode()).hexdigest()[:ID_HEX]
            for old in {r.run_id for r in records}}

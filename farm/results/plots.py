@@ -1,16 +1,9 @@
-"""The load-sweep plot: achieved throughput, RTT and CPU against the requested load, per setup.
+"""The load-sweep plots of a run and of a comparison: both drawn by :mod:`farm.results.sweep_plots` (one
+figure: achieved throughput with its knee, RTT median and band, CPU, against the requested load).
 
-One PNG, three panels sharing the x axis (requested load, Mb/s), one colour per setup so the board
-and its QEMU twin (or today's run and the lab's history) can be compared at a glance:
-
-1. received throughput against requested, with the ideal ``y = x``: where a line leaves the
-   diagonal the target stopped keeping up;
-2. median RTT with a min-max band (µs); log scale when the values span more than a factor of 20,
-   since RTT under saturation is often 100x the idle RTT and would flatten the rest;
-3. target CPU utilisation (%), axis 0-105 so a pinned 100 % stays visible.
-
-Drawn on a bare :class:`matplotlib.figure.Figure` with the Agg canvas: no pyplot global state, no
-display needed, safe to call from a worker thread.
+:func:`write_run_plots` draws a run's (``plots/sweep-<target>.png``, from its records: the p10-p90
+band where the sweep recorded it); :func:`plot_sweep` draws wide rows (the lab's form,
+:func:`farm.results.ipbench.sweep_rows`: what ``farm compare`` has of each column), min-max band.
 """
 
 from __future__ import annotations
@@ -20,23 +13,17 @@ import os
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
-
 from farm.errors import JobError
-from farm.results.record import open_atomic
 from farm.values import path_component
 
-PathLike = str | os.PathLike[str]
+from . import sweep_plots
 
-LOG_SCALE_RATIO = 20.0  # RTT axis goes logarithmic when max/min exceeds this
-_MBIT = 1e6
+PathLike = str | os.PathLike[str]
 
 
 def plot_sweep(series: Mapping[str, Sequence[Mapping[str, Any]]], path: PathLike, *,
                title: str = "Network load sweep") -> None:
-    """Plot wide rows (:func:`farm.results.ipbench.sweep_rows`), one series per setup label, to
-    a PNG at ``path`` (replaced atomically).
+    """Plot wide rows, one series per label, to a PNG at ``path`` (replaced atomically).
 
     A row's missing value (``None`` or absent) drops that point from that panel only. An empty
     ``series``, or one without any requested load, raises :class:`~farm.errors.JobError`: an
@@ -44,77 +31,22 @@ def plot_sweep(series: Mapping[str, Sequence[Mapping[str, Any]]], path: PathLike
     """
     if not series or not any(series.values()):
         raise JobError("plot_sweep: no sweep rows to plot")
-    fig = Figure(figsize=(8.5, 10.5), layout="constrained")
-    FigureCanvasAgg(fig)
-    achieved, rtt, cpu = fig.subplots(3, 1, sharex=True, height_ratios=(1.2, 1.0, 0.8))
-    colours = [f"C{i}" for i in range(10)]
-    all_x: list[float] = []
-    all_rtt: list[float] = []
-    packet_sizes: set[int] = set()
-    for i, (label, rows) in enumerate(series.items()):
-        colour = colours[i % len(colours)]
-        rows = sorted(rows, key=lambda r: _value(r, "Requested_Throughput", math.inf))
-        x = [_value(r, "Requested_Throughput") / _MBIT for r in rows]
-        all_x += [v for v in x if math.isfinite(v)]
-        packet_sizes |= {int(v) for r in rows if math.isfinite(v := _value(r, "Packet_Size"))}
-        received = [_value(r, "Receive_Throughput") / _MBIT for r in rows]
-        achieved.plot(*_present(x, received), "o-", color=colour, label=label, markersize=4)
-
-        median = [_value(r, "Median_RTT") for r in rows]
-        low = [_value(r, "Minimum_RTT") for r in rows]
-        high = [_value(r, "Maximum_RTT") for r in rows]
-        rtt.plot(*_present(x, median), "o-", color=colour, label=f"{label} median", markersize=4)
-        rtt.fill_between(*_present(x, low, high), color=colour, alpha=0.15, linewidth=0,
-                         label=f"{label} min–max")
-        all_rtt += [v for v in median + low + high if math.isfinite(v) and v > 0]
-
-        cpu.plot(*_present(x, [_value(r, "CPU_Utilisation") for r in rows]), "o-", color=colour,
-                 label=label, markersize=4)
-    if not all_x:
+    drawn = [sweep_plots.Series(label, tuple(sorted(
+        (sweep_plots.Point(requested, *(_value(r, c) for c in ("Receive_Throughput", "Median_RTT", "Minimum_RTT",
+                                                                "Maximum_RTT", "CPU_Utilisation")))
+         for r in rows if math.isfinite(requested := _value(r, "Requested_Throughput"))),
+        key=lambda p: p.requested)), "min–max") for label, rows in series.items()]
+    if not any(s.points for s in drawn):
         raise JobError("plot_sweep: no row has a Requested_Throughput")
-
-    top = max(all_x)
-    achieved.plot([0, top], [0, top], "--", color="0.45", linewidth=1, label="ideal (received = requested)")
-    achieved.set_title("Achieved throughput")
-    achieved.set_ylabel("received (Mb/s)")
-    achieved.set_ylim(bottom=0)
-
-    rtt.set_title("Round-trip time under load (median, band = min–max)")
-    rtt.set_ylabel("RTT (µs)")
-    if all_rtt and max(all_rtt) / min(all_rtt) > LOG_SCALE_RATIO:
-        rtt.set_yscale("log")
-    else:
-        rtt.set_ylim(bottom=0)
-
-    cpu.set_title("Target CPU utilisation")
-    cpu.set_ylabel("CPU (%)")
-    cpu.set_ylim(0, 105)  # a little headroom so a saturated 100 % line stays visible
-    cpu.set_xlabel("requested load (Mb/s)")
-    cpu.set_xlim(0, top * 1.03)
-
-    for ax in (achieved, rtt, cpu):
-        ax.grid(True, which="major", alpha=0.4)
-        ax.grid(True, which="minor", alpha=0.12)
-        ax.legend(loc="upper left", fontsize="small", framealpha=0.85)
-    sizes = ", ".join(f"{s} B" for s in sorted(packet_sizes))
-    fig.suptitle(f"{title}\n(packet size {sizes})" if sizes else title, fontsize="large")
-
-    path = Path(path)
-    with open_atomic(path, "wb") as f:
-        fig.savefig(f, format="png", dpi=110)
+    sizes = sorted({int(v) for rows in series.values() for r in rows if math.isfinite(v := _value(r, "Packet_Size"))})
+    sweep_plots.plot_sweeps(drawn, path, title=title,
+                            subtitle=f"packet size {', '.join(f'{s} B' for s in sizes)}" if sizes else "")
 
 
-def _present(x: list[float], *ys: list[float]) -> tuple[list[float], ...]:
-    """Only the points where x and every y are known: a missing measurement joins its
-    neighbours instead of cutting the line in two (the marker shows where points are)."""
-    keep = [i for i in range(len(x)) if all(math.isfinite(v[i]) for v in (x, *ys))]
-    return tuple([v[i] for i in keep] for v in (x, *ys))
-
-
-def _value(row: Mapping[str, Any], column: str, missing: float = math.nan) -> float:
+def _value(row: Mapping[str, Any], column: str) -> float:
     value = row.get(column)
     if value is None or value == "":
-        return missing
+        return math.nan
     try:
         return float(value)
     except (TypeError, ValueError):
@@ -124,15 +56,10 @@ def _value(row: Mapping[str, Any], column: str, missing: float = math.nan) -> fl
 def write_run_plots(run_dir: PathLike, records: Sequence[Any]) -> list[Path]:
     """``plots/sweep-<target>.png`` for each target of a run with sweeps, every setup one series
     (repeats folded into medians). Called by :func:`farm.results.report.regenerate`."""
-    from . import sweep_plots
     from .sweeps import run_sweeps
 
-    by_target: dict[str, dict[str, Sequence[Mapping[str, Any]]]] = {}
-    for sweep in run_sweeps(records):
-        label = sweep.setup + (f" (median of {sweep.repeats})" if sweep.repeats > 1 else "")
-        by_target.setdefault(sweep.target, {})[label] = sweep.rows
     written = []
-    for target, series in by_target.items():
+    for target in dict.fromkeys(sweep.target for sweep in run_sweeps(records)):
         path = Path(run_dir) / "plots" / f"sweep-{path_component(target, 'target name', f'{run_dir}/results.csv')}.png"
         if path.parent.is_symlink():  # farm writes into its own plots/, not where a link points
             raise JobError(f"{path.parent}: is a symbolic link (to {os.readlink(path.parent)}); farm writes only "

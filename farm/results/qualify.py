@@ -1,7 +1,8 @@
 """Release qualification: is the candidate worse than the baseline, metric by metric?
 
 A **metric** is identified by ``(target, suite, benchmark, params, metric, unit)``, plus the setup
-it ran under (see *Setups*). Its values across repeats form one sample on each side; the samples
+it ran under (see *Setups*): the record identity (farm.results.identity.MetricKey), whose params
+leave out run lengths and measured counts. Its values across repeats form one sample on each side; the samples
 are compared by median, min–max range and the two-sided Mann–Whitney U test
 (:mod:`farm.results.stats`).
 
@@ -74,7 +75,8 @@ from farm.errors import JobError
 from farm.measure import HIGHER_IS_BETTER, LOWER_IS_BETTER, UNKNOWN_DIRECTION, impossible
 from farm.results.csvout import spreadsheet_safe
 from farm.results.junit import Case, write_junit
-from farm.results.record import FAILED_METRIC, Record, check_unique, key_params, write_text_atomic
+from farm.results.identity import MetricKey
+from farm.results.record import FAILED_METRIC, Record, check_unique, write_text_atomic
 from farm.results.report import human
 from farm.results.report import md_escape as _md
 from farm.results.stats import Summary, mann_whitney_u, median, ranges_overlap, ratio_interval
@@ -151,27 +153,6 @@ def parse_alpha(text: str) -> float:
     if not 0 < value < 1:
         raise JobError(f"alpha {text!r}: must be between 0 and 1")
     return value
-
-
-@attrs.frozen(order=True)
-class MetricKey:
-    """What is measured, independent of the run: the comparison key (setup aside)."""
-
-    target: str
-    suite: str
-    benchmark: str
-    params: str
-    metric: str
-    unit: str
-
-    @classmethod
-    def of(cls, record: Record) -> "MetricKey":
-        return cls(record.target, record.suite, record.benchmark, key_params(record.params), record.metric,
-                   record.unit)
-
-    def label(self) -> str:
-        params = f"[{self.params}]" if self.params else ""
-        return f"{self.suite}.{self.benchmark} {self.metric}{params} {self.target}"
 
 
 @attrs.frozen
@@ -387,6 +368,11 @@ def interval_verdict(ratio_ci: tuple[float, float], sign: int, threshold: float,
 Samples = dict[tuple[str, str], dict[MetricKey, list[float]]]
 
 
+def _key(record: Record) -> MetricKey:
+    """The record's identity on its target, the setup apart: baseline and candidate pair setups."""
+    return MetricKey.of(record).on(record.target)
+
+
 def _samples(records: Iterable[Record]) -> Samples:
     """target, setup -> metric -> values (every repeat, every run given); NaN values and failed
     benchmarks left out (NaN has no rank; the candidate's are reported by :func:`_broken`)."""
@@ -394,7 +380,7 @@ def _samples(records: Iterable[Record]) -> Samples:
     for r in records:
         if math.isnan(r.value) or r.metric == FAILED_METRIC:
             continue
-        out[r.target, r.setup][MetricKey.of(r)].append(r.value)
+        out[r.target, r.setup][_key(r)].append(r.value)
     return out
 
 
@@ -402,7 +388,7 @@ def _broken(records: Iterable[Record]) -> tuple[Broken, ...]:
     """The candidate's failed benchmarks and metrics with values that are not measurements."""
     values: dict[tuple[str, MetricKey], list[float]] = defaultdict(list)
     for r in records:
-        values[r.setup, MetricKey.of(r)].append(r.value)
+        values[r.setup, _key(r)].append(r.value)
     out = []
     for (setup, key), vs in sorted(values.items()):
         if key.metric == FAILED_METRIC:
@@ -527,7 +513,7 @@ def csv_text(q: Qualification) -> str:
 
 
 def _key_row(key: MetricKey) -> dict[str, str]:
-    return attrs.asdict(key)
+    return {name: getattr(key, name) for name in CSV_FIELDS[:6]}
 
 
 def junit_cases(q: Qualification) -> list[Case]:

@@ -19,6 +19,7 @@ import attrs
 from farm.errors import JobError
 from farm.measure import Measurement, impossible  # noqa: F401  (older callers import them from here)
 from farm.measure.params import format_params, parse_params  # noqa: F401  (a record's params text)
+from farm.results.identity import MetricKey
 from farm.secrets import mask
 
 RECORD_FIELDS = (
@@ -39,7 +40,7 @@ def check_unique(records: Iterable["Record"], what: str) -> None:
     neither. :class:`~farm.errors.JobError` names both."""
     seen: dict[tuple, Record] = {}
     for r in records:
-        key = (r.run_id, r.target, r.setup, r.suite, r.benchmark, key_params(r.params), r.metric, r.unit, r.repeat)
+        key = (r.run_id, MetricKey.of(r), r.repeat)
         first = seen.setdefault(key, r)
         if first is not r:
             raise JobError(
@@ -47,21 +48,6 @@ def check_unique(records: Iterable["Record"], what: str) -> None:
                 f"{f'[{r.params}]' if r.params else ''} for target {r.target}, setup {r.setup!r}, repeat "
                 f"{r.repeat} ({first.value:g} and {r.value:g} {r.unit}): two setups of one name, or one "
                 "benchmark listed twice with the same parameters; they are not pooled into one median")
-
-
-# parameters that say how long or how much was measured (and the sample count), not what: they are
-# recorded but do not split the keys that join runs (compare, qualify, summaries, sweeps)
-RUN_LENGTH_PARAMS = frozenset({"n", "duration", "seconds", "samples", "warmup", "cooldown"})
-# how a cycles/byte figure was found (``cycles=pmu``: the cycle counter, ``cpufreq``: the clock and the
-# throughput): recorded, but the same quantity, so a board's counted figure joins a twin's or an import's
-NOT_KEY_PARAMS = RUN_LENGTH_PARAMS | {"cycles"}
-
-
-def key_params(text: str) -> str:
-    """``params`` text without :data:`NOT_KEY_PARAMS`: what identifies the measurement."""
-    if not any(f"{name}=" in text for name in NOT_KEY_PARAMS):
-        return text
-    return format_params({k: v for k, v in parse_params(text).items() if k not in NOT_KEY_PARAMS})
 
 
 @attrs.frozen

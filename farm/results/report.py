@@ -36,7 +36,7 @@ import attrs
 from farm.errors import JobError, ParseError
 from farm.results.csvout import read_records
 from farm.results.figures import KeyFigure, group_figures
-from farm.results.record import Record, format_params, key_params, parse_params, write_text_atomic
+from farm.results.record import Record, format_params, parse_params, write_text_atomic
 from farm.results.runjson import MAX_RUN_JSON_BYTES, check_run_json
 from farm.results.stats import median
 from farm.measure.units import human, human_params
@@ -139,7 +139,7 @@ def read_stages(path: PathLike) -> tuple[StageResult, ...]:
 def key_figures(records: Iterable[Record]) -> list[KeyFigure]:
     """Records grouped by target, setup, suite, benchmark, params (without run lengths), metric and
     unit, in the order they were first measured (repeats and runs pooled)."""
-    return group_figures(records, key_params, failed=True)
+    return group_figures(records, failed=True)
 
 
 # --- summary.md ------------------------------------------------------------------------------
@@ -158,7 +158,9 @@ def md_escape(text: Any) -> str:
 _md = md_escape
 
 
-def _first_line(text: str, limit: int = 160) -> str:
+def _first_line(text: str, limit: int = 500) -> str:
+    # a failure's first line is its whole message (a kernel panic's line, a command's error): long ones
+    # are kept, only a runaway line (a console without line ends) is cut
     line = text.strip().splitlines()[0] if text.strip() else ""
     return line if len(line) <= limit else line[: limit - 1] + "…"
 

@@ -28,7 +28,8 @@ from typing import Iterable, Sequence
 import attrs
 
 from farm.errors import JobError
-from farm.results.record import Record, key_params, open_atomic, parse_params
+from farm.results.identity import identity_params
+from farm.results.record import Record, open_atomic, parse_params
 
 PathLike = str | os.PathLike[str]
 
@@ -77,7 +78,7 @@ def sweep_series(records: Iterable[Record]) -> dict[str, list[Series]]:
     for r in records:
         if r.benchmark != "sweep" or r.metric == "failed":
             continue
-        params = parse_params(key_params(r.params))
+        params = parse_params(identity_params(r.benchmark, r.params))
         if "requested" not in params:
             continue
         group = (r.target, r.setup, params.get("method", ""))

@@ -12,7 +12,13 @@ from typing import Iterable
 import attrs
 
 from .ipbench import BENCHMARK, sweep_rows
-from .record import Record, key_params as point_params, parse_params
+from .identity import identity_params
+from .record import Record, parse_params
+
+
+def point_params(text: str) -> str:
+    """A sweep record's point: its identity params (farm.results.identity)."""
+    return identity_params(BENCHMARK, text)
 
 
 @attrs.frozen
@@ -34,7 +40,8 @@ def run_sweeps(records: Iterable[Record]) -> list[Sweep]:
         values: dict[tuple[str, str], list[float]] = defaultdict(list)
         first: dict[tuple[str, str], Record] = {}
         for r in recs:
-            # repeats of a point fold together although their sample counts (n=) differ
+            # repeats of a point fold together (their identity: records written before sample counts
+            # were records of their own carry an n= param, which is none of it)
             key = (point_params(r.params), r.metric)
             values[key].append(r.value)
             first.setdefault(key, r)
@@ -46,7 +53,9 @@ def run_sweeps(records: Iterable[Record]) -> list[Sweep]:
 
 
 # the sweep of these methods is the run's wide CSV; another method's gets its name as a suffix
-_PLAIN_METHODS = ("", "ipbench-echo", "import:ipbench")
+# (ipbench's own figures, live or imported; "" for records written before methods were recorded;
+# "import:ipbench": imports made before imports became method=ipbench)
+_PLAIN_METHODS = ("", "ipbench", "import:ipbench")
 
 
 def wide_csv_name(sweep: Sweep, source: str = "results.csv") -> str:

@@ -25,13 +25,14 @@ from ..boot.session import EnvFile
 from ..errors import EXIT_OK, EXIT_TEST_FAILURE, FarmError, InfrastructureError, JobError
 from ..images.image import Image, load_image
 from ..results.junit import Case
-from .events import Hooks, Listener
+from .events import Hooks
 from .listeners import PlaceGuard, Progress
 from .model import Pipeline, Setup, load_pipeline
+from .phases import PhaseTimes
 from .rundir import RunDir, RunInfo, Stage, new_run, new_run_id, reopen_run, sha256_of
 from .runner import Runner, plan_boots
 
-__all__ = ["FarmRequest", "Progress", "RunDir", "load_pipeline", "new_run_id", "run_pipeline"]
+__all__ = ["FarmRequest", "Progress", "Run", "RunDir", "load_pipeline", "new_run_id", "run_pipeline"]
 
 
 @attrs.frozen
@@ -45,6 +46,34 @@ class FarmRequest:
     health_check: bool = False
     #: the reservation's priority (higher goes first); the place's load generators are reserved with it
     prio: float = 0.0
+
+
+@attrs.frozen
+class Run:
+    """A run carried out: its directory and how it ended (the runner's exit code)."""
+
+    dir: RunDir
+    status: int
+
+    @property
+    def path(self) -> Path:
+        return self.dir.path
+
+    @property
+    def run_id(self) -> str:
+        return self.dir.run_id
+
+    @property
+    def info(self) -> RunInfo:
+        return self.dir.info
+
+    @property
+    def cases(self) -> list[Case]:
+        return self.dir.cases
+
+    @property
+    def results_csv(self) -> Path:
+        return self.dir.results_csv
 
 
 def farm_env(pipeline: Pipeline, request: FarmRequest) -> Path:
@@ -94,18 +123,19 @@ def _reopen(path: Path, pipeline: Pipeline, envs: list[EnvFile]) -> RunDir:
     return reopen_run(path, pipeline, keep)
 
 
-def _never_green(run: RunDir, hooks: Hooks, stopped_by: FarmError | None) -> None:
+def _never_green(runner: Runner, stopped_by: FarmError | None) -> None:
     """A run that failed is never green in junit.xml: it has a testcase of its exit class (a test
     failure a ``failure``, a job or infrastructure error an ``error``). The stages record theirs; an
     error raised outside any stage's testcase gets one here, named by the stage it stopped in."""
-    if run.status == EXIT_OK:
+    run = runner.run
+    if runner.status == EXIT_OK:
         return
-    kind = "failure" if run.status == EXIT_TEST_FAILURE else "error"
+    kind = "failure" if runner.status == EXIT_TEST_FAILURE else "error"
     if any(c.kind == kind for c in run.cases):
         return
     stage = run.info.current_stage or "run"
     message = str(stopped_by) if stopped_by is not None else f"the run failed during {stage}"
-    hooks.stage_ended(Stage(Case(stage, "farm.run", 0.0, kind, message.splitlines()[0], message)))
+    runner.hooks.stage_ended(stage=Stage(Case(stage, "farm.run", 0.0, kind, message.splitlines()[0], message)))
 
 
 def drives_load_generators(pipeline: Pipeline) -> bool:
@@ -129,12 +159,13 @@ def _place(runner: Runner, farm: FarmRequest | None) -> Iterator[None]:
     tags = " ".join(f"{k}={v}" for k, v in farm.tags.items())
     with contextlib.ExitStack() as stack:
         lease = runner.stage(f"reserve {tags}", "farm.place", lambda: stack.enter_context(acquired_place(
-            farm.tags, timeout=farm.timeout, coordinator=farm.coordinator, job=runner.run.run_id, on_wait=hooks.say,
-            healthy_only=not farm.health_check, prio=farm.prio, loadgens=drives_load_generators(runner.pipeline))))
-        hooks.place_taken({"name": lease.place, "coordinator": lease.coordinator, "owner": lease.owner,
-                           "tags": dict(lease.tags), "health_check": farm.health_check, "prio": farm.prio,
-                           "loadgens": {name: place for name, place, _ in getattr(lease, "loadgens", ())}})
-        hooks.say(f"on place {lease.place} ({lease.coordinator})")
+            farm.tags, timeout=farm.timeout, coordinator=farm.coordinator, job=runner.run.run_id,
+            on_wait=lambda text: hooks.say(text=text), healthy_only=not farm.health_check, prio=farm.prio,
+            loadgens=drives_load_generators(runner.pipeline))))
+        hooks.place_taken(place={"name": lease.place, "coordinator": lease.coordinator, "owner": lease.owner,
+                                 "tags": dict(lease.tags), "health_check": farm.health_check, "prio": farm.prio,
+                                 "loadgens": {name: place for name, place, _ in getattr(lease, "loadgens", ())}})
+        hooks.say(text=f"on place {lease.place} ({lease.coordinator})")
         guard = PlaceGuard(lease, hooks)
         hooks.add(guard)
         try:
@@ -151,12 +182,12 @@ def _publish(run: RunDir, hooks: Hooks) -> None:
     try:
         report = publish(run.path)
     except Exception as exc:  # noqa: BLE001 - publishing must not hide what was measured
-        hooks.stage_ended(Stage(Case("publish", "farm.publish", time.monotonic() - t0, "error",
-                                     f"{type(exc).__name__}: {exc}")))
-        hooks.say(f"publish ERROR: {exc}")
+        hooks.stage_ended(stage=Stage(Case("publish", "farm.publish", time.monotonic() - t0, "error",
+                                           f"{type(exc).__name__}: {exc}")))
+        hooks.say(text=f"publish ERROR: {exc}")
         return
-    hooks.stage_ended(Stage(Case("publish", "farm.publish", time.monotonic() - t0, "pass")))
-    hooks.say(f"publish ok: {report.summary.name}, {report.metrics.name}"
+    hooks.stage_ended(stage=Stage(Case("publish", "farm.publish", time.monotonic() - t0, "pass")))
+    hooks.say(text=f"publish ok: {report.summary.name}, {report.metrics.name}"
               + (f", {len(report.plots)} plot(s)" if report.plots else ""))
     with contextlib.suppress(Exception):  # summary.md again, now counting publish; the job summary once
         from ..results.report import write_summary
@@ -166,12 +197,13 @@ def _publish(run: RunDir, hooks: Hooks) -> None:
 
 def run_pipeline(pipeline_path: str | Path, *, out: Path | None = None, env_override: list[Path] | None = None,
                  extra_bootargs: list[str] | None = None, farm: FarmRequest | None = None,
-                 resume: Path | None = None, progress: Listener | None = None, force: bool = False,
+                 resume: Path | None = None, progress: object | None = None, force: bool = False,
                  image_dirs: list[Path] | None = None, flow_for: Callable[[Setup], BootFlow] | None = None,
-                 listeners: list[Listener] | None = None, registry: Mapping[str, Any] | None = None) -> RunDir:
-    """Carry out a pipeline file. ``flow_for``: the boot flow of a setup (default: the netboot of the
-    env file's strategy, or host then guest for a setup with a guest); ``listeners``: more hooks;
-    ``registry``: the benchmarks (default: farm's, farm.bench.registry)."""
+                 listeners: list[object] | None = None, registry: Mapping[str, Any] | None = None) -> Run:
+    """Carry out a pipeline file. ``flow_for``: the boot flow of a setup (default: the one its pipeline
+    file chose, farm.flows); ``listeners``: more hooks
+    (farm.run.events), besides the run directory, ``progress`` and farm's and the lab's listeners
+    (the results store, entry points); ``registry``: the benchmarks (default: farm's, farm.bench.registry)."""
     pipeline = load_pipeline(pipeline_path, registry)
     if extra_bootargs:
         pipeline = attrs.evolve(pipeline, setups=tuple(attrs.evolve(s, bootargs=(*s.bootargs, *extra_bootargs))
@@ -190,7 +222,10 @@ def run_pipeline(pipeline_path: str | Path, *, out: Path | None = None, env_over
         if run.info.replaced:
             progress.say(f"--force: the old content of {run.path} moved to {run.info.replaced}")
         progress.say(f"run {run.run_id} -> {run.path}")
-    hooks = Hooks([run, progress, *(listeners or [])])
+    # the phases after the run directory: both tryfirst, pluggy calls the later first, so run.json counts them
+    hooks = Hooks([run, PhaseTimes(run.info), progress, *(listeners or [])], farm_listeners=True)
+    if resume is None and run.info.replaced:  # before anything is stored under run.path again
+        hooks.results_moved(old=run.path, new=Path(run.info.replaced))
     runner = Runner(pipeline, run, hooks, flow_for=flow_for, done=resumed_work(run),
                     **({"registry": registry} if registry is not None else {}))
     stopped_by: FarmError | None = None
@@ -202,21 +237,23 @@ def run_pipeline(pipeline_path: str | Path, *, out: Path | None = None, env_over
                 for plan in plan_boots(pipeline, env_files):
                     runner.boot_and_bench(plan, image_for(plan.env, plan.setup), console)
         except FarmError as exc:
-            run.fail(exc)
+            runner.fail(exc)
             stopped_by = exc
-            hooks.say(f"stopped: {exc}")
+            hooks.say(text=f"stopped: {exc}")
         except KeyboardInterrupt:
             interrupted = True
-            hooks.stage_ended(Stage(Case("interrupted", "farm.run", 0.0, "error",
-                                         f"interrupted (Ctrl-C or SIGTERM) during {run.info.current_stage}; "
-                                         "board powered off")))
+            hooks.stage_ended(stage=Stage(Case("interrupted", "farm.run", 0.0, "error",
+                                               f"interrupted (Ctrl-C or SIGTERM) during {run.info.current_stage}; "
+                                               "board powered off")))
             raise
         except Exception as exc:  # a defect of farm's: the run failed, and its junit.xml says so too
             stopped_by = InfrastructureError(f"{type(exc).__name__}: {exc}")
-            run.fail(stopped_by)
+            runner.fail(stopped_by)
             raise
         finally:
-            _never_green(run, hooks, stopped_by)
-            hooks.run_ended(run.status, interrupted)
+            _never_green(runner, stopped_by)
+            hooks.run_ended(status=runner.status, interrupted=interrupted)
             _publish(run, hooks)
-    return run
+    # complete, its console closed: the store and the lab's listeners take it (not after an interrupt)
+    hooks.run_published(run_dir=run.path, qualification=None)
+    return Run(run, runner.status)

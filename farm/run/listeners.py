@@ -9,11 +9,11 @@ from typing import Any, TextIO
 
 from ..errors import FarmError
 from ..secrets import mask
-from .events import Hooks, Listener
+from .events import Hooks, hookimpl
 from .rundir import Stage
 
 
-class Progress(Listener):
+class Progress:
     """One line per stage on stderr: what runs, where, and how long it took. A stage that runs long
     without a word says so every ``heartbeat`` seconds, so a CI log never looks hung."""
 
@@ -25,20 +25,24 @@ class Progress(Listener):
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
+    @hookimpl
     def say(self, text: str) -> None:
         with self._lock:
             self._last = time.monotonic()
             print(f"[{self._last - self.t0:7.1f}s] {mask(text)}", file=self.stream, flush=True)
 
+    @hookimpl
     def stage_started(self, name: str) -> None:
         self._stage, self._stage_t0 = name, time.monotonic()
         if self._thread is None and self.heartbeat > 0:
             self._thread = threading.Thread(target=self._beat, name="farm-progress", daemon=True)
             self._thread.start()
 
+    @hookimpl
     def stage_ended(self, stage: Stage) -> None:
         self._stage = None
 
+    @hookimpl
     def run_ended(self, status: int, interrupted: bool) -> None:
         self._stop.set()
 
@@ -49,33 +53,40 @@ class Progress(Listener):
                 self.say(f"{stage}: still running ({time.monotonic() - self._stage_t0:.0f}s)")
 
 
-class PlaceGuard(Listener):
+class PlaceGuard:
     """With ``--farm``: before every boot and benchmark, check that the place's lock is still ours
-    (the coordinator may have restarted); after every boot, the outcome on the place's health record."""
+    (the coordinator may have restarted: a veto); after every boot, the outcome on the place's health
+    record."""
 
     def __init__(self, lease: Any, hooks: Hooks):
         self.lease, self.hooks = lease, hooks
 
-    def before_board(self) -> None:
+    @hookimpl
+    def before_board(self) -> str | None:
         from ..places import check_still_held
 
-        check_still_held(self.lease)
+        try:
+            check_still_held(self.lease)
+        except FarmError as exc:
+            return str(exc)
+        return None
 
-    def boot_outcome(self, label: str, *, booted: bool, infrastructure_failure: bool) -> None:
+    @hookimpl
+    def boot_outcome(self, infrastructure_failure: bool) -> None:
         """Best effort: a coordinator that cannot be reached here does not fail the run."""
         from ..places import DEFAULT_UNHEALTHY_AFTER, UNHEALTHY, record_boot_result
 
         try:
             state = record_boot_result(self.lease, infrastructure_failure)
         except FarmError as exc:
-            self.hooks.say(f"place {self.lease.place}: health not recorded: {exc}")
+            self.hooks.say(text=f"place {self.lease.place}: health not recorded: {exc}")
             return
         if state is None:
             return
-        self.hooks.place_health(state)
+        self.hooks.place_health(state=state)
         if state == UNHEALTHY:
-            self.hooks.say(f"place {self.lease.place} is now unhealthy ({DEFAULT_UNHEALTHY_AFTER} infrastructure "
+            self.hooks.say(text=f"place {self.lease.place} is now unhealthy ({DEFAULT_UNHEALTHY_AFTER} infrastructure "
                            f"failures in a row): reservations skip it until `farm health check {self.lease.place}` "
                            "passes")
         else:
-            self.hooks.say(f"place {self.lease.place} is healthy again")
+            self.hooks.say(text=f"place {self.lease.place} is healthy again")

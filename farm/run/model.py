@@ -14,7 +14,7 @@ import attrs
 from ..bench.registry import BENCHMARKS
 from ..config import Node, field, load_yaml, reject_unknown, require, string_list
 from ..errors import JobError
-from ..guest.spec import GuestSpec, guest_of
+from ..flows import SetupFlow, flow_types, setup_fields, setup_flow
 from ..images.recipe import ARCHES
 from ..values import bootarg_problem, name_problem, number_problem
 
@@ -26,24 +26,31 @@ MAX_FREQUENCY_HZ = 10e9  # 10 GHz: a CPU frequency beyond that is a typo
 @attrs.frozen
 class Benchmark:
     name: str
-    params: dict[str, Any]
+    #: its typed parameters (the registration's params class, farm.bench.params), checked when the file is read
+    params: Any
+    #: what the pipeline file gave (for the record of a benchmark that failed)
+    given: dict[str, Any] = attrs.field(factory=dict)
+
+
+def _default_flow() -> SetupFlow:
+    return SetupFlow(flow_types()["netboot"])
 
 
 @attrs.frozen
 class Setup:
-    """A way of booting the targets: kernel arguments (``maxcpus=1``) and/or another image."""
+    """A way of booting the targets: kernel arguments (``maxcpus=1``), another image, a CPU frequency,
+    and the boot flow with its settings (farm.flows: the env file's netboot unless the setup says)."""
 
     name: str
     bootargs: tuple[str, ...] = ()
     image: Path | None = None
     cpu_frequency_khz: int | None = None  # pinned through cpufreq after boot, where the board has it
-    #: a Linux guest under QEMU/KVM on the booted target: the benchmarks run in it (docs/guest.md)
-    guest: GuestSpec | None = None
+    flow: SetupFlow = attrs.field(factory=_default_flow)
 
     def describe(self) -> dict[str, Any]:
         """The setup as run.json records it."""
         return {"bootargs": list(self.bootargs), "image": str(self.image) if self.image else None,
-                "cpu_frequency_khz": self.cpu_frequency_khz, "guest": self.guest.to_json() if self.guest else None}
+                "cpu_frequency_khz": self.cpu_frequency_khz, **self.flow.describe()}
 
 
 ANY_ARCH = "*"
@@ -115,7 +122,7 @@ def load_pipeline(path: str | Path, registry: Mapping[str, Any] | None = None) -
             raise doc.error("setups", f"item {i} must be a mapping with a name")
         if not hasattr(item, "key_lines"):
             item.key_lines, item.file, item.path = {}, str(path), f"setups[{i}]"
-        reject_unknown(item, {"name", "bootargs", "image", "cpu_frequency_khz", "guest"})
+        reject_unknown(item, {"name", "bootargs", "image", "cpu_frequency_khz", *setup_fields()})
         setup_image = field(item, "image", str, None)
         khz = field(item, "cpu_frequency_khz", int, None)
         if khz is not None and (problem := number_problem(khz, 0, MAX_FREQUENCY_HZ / 1e3, whole=True, low_open=True,
@@ -127,7 +134,7 @@ def load_pipeline(path: str | Path, registry: Mapping[str, Any] | None = None) -
                              "keyed by setup name, two setups of one name would be pooled into one median")
         setups.append(Setup(setup_name, tuple(string_list(item, "bootargs", check=bootarg_problem)),
                             _relative(item, "image", setup_image) if setup_image else None, khz,
-                            guest_of(item, Path(path).parent)))
+                            setup_flow(item, Path(path).parent)))
     benchmarks = []
     for i, item in enumerate(require(doc, "benchmarks", list)):
         if not isinstance(item, Node) or len(item) != 1:
@@ -141,14 +148,15 @@ def load_pipeline(path: str | Path, registry: Mapping[str, Any] | None = None) -
         if not hasattr(params, "key_lines"):
             params.key_lines, params.file, params.path = {}, str(path), f"benchmarks[{i}].{bench_name}"
         spec = registry[bench_name]
-        reject_unknown(params, spec.params)
-        for key, kind in spec.params.items():
+        kinds = spec.params.kinds()
+        reject_unknown(params, kinds)
+        for key, kind in kinds.items():
             field(params, key, kind, None)
         try:
-            spec.check(params)  # every value checked now, not after a board was booted
+            typed = spec.params.of(dict(params))  # every value checked now, not after a board was booted
         except JobError as exc:
             raise item.error(bench_name, str(exc)) from None
-        benchmarks.append(Benchmark(bench_name, dict(params)))
+        benchmarks.append(Benchmark(bench_name, typed, dict(params)))
     repeats = field(doc, "repeats", int, 1)
     if not 1 <= repeats <= MAX_REPEATS:
         raise doc.error("repeats", f"must be 1-{MAX_REPEATS}")

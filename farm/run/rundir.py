@@ -15,9 +15,7 @@ from __future__ import annotations
 import getpass
 import hashlib
 import os
-import secrets
 import subprocess
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
@@ -25,26 +23,22 @@ import attrs
 
 from .. import __version__
 from ..config import load_json
-from ..errors import EXIT_INFRA_ERROR, EXIT_JOB_ERROR, EXIT_OK, EXIT_TEST_FAILURE, FarmError, JobError
+from ..errors import EXIT_INFRA_ERROR, EXIT_JOB_ERROR, EXIT_OK, EXIT_TEST_FAILURE, JobError
 from ..results.csvout import append_records, read_records, write_records
 from ..results.junit import Case, write_junit
+from ..runid import new_run_id
 from ..results.outdir import RUN_HINT, check_run_entries, prepare_out_dir
 from ..results.record import Record, now_iso, to_json, write_text_atomic
 from ..results.runjson import MAX_RUN_JSON_BYTES
 from ..secrets import mask
 from ..values import name_problem
-from .events import Listener
+from .events import hookimpl
 from .model import Pipeline
 
 
 #: how a run ended, by its exit code
 STATUS_OF_EXIT = {EXIT_OK: "passed", EXIT_TEST_FAILURE: "failed", EXIT_INFRA_ERROR: "infrastructure-error",
                   EXIT_JOB_ERROR: "job-error"}
-
-
-def severity(code: int) -> int:
-    """Exit codes ordered by how bad they are: a job error outranks the lab's, which outranks a test's."""
-    return {EXIT_OK: 0, EXIT_TEST_FAILURE: 1, EXIT_INFRA_ERROR: 2, EXIT_JOB_ERROR: 3}.get(code, 4)
 
 
 @attrs.define
@@ -105,6 +99,8 @@ class RunInfo:
     failures: list[dict[str, Any]] = attrs.field(factory=list)  # benchmarks that failed, with the tool's words
     resumed: list[str] = attrs.field(factory=list)  # when the run was resumed
     replaced: str | None = None  # --force: where the directory's old content went
+    #: seconds by phase (build, reserve, boot, benchmarks, publish, other, wall): farm.run.phases.PhaseTimes
+    phases: dict[str, float] = attrs.field(factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         data = attrs.asdict(self, recurse=False)
@@ -126,7 +122,7 @@ class RunInfo:
         values = {k: v for k, v in data.items() if k in known}
         values["stages"] = [Stage.from_dict(s, f"{path}: stages[{i}]") for i, s in enumerate(stages)]
         for name, kind in (("targets", dict), ("images", dict), ("setups", dict), ("envs", list),
-                           ("failures", list), ("resumed", list)):
+                           ("failures", list), ("resumed", list), ("phases", dict)):
             if not isinstance(values.get(name, kind()), kind):
                 raise JobError(f"{path}: {name}: expected a {'mapping' if kind is dict else 'list'}")
         for name in ("pipeline", "pipeline_name", "pipeline_sha256", "who", "started", "farm_version"):
@@ -139,22 +135,6 @@ class RunInfo:
             return cls(**values)
         except TypeError as exc:
             raise JobError(f"{path}: {exc}") from None
-
-
-#: random hex digits of a run id after its UTC second: 48 bits, so that the ids of a lab's runs never
-#: meet (20 jobs started in one second share an id once in about 10^12 such seconds; the 4 digits of
-#: old ids met once in ~350)
-RUN_ID_RANDOM_HEX = 12
-
-
-def new_run_id() -> str:
-    """``YYYYMMDD-HHMMSS-<12 hex>``: sorts by start time, unique lab-wide (see :data:`RUN_ID_RANDOM_HEX`);
-    never one that a secret's masking would change (it names the run directory and every file of it)."""
-    while True:
-        run_id = (datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S-")
-                  + secrets.token_hex(RUN_ID_RANDOM_HEX // 2))
-        if mask(run_id) == run_id:
-            return run_id
 
 
 def git_sha(where: Path) -> str | None:
@@ -170,12 +150,13 @@ def sha256_of(path: Path) -> str:
 
 
 @attrs.define
-class RunDir(Listener):
-    """A run directory and everything written into it, kept on disk at every step."""
+class RunDir:
+    """A run directory and everything written into it, kept on disk at every step: a listener of the
+    runner's hooks (farm.run.events), called before the others (``tryfirst``), so that what a later
+    listener says has reached the disk already. How the run ends is the runner's (``run_ended``)."""
 
     path: Path
     info: RunInfo
-    status: int = EXIT_OK
 
     @property
     def run_id(self) -> str:
@@ -192,51 +173,54 @@ class RunDir(Listener):
     def passed(self) -> list[Stage]:
         return [s for s in self.info.stages if s.case.kind == "pass"]
 
-    def fail(self, exc: FarmError) -> None:
-        self.fail_code(exc.exit_code)
-
-    def fail_code(self, code: int) -> None:
-        self.status = max(self.status, code, key=severity)
-
     def save(self) -> None:
         write_junit(self.path / "junit.xml", f"farm.{self.info.pipeline_name}", self.cases)
         write_text_atomic(self.path / "run.json", mask(to_json(self.info.as_dict())) + "\n")
 
-    # --- the runner's events (farm.run.events.Listener) ---
+    # --- the runner's hooks (farm.run.events.RunSpec) ---
+    @hookimpl(tryfirst=True)
     def stage_started(self, name: str) -> None:
         """Say which stage runs now, so a run that dies says where it stopped."""
         self.info.current_stage = name
         self.save()
 
+    @hookimpl(tryfirst=True)
     def stage_ended(self, stage: Stage) -> None:
         case = attrs.evolve(stage.case, message=mask(stage.case.message), output=mask(stage.case.output))
         self.info.stages.append(attrs.evolve(stage, case=case))
         self.save()
 
+    @hookimpl(tryfirst=True)
     def boot_recorded(self, target: str, env: str, arch: str, boot: dict[str, Any]) -> None:
         entry = self.info.targets.setdefault(target, {"env": env, "arch": arch, "boots": []})
         entry["boots"].append(boot)
         self.save()
 
+    @hookimpl(tryfirst=True)
     def records(self, records: list[Record]) -> None:
         append_records(self.results_csv, records)
 
+    @hookimpl(tryfirst=True)
     def benchmark_failed(self, failure: dict[str, Any]) -> None:
         self.info.failures.append(failure)
 
+    @hookimpl(tryfirst=True)
     def image_built(self, name: str, entry: dict[str, Any]) -> None:
         self.info.images[name] = entry
         self.save()
 
+    @hookimpl(tryfirst=True)
     def place_taken(self, place: dict[str, Any]) -> None:
         self.info.place = place
         self.save()
 
+    @hookimpl(tryfirst=True)
     def place_health(self, state: str) -> None:
         if self.info.place is not None:
             self.info.place["health"] = state
             self.save()
 
+    @hookimpl(tryfirst=True)
     def run_ended(self, status: int, interrupted: bool) -> None:
         self.info.finished = now_iso()
         if status != EXIT_OK or interrupted:

@@ -1,7 +1,9 @@
 """History queries: one metric over time, image, kernel or commit, as series of points.
 
-A series is one (target, setup, suite, benchmark, params, unit); a point is one x value of it (a run
-for ``by=time``, an image key, a kernel version or a git commit) with every value measured there:
+A series is one (target, setup, suite, benchmark, params, unit) of a metric, its params the records'
+identity (farm.results.identity: no run lengths, no sample counts, so runs of other lengths are one
+series); a point is one x value of it (a run for ``by=time``, an image key, a kernel version or a git
+commit) with every value measured there:
 n, the median and an interval. The interval is the distribution-free 95 % confidence interval of
 the median (order statistics of the binomial(n, ½)) when n is large enough for one (n ≥ 6), and the
 min–max range otherwise; ``interval`` says which.
@@ -17,7 +19,7 @@ import attrs
 import sqlalchemy as sa
 
 from farm.errors import JobError
-from farm.results.figures import FigureKey
+from farm.results.identity import MetricKey
 from farm.results.record import FAILED_METRIC, parse_params
 from farm.store import schema
 
@@ -54,8 +56,8 @@ class Point(NamedTuple):
 
 
 @attrs.frozen
-class Series(FigureKey):
-    """One measurement (:class:`~farm.results.figures.FigureKey`) across runs."""
+class Series(MetricKey):
+    """One measurement (the record identity, :class:`~farm.results.identity.MetricKey`) across runs."""
 
     points: tuple[Point, ...]
 

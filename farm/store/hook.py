@@ -1,6 +1,8 @@
-"""The one call ``farm run``, ``farm import`` and ``farm qualify`` make when they are done.
+"""The results store as a listener: every complete result directory is ingested into it.
 
-Ingesting is a convenience on top of the run directory, never a risk to it: any failure (no
+``farm run`` (and ``farm health check`` through it), ``farm import``, ``farm qualify`` and farm's
+pytest plugin all end with the ``run_published`` hook (farm.run.events), and :data:`STORE` listens to
+it. Ingesting is a convenience on top of the run directory, never a risk to it: any failure (no
 database server, a locked file, a bad ``FARM_DB``) is a warning on stderr naming what to run later,
 and the command's exit code is unchanged.
 """
@@ -11,6 +13,11 @@ import os
 import sys
 from pathlib import Path
 from typing import Any, Callable
+
+import pluggy
+
+#: farm.run.events.hookimpl (the same marker), without loading the runner
+hookimpl = pluggy.HookimplMarker("farm")
 
 
 def ingest_after(run_dir: str | os.PathLike[str], *, qualification: dict | None = None) -> bool:
@@ -60,3 +67,19 @@ def _with_store(action: Callable[[Any], Any], failed: str, later: str) -> Any:
         print(f"farm: warning: results store: {failed} ({reason}); the run directory is kept: {later}, "
               f"or {DB_ENV}=none to turn the store off", file=sys.stderr)
         return None
+
+
+class StoreListener:
+    """Ingests what is published (``run_published``) into the store ``FARM_DB`` names."""
+
+    @hookimpl
+    def run_published(self, run_dir: Path, qualification: dict[str, Any] | None) -> None:
+        ingest_after(run_dir, qualification=qualification)
+
+    @hookimpl
+    def results_moved(self, old: Path, new: Path) -> None:
+        moved_after(old, new)
+
+
+#: the listener farm registers for every run and every way results come in (farm.run.events.FARM_LISTENERS)
+STORE = StoreListener()

@@ -31,7 +31,9 @@ import attrs
 import sqlalchemy as sa
 
 from farm.errors import JobError
+from farm.measure.params import canonical
 from farm.results.baselines import META as BASELINE_META
+from farm.results.identity import identity_params
 from farm.results.record import FAILED_METRIC, Record, now_iso
 from farm.results.stats import median
 from farm.results.report import RunData, load_run
@@ -68,7 +70,8 @@ class RunRows:
         return figure_rows(self.run, self.records)
 
 
-#: what a figure is the summary of: the values of one measurement in one run, on one kernel and image
+#: what a figure is the summary of: the values of one measurement in one run, on one kernel and image;
+#: its params are the records' identity (farm.results.identity), so runs of other lengths are one series
 _FIGURE_KEY = ("target", "setup", "suite", "benchmark", "params", "metric", "unit", "kernel", "image_key", "git_sha")
 
 
@@ -80,7 +83,8 @@ def figure_rows(run: dict[str, Any], records: Iterable[dict[str, Any]]) -> tuple
     groups: dict[tuple, list[float]] = {}
     for r in records:
         if r["metric"] != FAILED_METRIC and r["value"] is not None and math.isfinite(r["value"]):
-            groups.setdefault(tuple(r[k] for k in _FIGURE_KEY), []).append(r["value"])
+            key = {**r, "params": identity_params(r["benchmark"], r["params"])}
+            groups.setdefault(tuple(key[k] for k in _FIGURE_KEY), []).append(r["value"])
     rows = []
     for key, values in groups.items():
         lo, hi, interval = median_interval(values)
@@ -114,6 +118,13 @@ def _seconds(started: str, finished: str | None) -> float | None:
         return (end - datetime.fromisoformat(started)).total_seconds()
     except (TypeError, ValueError):
         return None
+
+
+def _place(info: dict[str, Any]) -> str:
+    """The farm place the run ran on (run.json's ``place.name``, ``farm run --farm``), "" off the farm."""
+    place = info.get("place")
+    name = place.get("name") if isinstance(place, dict) else None
+    return name[:200] if isinstance(name, str) else ""
 
 
 def _boots(info: dict[str, Any]) -> list[dict[str, Any]]:
@@ -242,7 +253,7 @@ def rows_of(data: RunData, artifacts: list[dict[str, Any]], consoles: list[dict[
     def record_row(r: Record) -> dict[str, Any]:
         boot = kernel_of.get((r.target, r.setup, r.repeat)) or kernel_of_setup.get((r.target, r.setup)) or {}
         return _masked({"timestamp": r.timestamp, "target": r.target, "arch": r.arch, "setup": r.setup,
-                        "image": r.image, "suite": r.suite, "benchmark": r.benchmark, "params": r.params,
+                        "image": r.image, "suite": r.suite, "benchmark": r.benchmark, "params": canonical(r.params),
                         "repeat": r.repeat, "metric": r.metric, "value": None if math.isnan(r.value) else r.value,
                         "unit": r.unit, "kernel": boot.get("kernel", ""), "image_key": boot.get("image_key", ""),
                         "git_sha": git_sha, "started": started})
@@ -264,7 +275,7 @@ def rows_of(data: RunData, artifacts: list[dict[str, Any]], consoles: list[dict[
         "git_sha": git_sha, "farm_version": _text(info.get("farm_version")), "ci_job": _text(info.get("ci_job")),
         "stopped_at": _text(info.get("stopped_at")),
         "junit": junit_outcome(s.kind for s in data.stages), "path": str(data.path.resolve()),
-        "info": json.dumps(info, sort_keys=True, default=str), "ingested": now_iso(),
+        "info": json.dumps(info, sort_keys=True, default=str), "ingested": now_iso(), "place": _place(info),
     })
     stages = tuple(_masked({"position": i, "name": s.name, "classname": s.classname,
                             "seconds": s.seconds if math.isfinite(s.seconds) else None, "kind": s.kind,

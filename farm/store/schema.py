@@ -41,8 +41,11 @@ runs = sa.Table(
     sa.Column("path", sa.String(2000), nullable=False),
     sa.Column("info", sa.Text, nullable=False),                # run.json as it was, JSON text
     sa.Column("ingested", sa.String(40), nullable=False),
+    # the farm place it ran on (run.json's place.name; "" off the farm): the runs list's filter, a place's page
+    sa.Column("place", sa.String(200), nullable=False, server_default=""),
 )
 sa.Index("ix_runs_started", runs.c.started)
+sa.Index("ix_runs_place", runs.c.place, runs.c.started)
 
 stages = sa.Table(
     "stages", metadata,

@@ -8,7 +8,7 @@ import pytest
 
 from farm.bench import echo, loadgen
 from farm.bench.context import BenchContext
-from farm.bench.network import run_echo_sweep
+from farm.bench.network import SweepParams, run_echo_sweep
 from farm.boot.console_log import ConsoleLog
 from farm.boot.facts import read_facts
 from farm.boot.session import EnvFile, boot_target
@@ -39,12 +39,13 @@ def test_a_sweep_through_a_load_generator_over_ssh(project_root, maaxboard_image
         def observe(load, result, samples_text, cpu_window):
             seen[load] = (result, echo.parse_samples(samples_text))
 
-        params = {"loads": [1, 1000], "duration": 2, "warmup": 1, "cooldown": 1, "generator": "lg1"}
+        params = {"method": "ipbench-echo", "loads": [1, 1000], "duration": 2, "warmup": 1, "cooldown": 1,
+                  "generator": "lg1"}
         with ConsoleLog(tmp_path / "console") as console:
             with boot_target(env, maaxboard_image, "t-echo-ssh", console) as booted:
                 ctx = BenchContext(booted, read_facts(booted.shell))
                 assert isinstance(loadgen.generator("lg1", booted.target), loadgen.RemoteGenerator)
-                measurements = run_echo_sweep(ctx, params, observe=observe)
+                measurements = run_echo_sweep(ctx, SweepParams.of(params), observe=observe)
     assert set(seen) == {1.0, 1000.0}
     for load, (result, samples) in seen.items():
         assert len(samples) == result.samples > 0  # the samples came back over ssh

@@ -45,3 +45,37 @@ def test_example_directory_runs_on_the_twin(project_root, maaxboard_image, tmp_p
     assert {"farm.cpus", "farm.boot_seconds[attempts=1]"} <= props
     log = (tmp_path / "out" / "console" / "maaxboard-twin.log").read_text(errors="replace")
     assert "U-Boot 20" in log and "FARM-READY" in log
+
+
+def _readme_commands(path) -> str:
+    """The first ``sh`` block after the pytest section's start in ``path`` (README.md) or its only one."""
+    import re
+
+    text = path.read_text()
+    if "## The pytest way" in text:
+        text = text[text.index("## The pytest way"):]
+    return re.search(r"```sh\n(.*?)```", text, re.S).group(1)
+
+
+@pytest.mark.parametrize("readme", ["examples/pytest/README.md", "README.md"])
+def test_the_readme_command_runs_as_written(project_root, maaxboard_image, tmp_path, readme):
+    """The README's commands, verbatim, in a copy of the repository's layout (its pyproject.toml, with
+    farm's ``-p no:labgrid``, the env and image files, the example directory; .venv the checkout's), as a
+    user runs them from the top of a checkout: 4 passed, results/junit.xml with farm's properties."""
+    commands = _readme_commands(project_root / readme)
+    assert commands.startswith("cd examples/pytest\n") and "--lg-env=" in commands
+    repo = tmp_path / "checkout"
+    for part in ("env", "images", "examples/pytest"):
+        shutil.copytree(project_root / part, repo / part, ignore=shutil.ignore_patterns("results", "__pycache__"))
+    shutil.copy2(project_root / "pyproject.toml", repo / "pyproject.toml")
+    (repo / ".venv").symlink_to(project_root / ".venv")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LG_")}
+    proc = subprocess.run(["bash", "-euo", "pipefail", "-c", commands], cwd=repo, capture_output=True, text=True,
+                          env=env, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert "4 passed" in proc.stdout.splitlines()[-1], proc.stdout[-2000:]
+    results = repo / "examples" / "pytest" / "results"
+    props = {p.get("name"): p.get("value") for p in ET.parse(results / "junit.xml").getroot().iter("property")}
+    assert props["farm.cpus"] == "4 count"
+    (run,) = results.glob("pytest-*/results.csv")
+    assert {r["metric"] for r in csv.DictReader(run.open())} == {"cpus", "boot_seconds"}

@@ -14,7 +14,7 @@ from labgrid.driver import QEMUDriver
 
 from farm.boot.console_log import ConsoleLog
 from farm.boot.facts import read_facts
-from farm.boot.ipxe import CTRL_B, console_lines
+from farm.boot.ipxedriver import CTRL_B, console_lines
 from farm.boot.session import EnvFile, boot_target
 from farm.errors import InfrastructureError
 

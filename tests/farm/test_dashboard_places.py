@@ -16,7 +16,7 @@ pytestmark = pytest.mark.boot  # the virtual lab (coordinator, exporter, QEMU tw
 
 
 def _rows(html: str) -> dict[str, str]:
-    return dict(re.findall(r"<tr><td>(maaxboard-\d)</td>(.*?)</tr>", html))
+    return dict(re.findall(r'<tr><td>(?:<a href="place/[^"]+\.html">)?(maaxboard-\d)(?:</a>)?</td>(.*?)</tr>', html))
 
 
 def test_places_page_shows_holder_and_health_from_the_coordinator(lab, tmp_path):

@@ -146,6 +146,9 @@ def test_three_infrastructure_failures_make_a_place_unhealthy_until_a_health_che
         assert run["targets"]["maaxboard"]["boots"][0]["cpus"] == 4
         assert f"place {SICK} is healthy again" in proc.stderr and f"{SICK} is ok" in proc.stderr
         assert health(lab) == {SICK: ("ok", 0), OTHER: ("ok", 0)}
+        from tests.unit.test_events import stored_runs  # the health check reached the store (its listener)
+
+        assert run["run_id"] in stored_runs(os.environ["FARM_DB"])
         print(f"\nhealth check passed in {time.monotonic() - t0:.1f}s")
 
         # and reservations get it again

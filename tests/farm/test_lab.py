@@ -62,6 +62,44 @@ def test_plain_labgrid_client_powers_a_board_through_pdudaemon_and_qmp(lab):
         run("release")
 
 
+def test_plain_labgrid_client_console_reaches_the_board(lab):
+    """labgrid-client's own console on the virtual farm: Debian 12 has no microcom, so labgrid runs
+    telnet (scripts/setup.sh installs it) on the place's NetworkSerialPort; the board's U-Boot answers."""
+    import pexpect
+
+    client = [str(Path(sys.executable).parent / "labgrid-client"), "-p", "maaxboard-2"]
+    qmp = lab.state()["boards"][1]["qmp_socket"]
+
+    def run(*args):
+        proc = subprocess.run([*client, *args], capture_output=True, text=True, timeout=60, env=os.environ)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout
+
+    run("acquire")
+    console = None
+    try:
+        console = pexpect.spawn(client[0], [*client[1:], "console"], env=dict(os.environ), timeout=60)
+        console.expect(r"connecting to NetworkSerialPort.* calling telnet 127\.0\.0\.1 \d+")
+        console.expect("Connected to")
+        run("power", "on")
+        console.expect(r"U-Boot 20\d\d")
+        console.expect("Hit any key to stop autoboot")
+        console.send("\n")  # into U-Boot's prompt, and a command it answers
+        console.expect("=> ")
+        console.send("version\n")
+        console.expect(r"U-Boot 20\d\d\.\d\d")
+        console.sendcontrol("]")  # telnet's escape, then its quit
+        console.expect("telnet> ")
+        console.send("quit\n")
+        console.expect(pexpect.EOF)
+    finally:
+        if console is not None and console.isalive():
+            console.terminate(force=True)
+        run("power", "off")
+        run("release")
+    assert not is_on(qmp)
+
+
 def test_console_is_attached_before_power_on(lab):
     """farm console on a locked place: the board's first words after power-on arrive; Ctrl-] leaves."""
     from farm.coordinator import Coordinator

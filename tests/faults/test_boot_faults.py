@@ -105,6 +105,30 @@ def test_kernel_panic_fails_at_once_with_the_panic_line(maaxboard_image, tftp_ro
     assert not getattr(info.value, "failed_attempts", None), "a panic of the image is never retried"
 
 
+# 3b. the panic's line whole everywhere a run reports it: stdout, junit.xml, summary.md, the store's stage
+def test_a_panic_is_reported_whole_by_farm_run(maaxboard_image, tftp_root, tmp_path):
+    pipeline = tmp_path / "p.yaml"
+    pipeline.write_text(f"""name: fault-3b
+image: {ROOT / 'images' / 'maaxboard-bench.yaml'}
+targets: [{{env: {ROOT / 'env' / 'qemu-maaxboard.yaml'}}}]
+boot_attempts: 1
+benchmarks:
+  - openssl-speed: {{algorithms: [sha256], seconds: 1}}
+""")
+    out = tmp_path / "run"
+    proc = run_farm("run", str(pipeline), "--bootarg", "rdinit=/nonexistent", "--out", str(out), timeout=300)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    log = (out / "console" / "maaxboard-twin.log").read_text(errors="replace")
+    (line,) = {ln.split("] ", 1)[-1].strip() for ln in log.splitlines() if "Kernel panic - not syncing" in ln}
+    # the console log's line, whole (on the twin: "... VFS: Unable to mount root fs on unknown-block(0,0)")
+    assert line.startswith("Kernel panic - not syncing: ") and len(line) > 40, line
+    said = proc.stdout + proc.stderr
+    assert f"kernel panic: {line}" in said, said
+    (case,) = [tc for tc in ET.parse(out / "junit.xml").getroot().iter("testcase") if tc.get("name").startswith("boot")]
+    assert f"kernel panic: {line}" in case.find("failure").get("message")
+    assert f"kernel panic: {line}" in (out / "summary.md").read_text()
+
+
 # 5. QEMU (the board) killed mid-benchmark -> infrastructure error; earlier records kept
 def test_board_killed_mid_benchmark_keeps_what_was_measured(maaxboard_image, tftp_root, tmp_path):
     pipeline = tmp_path / "p.yaml"

@@ -252,7 +252,7 @@ def test_concurrent_first_builds_on_an_empty_cache_all_succeed(tmp_path, maaxboa
         assert "Traceback" not in err
     dirs = {out.strip().splitlines()[-1] for _, out, _ in results}
     assert len(dirs) == 1
-    states = sorted(err.split()[0] for _, _, err in results)
+    states = sorted(err.strip().splitlines()[-1].split()[0] for _, _, err in results)  # after a build's progress
     assert states == ["built", "cached", "cached"], states
     assert verify_cached(Path(dirs.pop()), json.loads((_image_dir(cache) / "manifest.json").read_text())["key"]) is None
     leftovers = [p.name for d in ("images", "pkgs", "debs") for p in (cache / d).iterdir()

@@ -94,6 +94,80 @@ def test_farm_serve_masks_secrets_it_knows(tmp_path):
     assert "password: " in html and secret not in html
 
 
+PLACE_ROW = r'<tr><td>(?:<a href="place/[^"]+\.html">)?(maaxboard-\d)(?:</a>)?</td>(.*?)</tr>'
+
+
+def test_a_runs_files_are_its_listed_files_only(tmp_path):
+    """farm serve answers run/<run>/files/<path> from the run directory: only a file the store lists for
+    the run, through no symbolic link, text masked and plain; the static site holds masked copies."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    import urllib.error
+    import urllib.request
+
+    from tests.conftest import ROOT, run_farm
+
+    secret = "hunter2-lab-password"
+    run = make_run(tmp_path / RUN, RUN, started="2026-12-01T10:00:00.000+00:00",
+                   console=f"U-Boot 2023.01\npassword: {secret}\n<script>alert(1)</script>\n")
+    (run / "plots").mkdir()
+    (run / "plots" / "sweep.png").write_bytes(b"\x89PNG\r\n\x1a\n" + b"\0" * 20)
+    (run / "summary.md").write_text("# farm run\n")
+    (tmp_path / "outside.txt").write_text("not the run's")
+    env = {"FARM_DB": str(tmp_path / "results.db")}
+    assert run_farm("db", "ingest", str(run), env=env).returncode == 0
+    (run / "extra.txt").write_text("made after the ingest: not listed")
+    os.symlink(tmp_path / "outside.txt", run / "link.txt")
+    (run / "summary.md").unlink()
+    os.symlink(tmp_path / "outside.txt", run / "summary.md")  # listed, now a symlink: refused
+    proc = subprocess.Popen([sys.executable, "-m", "farm.cli", "serve", "--port", "0"], cwd=ROOT,
+                            env={**os.environ, **env, "FARM_SECRET_LAB": secret}, stderr=subprocess.PIPE, text=True)
+
+    def get(path: str):
+        try:
+            with urllib.request.urlopen(f"{base}{path}") as resp:
+                return resp.status, resp.headers, resp.read()
+        except urllib.error.HTTPError as err:
+            return err.code, err.headers, b""
+
+    try:
+        port = re.search(r":(\d+)/", proc.stderr.readline()).group(1)
+        base = f"http://127.0.0.1:{port}/"
+        status, headers, body = get(f"run/{RUN}/files/console/maaxboard-twin.log")
+        assert status == 200 and headers["Content-Type"] == "text/plain; charset=utf-8"
+        assert b"<script>alert(1)</script>" in body and secret.encode() not in body and b"password: " in body
+        assert headers["Content-Security-Policy"].startswith("default-src 'none'")
+        assert headers["X-Content-Type-Options"] == "nosniff"
+        status, headers, body = get(f"run/{RUN}/files/plots/sweep.png")
+        assert status == 200 and headers["Content-Type"] == "image/png" and body.startswith(b"\x89PNG")
+        assert get(f"run/{RUN}/files/junit.xml")[1]["Content-Type"] == "text/plain; charset=utf-8"
+        for path in ("extra.txt", "link.txt", "summary.md", "../results.db", "%2e%2e/results.db",
+                     "console/../run.json", "/etc/passwd", "console"):
+            assert get(f"run/{RUN}/files/{path}")[0] == 404, path
+        assert get("run/nope/files/run.json")[0] == 404
+        shutil.rmtree(run / "console")  # moved away: the store's copy of its end answers
+        status, _, body = get(f"run/{RUN}/files/console/maaxboard-twin.log")
+        assert status == 200 and b"<script>alert(1)</script>" in body and secret.encode() not in body
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+    site_dir = tmp_path / "site"
+    env["FARM_SECRET_LAB"] = secret
+    assert run_farm("dashboard", "--out", str(site_dir), env=env).returncode == 0
+    files = site_dir / "run" / RUN / "files"
+    assert sorted(p.relative_to(files).as_posix() for p in files.rglob("*") if p.is_file()) == [
+        "console/maaxboard-twin.log", "junit.xml", "plots/sweep.png", "results.csv", "run.json"]
+    assert secret not in (files / "console" / "maaxboard-twin.log").read_text()
+    page = (site_dir / "run" / f"{RUN}.html").read_text()
+    assert f'href="../run/{RUN}/files/plots/sweep.png"' in page and "summary.md (not on disk any more)" in page
+    assert run_farm("dashboard", "--out", str(tmp_path / "bare"), "--files", "none", env=env).returncode == 0
+    assert not (tmp_path / "bare" / "run" / RUN / "files").exists()
+    assert "/files/" not in (tmp_path / "bare" / "run" / f"{RUN}.html").read_text()
+
+
 def _placed_store(tmp_path, backend_url=None):
     place = {"name": "maaxboard-1", "coordinator": "127.0.0.1:20408", "owner": "ci/lab",
              "tags": {"board": "maaxboard", "note": "<b>bold</b>"}, "health_check": False}
@@ -118,7 +192,7 @@ def test_the_places_page_from_the_store_and_a_coordinator(tmp_path, store_url):
         status, html = site.render(c, "places.html")
         assert status == 200
         assert site.NO_COORDINATOR in html
-        rows = re.findall(r"<tr><td>(maaxboard-\d)</td>(.*?)</tr>", html)
+        rows = re.findall(PLACE_ROW, html)
         assert [name for name, _ in rows] == ["maaxboard-1", "maaxboard-2"]
         one = rows[0][1]
         assert "&lt;b&gt;bold&lt;/b&gt;" in one and "<b>bold" not in one   # a tag is text
@@ -130,13 +204,68 @@ def test_the_places_page_from_the_store_and_a_coordinator(tmp_path, store_url):
                PlaceNow("maaxboard-3", {"board": "maaxboard"}, None, None, None,
                         "unhealthy (3 infrastructure failures in a row)")]
         status, html = site.render(c, "places.html", places=lambda: (now, "the coordinator at 127.0.0.1:1, now"))
-        rows = dict(re.findall(r"<tr><td>(maaxboard-\d)</td>(.*?)</tr>", html))
+        rows = dict(re.findall(PLACE_ROW, html))
         assert set(rows) == {"maaxboard-1", "maaxboard-2", "maaxboard-3"}
         assert "ci-host/ci" in rows["maaxboard-1"] and "2025-12-01 10:00:00 UTC" in rows["maaxboard-1"]
         assert '<td class="pass">ok</td>' in rows["maaxboard-1"]
         assert "free" in rows["maaxboard-3"] and '<td class="failure">unhealthy (3' in rows["maaxboard-3"]
         assert "(not on the coordinator)" in rows["maaxboard-2"]
         assert "places.html" in site.site_paths(c)
+        assert '<a href="place/maaxboard-1.html">maaxboard-1</a>' in html  # a place's page
+
+
+def test_a_place_page_shows_its_runs_outcomes_and_health_over_time(tmp_path, store_url):
+    eng = _placed_store(tmp_path, store_url)
+    with eng.connect() as c:
+        assert {"place/maaxboard-1.html", "place/maaxboard-2.html"} <= set(site.site_paths(c))
+        status, html = site.render(c, "place/maaxboard-1.html")
+        assert status == 200 and "<h1>Place maaxboard-1</h1>" in html
+        assert ">2 runs</a>: " in html and "1 passed" in html and "1 infrastructure-error" in html
+        strip = re.search(r'<svg class="strip".*?</svg>', html).group(0)
+        cells = re.findall(r'<rect x="[\d.]+" y="8" width="\d+" height="22" class="(\w+)"><title>([^<]*)</title>', strip)
+        assert [(kind, tip.split()[0]) for kind, tip in cells] == [("pass", "20261201-100000-p1"),
+                                                                  ("failure", "20261202-100000-p2")]  # oldest first
+        assert 'class="health"><title>unhealthy</title>' in strip  # the health the run recorded
+        jobs = re.search(r'<table class="runs">.*?</table>', html).group(0)
+        assert jobs.index("20261202-100000-p2") < jobs.index("20261201-100000-p1")  # newest first
+        assert "20261203-100000-p3" not in html  # another place's
+        assert "board=maaxboard note=&lt;b&gt;bold&lt;/b&gt;" in html
+        assert site.render(c, "place/nope.html")[0] == 404
+
+
+def _runs_listed(html: str) -> list[str]:
+    table = re.search(r'<table class="runs">.*?</table>', html, re.S).group(0)
+    return re.findall(r'<tr><td><a href="[^"]*run/[^"]+\.html">([^<]+)</a>', table)
+
+
+def test_the_run_list_filters_by_place_status_pipeline_commit_and_date(tmp_path, store_url):
+    eng = _placed_store(tmp_path, store_url)
+    with eng.connect() as c:
+        live = lambda **q: site.render(c, "index.html", {k: [v] for k, v in q.items()}, live=True)  # noqa: E731
+        status, html = live(place="maaxboard-1")
+        assert status == 200 and _runs_listed(html) == ["20261202-100000-p2", "20261201-100000-p1"]
+        assert "2 runs with place maaxboard-1" in html
+        assert _runs_listed(live(status="infrastructure-error")[1]) == ["20261202-100000-p2"]
+        assert _runs_listed(live(place="maaxboard-1", status="passed")[1]) == ["20261201-100000-p1"]
+        assert _runs_listed(live(since="2026-12-02", until="2026-12-03")[1]) == ["20261203-100000-p3",
+                                                                                 "20261202-100000-p2"]
+        assert len(_runs_listed(live(commit="1111")[1])) == 4 and _runs_listed(live(commit="abcd")[1]) == []
+        assert _runs_listed(live(target="maaxboard-twin", setup="default", pipeline="smoke")[1])[0] == "20261204-100000-p4"
+        status, html = live(since="yesterday")
+        assert status == 400 and "since=&#x27;yesterday&#x27;: expected a date YYYY-MM-DD" in html
+        assert len(_runs_listed(html)) == 4  # the whole list, the filter not applied
+        # the live form: a GET form of selects and dates, each value with its count
+        assert '<form class="filters" method="get" action="index.html">' in html
+        assert '<option value="maaxboard-1">maaxboard-1 (2)</option>' in html
+        # the static site: a page per value of a filter, linked from the list
+        status, static = site.render(c, "index.html")
+        assert "<form" not in static and 'href="runs/place/maaxboard-1/1.html"' in static
+        assert "runs/status/passed/1.html" in site.site_paths(c)
+        status, html = site.render(c, "runs/place/maaxboard-1/1.html")
+        assert status == 200 and _runs_listed(html) == ["20261202-100000-p2", "20261201-100000-p1"]
+        assert 'href="../../../run/20261202-100000-p2.html"' in html
+        assert site.render(c, "runs/place/nope/1.html")[0] == 404
+        assert site.render(c, "runs/place/maaxboard-1/2.html")[0] == 404
 
 
 def test_a_run_page_draws_its_sweep_inline(tmp_path):
@@ -146,6 +275,7 @@ def test_a_run_page_draws_its_sweep_inline(tmp_path):
     ingest(eng, [run])
     with eng.connect() as c:
         status, html = site.render(c, "run/20261201-100000-swp.html")
+        status_all, every = site.render(c, "run/20261201-100000-swp/figures.html")
     assert status == 200 and "<h2>Network sweep of maaxboard-twin</h2>" in html
     charts = re.findall(r'<svg class="chart xy".*?</svg>', html)
     assert len(charts) == 2                                   # achieved vs requested, and the RTT
@@ -155,5 +285,14 @@ def test_a_run_page_draws_its_sweep_inline(tmp_path):
     assert 'class="ideal"' in achieved and 'class="ideal"' not in rtt
     assert "kvm-guest: 50 Mbit/s at 100 Mbit/s" in achieved    # a point's hover text, in human units
     assert "kvm-guest: 800 µs at 10 Mbit/s" in rtt
-    # the key figures' params in units too (not requested=10000000)
-    assert "packet_size=1472 B; requested=10 Mbit/s</td>" in html and "requested=10000000" not in html
+    # the key figures: a sweep is a row per load with its key columns, the full table behind a link
+    sweeps = re.findall(r'<table class="sweep">(.*?)</table>', html)
+    assert len(sweeps) == 2  # one per setup
+    assert re.findall(r"<th>(\w+)</th>", sweeps[1]) == ["requested", "n", "received_throughput", "rtt_median"]
+    assert re.findall(r"<tr><td class=\"num\">([^<]+)</td>", sweeps[1]) == ["10 Mbit/s", "50 Mbit/s", "100 Mbit/s"]
+    assert "<td class=\"num\">25 Mbit/s</td><td class=\"num\">800 µs</td>" in sweeps[1]
+    assert "all points: method=ipbench-echo; packet_size=1472 B" in html  # n: a count, not identity
+    assert 'href="../run/20261201-100000-swp/figures.html">every figure of the run</a>' in html
+    # ... in units too (not requested=10000000)
+    assert status_all == 200 and every.count("<tr><td>maaxboard-twin</td>") == 19
+    assert "packet_size=1472 B; requested=10 Mbit/s</td>" in every and "requested=10000000" not in every

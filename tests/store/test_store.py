@@ -47,6 +47,30 @@ def test_migrations_from_an_empty_database(store_env):
     assert "ix_figures_metric" in indexes  # the history query's index
 
 
+def test_migration_0004_fills_the_place_of_the_runs_already_stored(store_env, tmp_path):
+    """A store migrated before runs.place (revision 0001) gets each run's place from its stored run.json."""
+    from alembic import command
+
+    from farm.store.db import _alembic_config
+    from farm.store.ingest import read_run
+
+    eng = engine(database_url(store_env))
+    with eng.begin() as c:
+        command.upgrade(_alembic_config(c), "0001")
+    place = {"name": "maaxboard-7", "coordinator": "127.0.0.1:1", "tags": {}}
+    rows = [read_run(make_run(tmp_path / n, n, started=f"2026-12-0{i + 1}T10:00:00.000+00:00",
+                              place=place if i == 0 else None)).run for i, n in enumerate(("r-placed", "r-none"))]
+    with eng.begin() as c:
+        runs_0001 = sa.table("runs", *[sa.column(col.name) for col in schema.runs.columns if col.name != "place"])
+        c.execute(sa.insert(runs_0001), [{k: v for k, v in r.items() if k != "place"} for r in rows])
+    open_store(store_env)
+    with eng.connect() as c:
+        assert current_revision(c) == head_revision()
+        got = dict(c.execute(sa.select(schema.runs.c.run_id, schema.runs.c.place)).all())
+        assert "ix_runs_place" in {i["name"] for i in sa.inspect(c).get_indexes("runs")}
+    assert got == {"r-placed": "maaxboard-7", "r-none": ""}
+
+
 def test_farm_db_ingest_stores_a_live_run(store_env, tmp_path):
     run = make_run(tmp_path / "r1", "20261201-100000-aaaa", started="2026-12-01T10:00:00.000+00:00",
                    failure="openssl speed: exited 1", status="failed",

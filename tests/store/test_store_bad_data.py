@@ -44,6 +44,33 @@ def _edit_run_json(run: Path, change) -> None:
     (run / "run.json").write_text(json.dumps(info))
 
 
+def test_the_migrations_are_one_line_and_0003_makes_a_store_at_0004_take_nan(store_env, tmp_path):
+    """0003 (records.value nullable) comes after main's 0004: one chain, one head, which open_store
+    reaches from a store written at 0004 (value NOT NULL there), and then a NaN is stored."""
+    from alembic import command
+    from alembic.script import ScriptDirectory
+
+    from farm.store.db import _alembic_config, current_revision, database_url, engine, head_revision
+
+    script = ScriptDirectory.from_config(_alembic_config(None))
+    assert len(script.get_heads()) == 1 and len(script.get_bases()) == 1
+    chain = [rev.revision for rev in script.walk_revisions()][::-1]  # base first, one down_revision each
+    assert chain[0] == "0001" and chain[-1] == head_revision()
+    assert chain.index("0003") == chain.index("0004") + 1
+    eng = engine(database_url(store_env))
+    with eng.begin() as c:
+        command.upgrade(_alembic_config(c), "0004")
+    with eng.connect() as c:
+        assert not {col["name"]: col for col in sa.inspect(c).get_columns("records")}["value"]["nullable"]
+    run = make_run(tmp_path / "r", RUN, started=STARTED, values={"throughput": [1.0e8, math.nan]})
+    proc = run_farm("db", "ingest", str(run), env=store_env)
+    assert proc.returncode == 0, proc.stderr
+    with eng.connect() as c:
+        assert current_revision(c) == head_revision()
+        assert c.execute(sa.select(schema.records.c.value).order_by(schema.records.c.repeat)).scalars().all() == [
+            1.0e8, None]
+
+
 def test_a_nan_value_is_stored_as_null_and_read_back_as_nan(store_env, tmp_path):
     run = make_run(tmp_path / "r", RUN, started=STARTED, values={"throughput": [1.0e8, math.nan, 1.2e8]})
     proc = run_farm("db", "ingest", str(run), env=store_env)

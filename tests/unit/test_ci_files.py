@@ -108,7 +108,15 @@ def test_gitlab_structure():
     assert "resource_group" not in bench  # one job per board type at a time: the coordinator queues for the pool
     (run,) = [argv for line in bench["script"] for argv in farm_invocations(line) if argv[0] == "run"]
     assert "--farm" in run
-    assert any("farm janitor" in line for line in bench["after_script"])
+    # the janitor before and after the run, in the script: not hidden (no `|| true`, no after_script, whose
+    # failure GitLab only warns about), and the run's own exit code is the job's
+    janitors = [i for i, line in enumerate(bench["script"]) if line.strip() == "farm janitor"]
+    runs = [i for i, line in enumerate(bench["script"]) if "farm run" in line]
+    assert len(janitors) == 2 and janitors[0] < runs[0] < janitors[1], bench["script"]
+    assert bench["script"][runs[0]].endswith("|| status=$?") and bench["script"][-1] == 'exit "$status"'
+    assert "after_script" not in bench
+    assert not [line for job in jobs.values() for k in ("script", "after_script") for line in job.get(k, [])
+                if "|| true" in line]
     assert bench["artifacts"]["when"] == "always" and bench["artifacts"]["paths"] == ["results/"]
     assert bench["artifacts"]["reports"]["junit"].startswith("results/")
     publish = jobs["publish"]
@@ -128,6 +136,7 @@ def test_github_structure():
     assert any("make setup" in s.get("run", "") for s in steps)
     release = [s for s in steps if "farm janitor" in s.get("run", "")]
     assert release and release[0]["if"] == "always()"
+    assert "|| true" not in release[0]["run"]  # a janitor that fails is seen
     # farm run writes $GITHUB_STEP_SUMMARY once, final; a report step writing it too showed the run twice
     reports = [s["run"] for s in steps if s.get("run", "").startswith("farm report")]
     assert reports and all("--no-step-summary" in r for r in reports)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from farm.bench.crypto import CPUFREQ_COMMAND, parse_cpufreq_line, run_openssl_speed
+from farm.bench.crypto import CPUFREQ_COMMAND, OpensslParams, parse_cpufreq_line, run_openssl_speed
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 MULTI = (DATA / "openssl-multi2-aes-128-gcm-mr.txt").read_text().splitlines()
@@ -23,7 +23,7 @@ class Shell:
 
 def test_clock_read_around_openssl_gives_per_process_cycles():
     ctx = Shell([["1500000 1500000 "], ["1500000 1500000 "]])
-    ms = run_openssl_speed(ctx, {"algorithms": ["aes-128-gcm"], "multi": 2, "block": 16384})
+    ms = run_openssl_speed(ctx, OpensslParams.of({"algorithms": ["aes-128-gcm"], "multi": 2, "block": 16384}))
     assert ctx.commands[0] == ctx.commands[2] == CPUFREQ_COMMAND and ctx.commands[1].startswith("openssl speed")
     (thr,) = [m for m in ms if m.metric == "throughput"]
     (cyc,) = [m for m in ms if m.metric == "cycles_per_byte"]
@@ -34,7 +34,7 @@ def test_clock_read_around_openssl_gives_per_process_cycles():
 
 def test_no_cpufreq_no_measured_cycles():
     ctx = Shell([[""], [""]])
-    ms = run_openssl_speed(ctx, {"algorithms": ["aes-128-gcm"]})
+    ms = run_openssl_speed(ctx, OpensslParams.of({"algorithms": ["aes-128-gcm"]}))
     assert [m.metric for m in ms] == ["throughput"]  # the runner's boot clock gives cycles/byte then
 
 

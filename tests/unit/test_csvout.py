@@ -9,6 +9,7 @@ import pytest
 from farm.errors import ParseError
 from farm.measure import Measurement
 from farm.measure.iperf3 import parse_json
+from farm.measure.params import parse_params
 from farm.results.csvout import append_records, read_records, write_records
 from farm.results.record import RECORD_FIELDS, Record, RunContext
 
@@ -29,7 +30,8 @@ def test_write_then_read_round_trips_exactly(tmp_path):
     back = read_records(path)
     assert back == records()
     assert back[0].value == 22636016881.957283  # float written with repr, read back bit for bit
-    assert back[0].params == 'note=a,b;"c";protocol=tcp'
+    assert back[0].params == 'note=a,b%3B"c";protocol=tcp'  # the value's ';' escaped: one param, not two
+    assert parse_params(back[0].params) == {"note": 'a,b;"c"', "protocol": "tcp"}
     assert back[0].repeat == 2
     assert [p.name for p in tmp_path.iterdir()] == ["results.csv"]  # no temporary left
 
@@ -128,4 +130,20 @@ def test_measurement_values_survive_any_text(tmp_path):
     path = tmp_path / "results.csv"
     write_records(path, [CTX.record(m, timestamp="t")])
     (back,) = read_records(path)
-    assert back.value == float("inf") and back.params == "cmd=a\nb,c"
+    assert back.value == float("inf") and back.params == "cmd=a%0Ab,c" and parse_params(back.params) == {"cmd": "a\nb,c"}
+
+
+@pytest.mark.parametrize("value", ["0;1", "a=b", "two words", "größe ∞ 😀", "50%", "%3B", "x;y=z %41", "\t\r\n"])
+def test_a_param_value_of_any_text_round_trips_through_results_csv(tmp_path, value):
+    """A value with ';', '=', spaces, '%' or any Unicode is one param and comes back as it was (the pytest
+    plugin's ``cpus="0;1"`` was written as two params and crashed farm report)."""
+    m = Measurement("x", "y", 1.0, "us", {"cpus": value, "size": 64})
+    path = tmp_path / "results.csv"
+    write_records(path, [CTX.record(m, timestamp="t")])
+    (back,) = read_records(path)
+    assert parse_params(back.params) == {"cpus": value, "size": "64"}
+
+
+def test_params_written_before_values_were_escaped_read_as_meant():
+    assert parse_params("cpus=0;1;size=64") == {"cpus": "0;1", "size": "64"}
+    assert parse_params("load=50%;x=a=b") == {"load": "50%", "x": "a=b"}

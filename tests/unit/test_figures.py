@@ -1,10 +1,16 @@
-"""One key type for what a figure measures: a run's summary, the dashboard and the store's series share it."""
+"""One key type for what a figure measures (farm.results.identity.MetricKey): a run's summary, compare,
+qualify, the dashboard and the store's series share it."""
 
 from types import SimpleNamespace
 
+import attrs
+
 from farm.dashboard import data
 from farm.results import report
-from farm.results.figures import FigureKey, KeyFigure, group_figures
+from farm.results.compare import compare
+from farm.results.figures import KeyFigure, group_figures
+from farm.results.identity import MetricKey
+from farm.results.qualify import qualify
 from farm.results.record import Record
 from farm.store.history import Point, Series
 
@@ -22,10 +28,16 @@ def test_report_dashboard_and_store_share_one_key_type():
     series = Series("t", "s", "crypto", "openssl-speed", "block=16", "throughput", "bytes/s",
                     (Point("r1", "2026", ("r1",), 5.0, 5.0, 5.0, "range", 1),))
     assert type(summary) is type(page) is KeyFigure
-    assert isinstance(series, FigureKey)
+    assert isinstance(series, MetricKey) and isinstance(summary, MetricKey)
     # the run length (seconds=1) is not part of what was measured: all three name the same measurement
-    assert summary.measurement == page.measurement == series.measurement
+    assert summary.measurement == page.measurement == series.measurement == MetricKey.of(rec)
     assert summary.key == ("t", "s", "crypto", "openssl-speed", "block=16", "throughput", "bytes/s")
+    other = Record("r2", "2026-12-01T00:00:00+00:00", "t", "arm64", "s2", "img", "crypto", "openssl-speed",
+                   "block=16;seconds=3", 0, "throughput", 6.0, "bytes/s")
+    (row,) = compare([("a", [rec]), ("b", [other])]).rows  # joined across setups: the key without where
+    assert type(row.key) is MetricKey and row.key == summary.anywhere
+    (judged,) = qualify([rec], [attrs.evolve(other, setup="s")]).comparisons  # the setup is paired apart
+    assert type(judged.key) is MetricKey and judged.key == summary.on("t")
 
 
 def test_group_figures_pools_repeats_and_leaves_out_failures_and_nan():

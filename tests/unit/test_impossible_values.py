@@ -38,15 +38,15 @@ def test_live_benchmark_with_an_impossible_value_is_a_failed_benchmark(tmp_path,
                 Measurement("iperf3", "received_throughput", bad, "bit/s", {"protocol": "tcp"})]
 
     spec = BENCHMARKS["iperf3"]
-    registry = {"iperf3": BenchmarkSpec("iperf3", spec.suite, fake_run, spec.params, spec.check)}
+    registry = {"iperf3": BenchmarkSpec("iperf3", spec.suite, fake_run, spec.params)}
     run = RunDir(tmp_path, RunInfo(run_id="r1", pipeline="p.yaml", pipeline_name="t", pipeline_sha256="", who="t",
                                    started="", farm_version="", git_sha=None, ci_job=None, envs=[], setups={}))
     rc = RunContext(run_id="r1", target="twin", arch="arm64", setup="default", image="img", suite="network")
     runner = Runner(pipeline=None, run=run, hooks=Hooks([run]), registry=registry)
-    runner.run_benchmark(None, Benchmark("iperf3", {}), None, rc, "twin/default")
+    runner.run_benchmark(None, Benchmark("iperf3", spec.params()), None, rc, "twin/default")
     (row,) = read_records(tmp_path / "results.csv")
     assert (row.metric, row.value, row.unit) == ("failed", 1.0, "count")
-    assert run.status == EXIT_TEST_FAILURE
+    assert runner.status == EXIT_TEST_FAILURE
     (case,) = run.cases
     assert case.kind == "failure"
     assert f"received_throughput[protocol=tcp] = {bad!r} bit/s: is" in case.message

@@ -13,7 +13,8 @@ from farm.errors import ParseError
 from farm.measure.isal import (CORPUS_FILE, CycleCount, corpus_sizes, isal_measurements, parse_cycle_counts,
                                parse_perf, perf_name)
 from farm.results.cycles import cycles_per_byte
-from farm.results.record import RunContext, check_unique, key_params
+from farm.results.identity import identity_params
+from farm.results.record import RunContext, check_unique
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 PMU = (DATA / "isal-maaxboard-twin-pmu.txt").read_text()
@@ -92,5 +93,7 @@ def test_the_runs_clock_adds_no_second_figure_where_the_counter_gave_one():
     # without the counter (the older capture) the run's clock gives them
     old = [ctx.record(m) for m in isal_measurements(TWIN)]
     assert len(cycles_per_byte(old, {"maaxboard-twin": 1.5e9})) == len(old)
-    # how the cycles were found does not split the key: a counted figure joins a clock-derived one
-    assert key_params("function=crc32_ieee;mode=warm;cycles=pmu") == "function=crc32_ieee;mode=warm"
+    # how the cycles were found is part of what was measured: a counted figure never joins a clock-derived one
+    assert identity_params("isal", "cycles=pmu;function=crc32_ieee;mode=warm;seconds=1") == \
+        "cycles=pmu;function=crc32_ieee;mode=warm"
+    assert identity_params("isal", "cycles=pmu;function=crc32_ieee") != identity_params("isal", "cycles=cpufreq;function=crc32_ieee")

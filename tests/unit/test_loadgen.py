@@ -192,7 +192,9 @@ imports:
 
 
 def test_the_sweep_checks_its_generator_before_any_boot():
-    from farm.bench.network import check_sweep
+    from farm.bench.network import SweepParams
+
+    check_sweep = SweepParams.of
 
     check_sweep({"loads": [10], "generator": "vb04"})
     with pytest.raises(JobError, match="sweep generator"):

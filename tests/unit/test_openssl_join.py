@@ -7,7 +7,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from farm.bench.crypto import CPUFREQ_COMMAND, run_openssl_speed
+from farm.bench.crypto import CPUFREQ_COMMAND, OpensslParams, run_openssl_speed
 from farm.results.csvout import write_records
 from farm.results.record import RunContext
 
@@ -27,7 +27,7 @@ class Shell:
 
 
 def live_run(path: Path, params: dict) -> Path:
-    ms = run_openssl_speed(Shell(), params)
+    ms = run_openssl_speed(Shell(), OpensslParams.of(params))
     ctx = RunContext(run_id="live", target="maaxboard-twin", arch="arm64", setup="default", image="x", suite="crypto")
     path.mkdir()
     write_records(path / "results.csv", [ctx.record(m, "2026-12-01T00:00:00.000+00:00") for m in ms])
@@ -35,7 +35,8 @@ def live_run(path: Path, params: dict) -> Path:
 
 
 def test_live_params_do_not_carry_the_run_length(tmp_path):
-    ms = run_openssl_speed(Shell(), {"algorithms": ["aes-128-gcm", "sha256"], "seconds": 3, "decrypt": True})
+    ms = run_openssl_speed(Shell(), OpensslParams.of({"algorithms": ["aes-128-gcm", "sha256"], "seconds": 3,
+                                                     "decrypt": True}))
     assert ms and all("seconds" not in m.params for m in ms)
     assert {m.params.get("direction") for m in ms if m.params["algorithm"] == "aes-128-gcm"} == {"encrypt", "decrypt"}
     assert all("direction" not in m.params for m in ms if m.params["algorithm"] == "sha256")

@@ -8,6 +8,7 @@ import pytest
 
 from farm.bench.registry import BENCHMARKS
 from farm.errors import JobError
+from farm.bench.network import Iperf3Params
 from farm.run.model import Benchmark, Setup, load_pipeline
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -54,7 +55,8 @@ def test_smoke_pipeline_loads():
     assert pipeline.setups == (Setup("default"),)
     assert pipeline.repeats == 1
     assert [b.name for b in pipeline.benchmarks][:2] == ["iperf3", "openssl-speed"]
-    assert pipeline.benchmarks[0] == Benchmark("iperf3", {"protocol": "tcp", "duration": 3})
+    assert pipeline.benchmarks[0] == Benchmark("iperf3", Iperf3Params(protocol="tcp", duration=3),
+                                               {"protocol": "tcp", "duration": 3})
     assert all(b.name in BENCHMARKS for b in pipeline.benchmarks)
 
 
@@ -69,8 +71,8 @@ def test_relative_and_absolute_paths(tmp_path):
     pipeline = load_pipeline(path)
     assert pipeline.images['*'] == tmp_path / "pipelines" / "../images/x.yaml"
     assert pipeline.envs == (tmp_path / "pipelines" / "../env/a.yaml", Path("/srv/farm/env/b.yaml"))
-    assert pipeline.benchmarks == (Benchmark("iperf3", {"protocol": "tcp", "duration": 3}),
-                                   Benchmark("openssl-speed", {"seconds": 1}))
+    assert [b.given for b in pipeline.benchmarks] == [{"protocol": "tcp", "duration": 3}, {"seconds": 1}]
+    assert pipeline.benchmarks[0].params.duration == 3 and pipeline.benchmarks[1].params.seconds == 1
 
 
 def test_setups_and_repeats(tmp_path):
@@ -82,7 +84,7 @@ def test_setups_and_repeats(tmp_path):
 
 def test_benchmark_without_params(tmp_path):
     pipeline = load_pipeline(_write(tmp_path, GOOD.replace("  - iperf3: {protocol: tcp, duration: 3}", "  - iperf3:")))
-    assert pipeline.benchmarks[0] == Benchmark("iperf3", {})
+    assert pipeline.benchmarks[0] == Benchmark("iperf3", Iperf3Params(), {})
 
 
 # --- errors ---
@@ -109,7 +111,7 @@ def test_bad_param_type(tmp_path, old, new, line, field, expected):
 
 def test_whole_float_duration_is_fine_a_fraction_is_refused_before_any_boot(tmp_path):
     pipeline = load_pipeline(_write(tmp_path, GOOD.replace("duration: 3", "duration: 2.0")))
-    assert pipeline.benchmarks[0].params["duration"] == 2.0
+    assert pipeline.benchmarks[0].params.duration == 2.0
     path = _write(tmp_path, GOOD.replace("duration: 3", "duration: 2.5"))
     assert _error(path) == (f"{path}:7: benchmarks[0].iperf3: iperf3 duration 2.5: expected whole seconds, 1-86400 "
                             "(iperf3 truncates fractions and refuses more)")
@@ -179,7 +181,7 @@ def test_unknown_top_level_field_and_missing_image(tmp_path):
 
 def test_bad_setup(tmp_path):
     path = _write(tmp_path, GOOD + "setups:\n  - name: a\n  - nam: b\n")
-    assert _error(path).startswith(f"{path}:12: setups[1].nam: unknown field (allowed: bootargs, cpu_frequency_khz, guest, image, name)")
+    assert _error(path).startswith(f"{path}:12: setups[1].nam: unknown field (allowed: bootargs, cpu_frequency_khz, flow, guest, image, name)")
     path = _write(tmp_path, GOOD + "setups:\n  - name: a\n    bootargs: [quiet, 3]\n")
     assert _error(path) == f"{path}:12: setups[0].bootargs: item 1 must be a string, got int 3"
 
@@ -242,9 +244,14 @@ def test_setup_bootargs_are_checked_when_read(tmp_path, bad):
     ("{protocol: tcp, duration: 3}", "{protocol: tcp, duration: 3, length: 2000000}",
      "iperf3 length 2000000: expected 1-1048576 bytes for TCP"),
     ("{protocol: tcp, duration: 3}", "{protocol: tcp, duration: 3, omit: 61}", "iperf3 omit 61: expected whole seconds, 0-60"),
-    ("iperf3: {protocol: tcp, duration: 3}", "sweep: {packet_size: 100000}", "echo load packet_size 100000: expected 24-65507"),
-    ("iperf3: {protocol: tcp, duration: 3}", "sweep: {duration: 100000}", "echo load duration 100000: expected at most 86400 s"),
-    ("iperf3: {protocol: tcp, duration: 3}", "sweep: {samples: 1000000000000}", "echo load samples 1000000000000: expected at most"),
+    ("iperf3: {protocol: tcp, duration: 3}", "sweep: {packet_size: 100000}", "sweep packet_size 100000: expected 24-65507"),
+    ("iperf3: {protocol: tcp, duration: 3}", "sweep: {warmup: 100000}", "sweep warmup 100000: expected a number >= 0, at most 86400"),
+    ("iperf3: {protocol: tcp, duration: 3}", "sweep: {samples: 1000000000000}", "sweep samples 1000000000000: expected a whole number > 0, at most"),
+    ("iperf3: {protocol: tcp, duration: 3}", "sweep: {timeout: 0}", "sweep timeout 0: expected a number > 0"),
+    ("iperf3: {protocol: tcp, duration: 3}", "sweep: {method: ipbench-echo, packet_size: 100000}",
+     "echo load packet_size 100000: expected 24-65507"),
+    ("iperf3: {protocol: tcp, duration: 3}", "sweep: {method: ipbench-echo, duration: 100000}",
+     "echo load duration 100000: expected at most 86400 s"),
     ("iperf3: {protocol: tcp, duration: 3}", "sweep: {method: iperf3-sockperf, packet_size: 100000}",
      "iperf3 length 100000: expected 16-65507"),
     ("iperf3: {protocol: tcp, duration: 3}", "sweep: {method: iperf3-sockperf, duration: 100000}",

@@ -1,4 +1,5 @@
-"""farm.results.plots: the sweep PNG from the sample lab CSV (tests/data/ipbench-sample.csv)."""
+"""farm.results.plots: the sweep PNG of wide rows (what farm compare has), from the sample lab CSV
+(tests/data/ipbench-sample.csv), drawn by the one sweep figure (farm.results.sweep_plots)."""
 
 from __future__ import annotations
 
@@ -41,7 +42,7 @@ def test_two_setups_in_one_png(tmp_path):
     assert data.startswith(PNG_MAGIC)
     assert len(data) > 40_000  # three panels of lines, bands, text: not an empty canvas
     height, width, _ = imread(out).shape
-    assert (width, height) == (935, 1155)  # 8.5 x 10.5 in at 110 dpi
+    assert (width, height) == (935, 1210)  # 8.5 x 11 in at 110 dpi: sweep_plots' figure
     assert not list(tmp_path.glob(".*.tmp"))  # written atomically, no leftovers
 
 

@@ -6,14 +6,17 @@ import subprocess
 import sys
 from pathlib import Path
 
+import attrs
 import pytest
 
 from farm.bench import echo, network, registry
+from farm.bench.params import Params, param
 from farm.bench.registry import (BENCHMARKS, IMPORTERS, REGISTERED, BenchmarkSpec, Importer, by_param, once,
                                  register, unregister)
 from farm.cli import main
 from farm.errors import EXIT_JOB_ERROR, EXIT_OK, JobError, ParseError
 from farm.measure import (HIGHER_IS_BETTER, LOWER_IS_BETTER, UNKNOWN_DIRECTION, BenchmarkError, Measurement)
+from farm.measure import lukem
 from farm.measure.clock import UNIT as CYCLES_PER_BYTE
 from farm.run import load_pipeline
 from farm.results.csvout import read_records
@@ -122,7 +125,7 @@ def test_the_ports_a_run_reaches_are_its_registered_ports(monkeypatch, name, par
 
 def test_registered_ports():
     assert BENCHMARKS["iperf3"].ports == (5201,)
-    assert set(BENCHMARKS["sweep"].ports) == {echo.ECHO_PORT, network.IPERF3_PORT, network.SOCKPERF_PORT}
+    assert set(BENCHMARKS["sweep"].ports) == {echo.ECHO_PORT, lukem.PORT, network.IPERF3_PORT, network.SOCKPERF_PORT}
     assert BENCHMARKS["openssl-speed"].ports == BENCHMARKS["isal"].ports == ()
 
 
@@ -147,17 +150,25 @@ def parse_frob(text: str) -> list[Measurement]:
     return out
 
 
-def _check_frob(params):
-    if params.get("rounds", 1) < 1:
-        raise JobError(f"frobnicate rounds {params['rounds']!r}: expected at least 1")
+def _at_least_one(name, value):
+    if value < 1:
+        raise JobError(f"{name} {value!r}: expected at least 1")
+
+
+@attrs.frozen(kw_only=True)
+class FrobParams(Params):
+    """The toy benchmark's parameters: declared once, checked when a pipeline file is read."""
+
+    LABEL = FROB
+    rounds: int = param(1, kind=int, run_length=True, check=_at_least_one)
 
 
 @pytest.fixture
 def frob():
     """The toy benchmark, registered for the test: that one object is all farm is told of it."""
     spec = register(BenchmarkSpec(
-        FROB, "toy", lambda ctx, params: parse_frob("\n".join(ctx.run(f"frob {params.get('rounds', 1)}"))),
-        {"rounds": int}, _check_frob, parsers=(parse_frob,),
+        FROB, "toy", lambda ctx, params: parse_frob("\n".join(ctx.run(f"frob {params.rounds}"))),
+        FrobParams, parsers=(parse_frob,),
         importers=(Importer("frob", "frobnicate's output", by_param(parse_frob, "round")),),
         units={"bytes/s": HIGHER_IS_BETTER, "frobs": LOWER_IS_BETTER, "cycles/byte": LOWER_IS_BETTER},
         cycles_per_byte=True, ports=(4242,)))
@@ -182,7 +193,7 @@ def test_a_new_benchmark_is_one_registration(frob, tmp_path, capsys):
     pipeline = tmp_path / "pipelines" / "p.yaml"
     pipeline.write_text("name: t\nimage: ../x.yaml\ntargets:\n  - env: ../a.yaml\n"
                         "benchmarks:\n  - frobnicate: {rounds: 3}\n")
-    assert load_pipeline(pipeline).benchmarks[0].params == {"rounds": 3}
+    assert load_pipeline(pipeline).benchmarks[0].params == FrobParams(rounds=3)
     pipeline.write_text(pipeline.read_text().replace("rounds: 3", "rounds: 0"))
     with pytest.raises(JobError, match=r"p.yaml:6: benchmarks\[0\].frobnicate: frobnicate rounds 0: expected at least 1"):
         load_pipeline(pipeline)

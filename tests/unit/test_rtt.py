@@ -56,8 +56,8 @@ def test_measurements_are_sweep_metrics_in_microseconds():
     assert [(m.benchmark, m.metric, m.value, m.unit) for m in ms] == [
         ("sweep", "rtt_min", 10.0, "us"), ("sweep", "rtt_avg", 15.0, "us"),
         ("sweep", "rtt_max", 20.0, "us"), ("sweep", "rtt_stdev", 5.0, "us"),
-        ("sweep", "rtt_median", 15.0, "us")]
-    assert ms[0].params == {"requested": 100000000, "packet_size": 1472}
+        ("sweep", "rtt_median", 15.0, "us"), ("sweep", "rtt_samples", 2.0, "count")]
+    assert all(m.params == {"requested": 100000000, "packet_size": 1472} for m in ms)  # n: a value, not a param
 
 
 # --- sockperf summary ------------------------------------------------------------------------

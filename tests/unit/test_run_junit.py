@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import types
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -14,8 +13,10 @@ import attrs
 import pytest
 
 import farm.boot.flow
+import farm.boot.session
 import farm.run.runner
 from farm.boot.facts import TargetFacts
+from farm.boot.session import BootedTarget
 from farm.cli import main
 from farm.errors import (EXIT_INFRA_ERROR, EXIT_JOB_ERROR, EXIT_TEST_FAILURE, InfrastructureError, JobError,
                          TestFailure)
@@ -29,7 +30,7 @@ FACTS = TargetFacts(cpus=4, online="0-3", frequency_hz=None, frequency_source="u
 @pytest.fixture
 def pipeline(tmp_path, monkeypatch) -> Path:
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
-    monkeypatch.setattr(farm.run.runner, "build", lambda recipe: Image(tmp_path, {
+    monkeypatch.setattr(farm.run.runner, "build", lambda request, carried=None: Image(tmp_path, {
         "name": "fake", "arch": "arm64", "key": "k", "kernel": "Image", "initrd": "initrd.cpio.gz"}, cached=True))
     path = tmp_path / "p.yaml"
     path.write_text(f"name: junit\nimage: {tmp_path / 'fake.yaml'}\n"
@@ -49,7 +50,7 @@ def boot_raising(exc: Exception):
 def booting(*args, **kwargs):
     @contextlib.contextmanager
     def boot_target(*a, **k):
-        yield types.SimpleNamespace(shell=None, boot_seconds=1.0, failed_attempts=[], retyped=[], name="maaxboard-twin")
+        yield BootedTarget("maaxboard-twin", "arm64", None, None, 1.0, None)
 
     return boot_target
 
@@ -79,7 +80,7 @@ def test_a_boot_that_fails_is_a_testcase_of_its_exit_class(pipeline, tmp_path, m
 
 def test_a_job_error_in_a_benchmark_is_its_error_testcase(pipeline, tmp_path, monkeypatch):
     monkeypatch.setattr(farm.boot.flow, "boot_target", booting())
-    monkeypatch.setattr(farm.run.runner, "read_facts", lambda shell: FACTS)
+    monkeypatch.setattr(farm.boot.session, "read_facts", lambda shell: FACTS)
     spec = farm.run.runner.BENCHMARKS["iperf3"]
 
     def bad_input(ctx, params):
@@ -94,7 +95,7 @@ def test_a_job_error_in_a_benchmark_is_its_error_testcase(pipeline, tmp_path, mo
 
 
 def test_a_defect_of_farm_still_leaves_a_red_junit(pipeline, tmp_path, monkeypatch):
-    def broken(recipe):
+    def broken(request, carried=None):
         raise RuntimeError("a bug")
 
     monkeypatch.setattr(farm.run.runner, "build", broken)
@@ -110,7 +111,7 @@ def test_a_passing_run_stays_green(pipeline, tmp_path, monkeypatch):
     from farm.measure import Measurement
 
     monkeypatch.setattr(farm.boot.flow, "boot_target", booting())
-    monkeypatch.setattr(farm.run.runner, "read_facts", lambda shell: FACTS)
+    monkeypatch.setattr(farm.boot.session, "read_facts", lambda shell: FACTS)
     spec = farm.run.runner.BENCHMARKS["iperf3"]
     monkeypatch.setitem(farm.run.runner.BENCHMARKS, "iperf3", attrs.evolve(
         spec, run=lambda ctx, params: [Measurement("iperf3", "received_throughput", 9e8, "bit/s")]))

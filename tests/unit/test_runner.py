@@ -17,6 +17,7 @@ import farm.run.runner
 from farm.bench import BenchmarkError
 from farm.bench.registry import BenchmarkSpec
 from farm.boot.facts import FACTS_COMMAND
+from farm.boot.session import BootedTarget
 from farm.errors import EXIT_INFRA_ERROR, EXIT_OK, EXIT_TEST_FAILURE, InfrastructureError, TestFailure
 from farm.images.build import Image
 from farm.results.csvout import read_records
@@ -36,10 +37,18 @@ class FakeShell:
         return self.run_check(command), [], 0
 
 
+def booted_target(**fields) -> BootedTarget:
+    """What a flow hands over, of a target that is not there (no labgrid target, no console)."""
+    return BootedTarget("maaxboard-twin", "arm64", None, FakeShell(), 1.0, None, **fields)
+
+
 class FakeFlow:
     """Boots nothing: yields a booted target per request, or raises what ``outcomes`` says for a setup."""
 
     kind = "fake"
+
+    def images(self, image):
+        return image
 
     def __init__(self, outcomes=None):
         self.outcomes = dict(outcomes or {})
@@ -56,14 +65,13 @@ class FakeFlow:
                 outcome = outcome.pop(0) if outcome else None
             if outcome is not None:
                 raise outcome
-            yield types.SimpleNamespace(name="maaxboard-twin", shell=FakeShell(), boot_seconds=1.0,
-                                        failed_attempts=[], retyped=[], topology={"flow": "fake"})
+            yield booted_target(topology={"flow": "fake"})
         finally:
             self.powered_off.append(setup)
 
 
 def registry(**runs):
-    return {name: BenchmarkSpec(name, "test", run, {}, lambda params: None) for name, run in runs.items()}
+    return {name: BenchmarkSpec(name, "test", run) for name, run in runs.items()}
 
 
 def constant(ctx, params):
@@ -73,7 +81,7 @@ def constant(ctx, params):
 @pytest.fixture
 def pipeline(tmp_path, monkeypatch):
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
-    monkeypatch.setattr(farm.run.runner, "build", lambda recipe: Image(tmp_path, {
+    monkeypatch.setattr(farm.run.runner, "build", lambda request, carried=None: Image(tmp_path, {
         "name": "fake", "arch": "arm64", "key": "k", "kernel": "Image", "initrd": "initrd.cpio.gz"}, cached=True))
 
     def write(benchmarks=("count",), setups=("a", "b")):

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import json
-import types
 
 import pytest
 
 from farm.run import run_pipeline
 
-from .test_runner import FakeShell, constant, pipeline, registry  # noqa: F401  (pipeline: a fixture)
+from .test_runner import booted_target, constant, pipeline, registry  # noqa: F401  (pipeline: a fixture)
 
 SHA = "cd" * 32
 
@@ -21,10 +20,12 @@ class DTBFlow:
     def __init__(self, dtb):
         self.dtb = dtb
 
+    def images(self, image):
+        return image
+
     @contextlib.contextmanager
     def boot(self, request):
-        yield types.SimpleNamespace(name="maaxboard-twin", shell=FakeShell(), boot_seconds=1.0, failed_attempts=[],
-                                    retyped=[], topology={}, dtb=self.dtb)
+        yield booted_target(dtb=self.dtb)
 
 
 @pytest.mark.parametrize("dtb", [{"name": "imx8mq-evk.dtb", "sha256": SHA}, "u-boot"])

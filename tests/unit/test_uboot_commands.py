@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from farm.boot.uboot import booti_command, uboot_boot_commands
+from farm.boot.uboot import BOOT_COMMANDS, boot_command, uboot_boot_commands
 from farm.errors import JobError
 
 JOB = "alice/20261129-224807-71fa-maaxboard-twin-default-0"
@@ -157,16 +157,23 @@ def test_no_dtb_loads_none():
     assert commands(fdt_load_addr="not checked: no dtb") == commands()  # the address is only used with a dtb
 
 
-def test_booti_line():
-    assert booti_command(kernel_addr="${kernel_addr_r}", initrd_addr="${ramdisk_addr_r}",
-                         fdt_addr="${fdt_addr_r}") == "booti ${kernel_addr_r} ${ramdisk_addr_r}:${farm_initrd_size} ${fdt_addr_r}"
+@pytest.mark.parametrize("command", ["booti", "bootz", "bootm"])
+def test_the_boot_line_is_the_chosen_command(command):
+    assert boot_command(command, kernel_addr="${kernel_addr_r}", initrd_addr="${ramdisk_addr_r}",
+                        fdt_addr="${fdt_addr_r}") == f"{command} ${{kernel_addr_r}} ${{ramdisk_addr_r}}:${{farm_initrd_size}} ${{fdt_addr_r}}"
+
+
+def test_an_unknown_boot_command_is_refused():
+    assert set(BOOT_COMMANDS) == {"booti", "bootz", "bootm"}
+    with pytest.raises(JobError, match=r"^boot command 'go': expected one of booti, bootz, bootm$"):
+        boot_command("go", kernel_addr="0x40480000", initrd_addr="0x44000000", fdt_addr="0x43000000")
 
 
 @pytest.mark.parametrize("which", ["kernel_addr", "initrd_addr", "fdt_addr"])
-def test_booti_refuses_bad_addresses(which):
+def test_the_boot_line_refuses_bad_addresses(which):
     addrs = dict(kernel_addr="${kernel_addr_r}", initrd_addr="${ramdisk_addr_r}", fdt_addr="${fdt_addr_r}")
     with pytest.raises(JobError, match=r"^load address '0x40;reset' contains characters not allowed"):
-        booti_command(**{**addrs, which: "0x40;reset"})
+        boot_command("booti", **{**addrs, which: "0x40;reset"})
 
 
 @pytest.mark.parametrize("bad", ["0x43000000;reset", "${fdt_addr_r};reset", "$(id)", "", "0x"])

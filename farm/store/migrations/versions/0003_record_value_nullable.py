@@ -5,7 +5,7 @@ PostgreSQL kept it as 'NaN': the two stores disagreed. Now both store NaN as NUL
 NULL back as NaN (farm.store.ingest); infinities are stored as they are by both.
 
 Revision ID: 0003
-Revises: 0001
+Revises: 0004
 """
 
 from alembic import op
@@ -13,7 +13,7 @@ import sqlalchemy as sa
 
 
 revision = '0003'
-down_revision = '0001'
+down_revision = '0004'
 branch_labels = None
 depends_on = None
 

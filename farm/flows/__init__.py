@@ -1,0 +1,148 @@
+"""The boot flows a setup can use, by name: the registry the runner makes each setup's flow from.
+
+    setups:
+      - name: bare                       # no flow settings: the default flow, netboot
+      - name: kvm-guest
+        guest: {vcpus: 1}                # the settings field of the flow "netboot+guest"
+      - name: sel4
+        flow: bootelf                    # a flow by name (a lab's, registered by entry point)
+
+A :class:`FlowType` says how a setup names the flow (its ``name``, or the field holding its settings),
+how its settings are read and checked when the pipeline file is read (errors name file:line: field),
+how run.json records them, and how the flow is made for a setup (farm.boot.flow.FlowSetup: the
+CPU frequency to pin, the ports the benchmarks need). farm's flows are below; a lab's are registered
+by entry point in the group ``farm.flows`` (:data:`ENTRY_POINT_GROUP`), each a :class:`FlowType`::
+
+    [project.entry-points."farm.flows"]
+    bootelf = "mylab.sel4:BOOTELF"
+
+so a new way of booting (a system image through ``bootm``/``bootelf``, a DPDK host) is a flow of its
+own, and neither the runner nor the pipeline model changes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+import attrs
+
+from ..config import Node
+
+if TYPE_CHECKING:  # the flows themselves (labgrid) load when a run makes one, not when a file is read
+    from ..boot.flow import BootFlow, FlowSetup
+
+ENTRY_POINT_GROUP = "farm.flows"
+DEFAULT = "netboot"
+
+
+@attrs.frozen
+class FlowType:
+    #: the setup's ``flow:`` value, and what run.json's setups record as ``flow``
+    name: str
+    #: the flow of a setup: (its settings, what every flow is told) -> a boot flow
+    make: Callable[[Any, "FlowSetup"], "BootFlow"]
+    #: the setup field that holds its settings (``guest``); a setup with that field uses this flow
+    key: str | None = None
+    #: the settings from the setup's field (a Node of the pipeline file; Path: the file's directory)
+    read: Callable[[Node, str, Path], Any] = attrs.field(default=lambda setup, key, base: None)
+    #: the settings as run.json records them under the setup's ``key``
+    describe: Callable[[Any], Any] = attrs.field(default=lambda settings: None)
+
+
+@attrs.frozen
+class SetupFlow:
+    """A setup's flow: its type and settings (what the pipeline file gave it)."""
+
+    type: FlowType = attrs.field(eq=False)
+    settings: Any = None
+
+    @property
+    def name(self) -> str:
+        return self.type.name
+
+    def make(self, setup: "FlowSetup") -> "BootFlow":
+        return self.type.make(self.settings, setup)
+
+    def describe(self) -> dict[str, Any]:
+        """run.json's view: the flow's name, and every flow's settings field (None for the others')."""
+        return {"flow": self.name, **{t.key: None for t in flow_types().values() if t.key},
+                **({self.type.key: self.type.describe(self.settings)} if self.type.key else {})}
+
+
+def _netboot(settings: None, setup: "FlowSetup") -> "BootFlow":
+    from ..boot.flow import netboot
+
+    return netboot(settings, setup)
+
+
+def _guest(spec: Any, setup: "FlowSetup") -> "BootFlow":
+    from ..guest.flow import guest_flow
+
+    return guest_flow(spec, setup)
+
+
+def _read_guest(setup: Node, key: str, base: Path) -> Any:
+    from ..guest.spec import guest_of
+
+    spec = guest_of(setup, base, key)
+    if spec is None:
+        raise setup.error(key, "the flow netboot+guest needs its guest's settings (e.g. guest: {vcpus: 1})")
+    return spec
+
+
+#: farm's flows: the env file's netboot (the default), and a Linux guest under QEMU/KVM on it (docs/guest.md)
+FARM_FLOWS = (FlowType(DEFAULT, _netboot),
+              FlowType("netboot+guest", _guest, key="guest", read=_read_guest, describe=lambda spec: spec.to_json()))
+
+
+_REGISTERED: dict[str, FlowType] = {}
+
+
+def register(flow: FlowType) -> FlowType:
+    """Add a flow type (a second of one name or settings field is a ValueError: a programming error)."""
+    types = flow_types()
+    if flow.name in types or (flow.key and any(t.key == flow.key for t in types.values())):
+        raise ValueError(f"flow {flow.name!r}: its name or settings field {flow.key!r} is taken")
+    _REGISTERED[flow.name] = flow
+    return flow
+
+
+def unregister(name: str) -> None:
+    """Remove a flow type registered with :func:`register` (for tests that register one of their own)."""
+    del _REGISTERED[name]
+
+
+def flow_types() -> dict[str, FlowType]:
+    """Every flow type by name: farm's, the lab's (entry points), those registered here."""
+    from importlib.metadata import entry_points
+
+    found = {t.name: t for t in FARM_FLOWS}
+    for entry in entry_points(group=ENTRY_POINT_GROUP):
+        flow = entry.load()
+        found.setdefault(flow.name, flow)
+    return {**found, **_REGISTERED}
+
+
+def setup_flow(setup: Node, base: Path) -> SetupFlow:
+    """The flow of a setup of a pipeline file (``setup``: its mapping, ``base``: the file's directory):
+    named by ``flow:``, else by the settings field it has, else the default; its settings read and checked."""
+    types = flow_types()
+    keyed = [t for t in types.values() if t.key and setup.get(t.key) is not None]
+    named = setup.get("flow")
+    if named is not None:
+        if named not in types:
+            raise setup.error("flow", f"unknown flow {named!r} (known: {', '.join(sorted(types))})")
+        chosen = types[named]
+        other = [t for t in keyed if t is not chosen]
+    else:
+        chosen = keyed[0] if keyed else types[DEFAULT]
+        other = keyed[1:]
+    if other:
+        raise setup.error(other[0].key, f"belongs to the flow {other[0].name}, but the setup's flow is {chosen.name}")
+    return SetupFlow(chosen, chosen.read(setup, chosen.key, base) if chosen.key else None)
+
+
+def setup_fields() -> set[str]:
+    """The setup fields the flows read (besides ``flow``)."""
+    return {"flow", *(t.key for t in flow_types().values() if t.key)}

@@ -1,0 +1,106 @@
+"""One record identity: what a value is a measurement *of*, for compare, qualify, history, the store and
+the dashboard alike.
+
+    MetricKey.of(record)   # target, setup, suite, benchmark, identity params, metric, unit
+
+A record's params say what was measured and how long: only the first are its identity. A benchmark's
+params class says which of its params are run lengths (farm.bench.params: ``duration``, ``seconds``,
+``samples``, ``warmup``, ``cooldown``, ...); those, and the counts and indexes a record may carry
+(:data:`MEASURED_COUNTS`: a sweep point's sample count ``n``, the ``run`` of an imported capture),
+are never part of it, so runs of other lengths join, and two runs of one pipeline give one history
+series per point. What stays is identity: the method, the implementation, the point, and how a
+cycles/byte figure was found (``cycles=pmu|cpufreq|cpuinfo|nominal``, and ``clock=twin`` when the
+counter or clock was a QEMU twin's: such a figure never joins a board's).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Iterable
+
+import attrs
+
+from farm.measure.clock import UNIT as CYCLES_PER_BYTE
+from farm.measure.params import format_params, parse_params
+
+#: counts and indexes records carried in their params (older ones still do): never identity
+MEASURED_COUNTS = frozenset({"n", "run"})
+#: the param of a cycles/byte figure saying how its cycles were found (farm.measure.isal, farm.results.cycles)
+CYCLES = "cycles"
+#: the param saying the cycles were a twin's (QEMU's virtual counter or clock), not a board's
+CLOCK, TWIN = "clock", "twin"
+#: where a run's frequency came from (farm.run.runner.cpu_frequency) -> the cycle source of its cycles/byte
+CYCLE_SOURCE_OF_FREQUENCY = {"cpufreq": "cpufreq", "cpuinfo": "cpuinfo", "pipeline": "nominal", "env": "nominal"}
+
+
+def identity_params(benchmark: str, text: str) -> str:
+    """``params`` text of a ``benchmark``'s record without what is not its identity (run lengths,
+    measured counts), canonical (farm.measure.params)."""
+    from farm.bench.registry import run_length
+
+    return _without(run_length(benchmark) | MEASURED_COUNTS, text)
+
+
+@functools.lru_cache(maxsize=65536)
+def _without(drop: frozenset[str], text: str) -> str:
+    return format_params({k: v for k, v in parse_params(text).items() if k not in drop})
+
+
+@attrs.frozen(order=True)
+class MetricKey:
+    """What is measured: one metric of one benchmark, on one target and setup, with its identity params.
+
+    A comparison joins across targets and setups (its columns are those): it keys rows by
+    :attr:`measurement`, the key with target and setup left empty."""
+
+    target: str
+    setup: str
+    suite: str
+    benchmark: str
+    params: str
+    metric: str
+    unit: str
+
+    @classmethod
+    def of(cls, record: Any) -> "MetricKey":
+        """The key of a record (or a store row with the same fields)."""
+        return cls(record.target, record.setup, record.suite, record.benchmark,
+                   identity_params(record.benchmark, record.params), record.metric, record.unit)
+
+    @property
+    def key(self) -> tuple[str, str, str, str, str, str, str]:
+        return (self.target, self.setup, self.suite, self.benchmark, self.params, self.metric, self.unit)
+
+    @property
+    def measurement(self) -> "MetricKey":
+        """The key alone (of a figure or a series: a subclass's fields dropped)."""
+        return MetricKey(*self.key)
+
+    @property
+    def anywhere(self) -> "MetricKey":
+        """What was measured, wherever: target and setup left empty (a comparison's row)."""
+        return MetricKey("", "", self.suite, self.benchmark, self.params, self.metric, self.unit)
+
+    def on(self, target: str, setup: str = "") -> "MetricKey":
+        return attrs.evolve(self.measurement, target=target, setup=setup)
+
+    def label(self) -> str:
+        params = f"[{self.params}]" if self.params else ""
+        where = "/".join(p for p in (self.target, self.setup) if p)
+        return f"{self.suite}.{self.benchmark} {self.metric}{params}" + (f" {where}" if where else "")
+
+
+def with_cycle_source(records: Iterable[Any], source: str | None, *, twin: bool = False) -> list[Any]:
+    """``records`` with their cycles/byte figures saying how their cycles were found: ``cycles=source``
+    where a figure does not say already (it came from the run's clock), and ``clock=twin`` on a twin."""
+    out = []
+    for r in records:
+        if r.unit == CYCLES_PER_BYTE:
+            params = parse_params(r.params)
+            if source and CYCLES not in params:
+                params[CYCLES] = source
+            if twin:
+                params[CLOCK] = TWIN
+            r = attrs.evolve(r, params=format_params(params))
+        out.append(r)
+    return out
