@@ -143,7 +143,7 @@ def drives_load_generators(pipeline: Pipeline) -> bool:
     ``generator`` is not the lab host): its farm place is then taken with its load clients."""
     from ..bench.loadgen import HOST
 
-    return any(b.params.get("generator", HOST) != HOST for b in pipeline.benchmarks)
+    return any(getattr(b.params, "generator", HOST) != HOST for b in pipeline.benchmarks)
 
 
 @contextlib.contextmanager

@@ -363,12 +363,14 @@ def _exporter_config(boards: list[Board], host: Machine, hd: Path) -> str:
 
 
 def _board_programs(bin_dir: Path) -> None:
-    """What a board's image would have and the host may lack: farm_echo (built here), busybox applets."""
+    """What a board's image would have and the host may lack: farm_echo and farm_lukem (a sweep's
+    responder and its CPU target, built here), busybox applets."""
     from ..bench import echo
 
-    built = echo.host_program(echo.SOURCE.parent / "farm_echo.c", "farm_echo")
-    shutil.copy2(built, bin_dir / "farm_echo")
-    os.chmod(bin_dir / "farm_echo", 0o755)
+    for program in ("farm_echo", "farm_lukem"):
+        built = echo.host_program(echo.SOURCE.parent / f"{program}.c", program)
+        shutil.copy2(built, bin_dir / program)
+        os.chmod(bin_dir / program, 0o755)
     busybox = shutil.which("busybox") or "/bin/busybox"
     for applet in ("usleep", "pidof"):  # what a board's busybox has and a host may lack
         (bin_dir / applet).unlink(missing_ok=True)

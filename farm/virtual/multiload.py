@@ -96,7 +96,7 @@ benchmarks:
 {benchmarks}"""
 BENCHMARKS = {
     "bench": "  - openssl-speed: {algorithms: [sha256], seconds: 1, block: 16384}\n",
-    "sweep": "  - sweep: {loads: [1, 2], packet_size: 1472, duration: 1, warmup: 0.2, cooldown: 0.2, generator: place}\n",
+    "sweep": "  - sweep: {method: ipbench-echo, loads: [1, 2], packet_size: 1472, duration: 1, warmup: 0.2, cooldown: 0.2, generator: place}\n",
     "health": "",
 }
 

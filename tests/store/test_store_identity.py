@@ -58,7 +58,7 @@ def test_a_run_id_never_holds_a_secret(monkeypatch):
     from farm import secrets
 
     made = iter(["deadbeefcafe", "0123456789ab"])
-    monkeypatch.setattr("farm.run.rundir.secrets.token_hex", lambda n: next(made))
+    monkeypatch.setattr("farm.runid.secrets.token_hex", lambda n: next(made))
     monkeypatch.setattr(secrets, "_forms", [*secrets._forms, "deadbeef"])
     assert new_run_id().endswith("-0123456789ab")
 
@@ -77,9 +77,9 @@ def test_one_file_imported_for_two_targets_is_two_runs(store_env, tmp_path):
     assert len(runs) == 3 and len({r.run_id for r in runs}) == 3
     assert sorted((r.targets, r.setups) for r in runs) == [
         ("maaxboard-1", "lab-2024"), ("maaxboard-1", "lab-2025"), ("maaxboard-2", "lab-2024")]
-    for r in runs:  # each run holds its own 117 records, none replaced by another's
+    for r in runs:  # each run holds its own 143 records (13 loads x 11), none replaced by another's
         with open_store(store_env).connect() as c:
-            assert c.execute(sa.select(sa.func.count()).where(schema.records.c.run == r.id)).scalar_one() == 117
+            assert c.execute(sa.select(sa.func.count()).where(schema.records.c.run == r.id)).scalar_one() == 143
 
 
 def test_the_same_file_imported_the_same_way_is_one_run(store_env, tmp_path):

@@ -129,9 +129,10 @@ def test_farm_report_after_an_ipbench_import_writes_the_wide_csv(tmp_path):
     wide.unlink(missing_ok=True)
     proc = farm("report", out, "--no-step-summary")
     assert proc.returncode == 0, proc.stderr
-    assert wide.read_text().splitlines()[0] == ("Requested_Throughput,Receive_Throughput,Send_Throughput,"
-                                                "Packet_Size,Minimum_RTT,Average_RTT,Maximum_RTT,Stdev_RTT,"
-                                                "Median_RTT,CPU_Utilisation")
+    # the lab's columns, then the two cycle counts the ipbench file has (as the import wrote them)
+    assert wide.read_text().splitlines()[0] == (DATA / "ipbench-sample.csv").read_text().splitlines()[0] == (
+        "Requested_Throughput,Receive_Throughput,Send_Throughput,Packet_Size,Minimum_RTT,Average_RTT,"
+        "Maximum_RTT,Stdev_RTT,Median_RTT,CPU_Utilisation,Idle_Cycles,Total_Cycles")
     assert len(wide.read_text().splitlines()) == 1 + 13  # the sample's 13 loads
 
 
