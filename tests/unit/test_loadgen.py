@@ -201,3 +201,20 @@ def test_the_sweep_checks_its_generator_before_any_boot():
         check_sweep({"loads": [10], "generator": "vb 04; rm"})
     with pytest.raises(JobError, match="generator not a parameter of this method"):
         check_sweep({"method": "iperf3-sockperf", "loads": [10], "generator": "vb04"})
+
+
+@pytest.mark.parametrize("benchmarks, takes_loadgens", [
+    ("  - sweep: {method: ipbench-echo, loads: [1], duration: 1, generator: place}\n", True),
+    ("  - sweep: {loads: [1], generator: lg1}\n", True),
+    ("  - sweep: {loads: [1]}\n", False),                          # the lab host's own load
+    ("  - openssl-speed: {algorithms: [sha256]}\n", False),        # typed params without a generator
+])
+def test_farm_run_takes_the_load_generators_of_a_sweep_that_drives_one(tmp_path, benchmarks, takes_loadgens):
+    """farm run --farm reserves the place's load clients with the board when a sweep's generator is not
+    the lab host (farm.places.loadgens), whatever params class each benchmark has."""
+    from farm.run import drives_load_generators, load_pipeline
+
+    (tmp_path / "t.yaml").write_text("targets: {main: {resources: [], drivers: []}}\n")
+    pipeline = tmp_path / "p.yaml"
+    pipeline.write_text(f"name: p\nimage: images/x.yaml\ntargets: [{{env: t.yaml}}]\nbenchmarks:\n{benchmarks}")
+    assert drives_load_generators(load_pipeline(pipeline)) is takes_loadgens
