@@ -335,7 +335,7 @@ def test_7_no_other_job_takes_the_board_while_the_lost_lock_s_job_still_drives_i
     place and its process alive: the other job waits (issue 31: it used to lock the board and boot it
     while openssl still ran there) and takes the board once the run found, before iperf3, that its
     lock was lost, stopped, and left its lease."""
-    pipeline = write_pipeline(tmp_path, "fault-7b", ["openssl-speed: {algorithms: [sha512], seconds: 6}",
+    pipeline = write_pipeline(tmp_path, "fault-7b", ["openssl-speed: {algorithms: [sha512], seconds: 20}",
                                                      "iperf3: {duration: 2}"])
     run = farm_runs(pipeline, tmp_path / "run", own_lab.coordinator)
     restart_while_openssl_runs(own_lab, run)
