@@ -131,6 +131,21 @@ _Loader.add_constructor("!template", lambda loader, node: loader.construct_scala
 _Loader.add_constructor("!secret", lambda loader, node: secrets.register(loader.construct_scalar(node)))
 
 
+class _LabgridFileLoader(_Loader):
+    """For a file labgrid reads too (an env file): labgrid's own loader knows ``!template``, not
+    farm's ``!secret``, so a file farm accepted would fail in labgrid (``labgrid-client``, pytest
+    ``--lg-env``). Refused here, naming the line and what labgrid substitutes instead."""
+
+
+def _secret_in_labgrid_file(loader: _Loader, node: yaml.Node) -> None:
+    raise JobError(f"{loader.name}:{node.start_mark.line + 1}: !secret is farm's tag, which labgrid cannot read "
+                   "(it reads env files itself): write !template \"$LG_SECRET_NAME\" and set LG_SECRET_NAME in the "
+                   "environment (labgrid substitutes LG_* variables; farm masks LG_SECRET_* values as secrets)")
+
+
+_LabgridFileLoader.add_constructor("!secret", _secret_in_labgrid_file)
+
+
 def _set_paths(value: Any, path: str) -> None:
     if isinstance(value, Node):
         value.path = path
@@ -178,12 +193,12 @@ def read_bytes(path: str | Path, what: str = "file", limit: int = MAX_FILE_BYTES
     return data
 
 
-def load_json(path: str | Path, what: str = "file", limit: int = MAX_FILE_BYTES) -> dict:
-    """A JSON object from a file (size-limited, UTF-8, nesting bounded), or a :class:`JobError` naming it."""
-    text = read_text(path, what, limit)
+def json_depth(text: str) -> int:
+    """How deep the collections of the JSON ``text`` nest (``json.loads`` recurses once per level:
+    measured before it runs, so a deep document is refused instead of a RecursionError)."""
     depth = deepest = 0
     in_string = escaped = False
-    for char in text:  # json.loads recurses once per level: measure before it runs
+    for char in text:
         if in_string:
             escaped, in_string = (False, True) if escaped else (char == "\\", char != '"')
         elif char == '"':
@@ -193,7 +208,13 @@ def load_json(path: str | Path, what: str = "file", limit: int = MAX_FILE_BYTES)
             deepest = max(deepest, depth)
         elif char in "]}":
             depth -= 1
-    if deepest > MAX_DEPTH:
+    return deepest
+
+
+def load_json(path: str | Path, what: str = "file", limit: int = MAX_FILE_BYTES) -> dict:
+    """A JSON object from a file (size-limited, UTF-8, nesting bounded), or a :class:`JobError` naming it."""
+    text = read_text(path, what, limit)
+    if json_depth(text) > MAX_DEPTH:
         raise JobError(f"{path}: {what} nested deeper than {MAX_DEPTH} levels")
     try:
         data = json.loads(text)
@@ -204,11 +225,12 @@ def load_json(path: str | Path, what: str = "file", limit: int = MAX_FILE_BYTES)
     return data
 
 
-def load_yaml(path: str | Path, what: str = "file") -> Node:
-    """Load a YAML mapping safely; every problem becomes a one-line :class:`JobError` naming the file."""
+def load_yaml(path: str | Path, what: str = "file", *, labgrid_reads_it: bool = False) -> Node:
+    """Load a YAML mapping safely; every problem becomes a one-line :class:`JobError` naming the file.
+    ``labgrid_reads_it``: the file is labgrid's too (an env file): only tags labgrid knows."""
     path = Path(path)
     text = read_text(path, what)
-    loader = _Loader(text)
+    loader = (_LabgridFileLoader if labgrid_reads_it else _Loader)(text)
     loader.name = str(path)
     try:
         node = loader.get_single_node()

@@ -90,6 +90,17 @@ def _env_key():
     return LABGRID_ENV_KEY
 
 
+def pytest_configure(config) -> None:
+    """Secrets as the ``farm`` command takes them: a ``FARM_SECRET_*`` too short to mask safely is
+    refused (naming the variable) before any test runs, not silently left unmasked."""
+    from .secrets import register_environment
+
+    try:
+        register_environment()
+    except JobError as exc:
+        raise pytest.UsageError(f"farm: {exc}") from None
+
+
 def pytest_sessionstart(session) -> None:
     """After labgrid's plugin made the Environment (its pytest_configure): answer ``main`` for it."""
     config = session.config
@@ -189,6 +200,7 @@ def farm_record(request, env, target, farm_results) -> Callable[..., None]:
     from .results.csvout import append_records
     from .measure import Measurement, impossible
     from .results.record import RunContext
+    from .secrets import mask
 
     arch = str(env.config.get_target_option(target.name, "arch", "unknown"))
     context = RunContext(run_id=farm_results.run_id, target=target.name, arch=arch, setup="default",
@@ -202,8 +214,9 @@ def farm_record(request, env, target, farm_results) -> Callable[..., None]:
         name = benchmark or request.node.name
         append_records(farm_results.csv, [context.record(Measurement(name, metric, value, unit, params or {}))])
         label = f"{metric}[{';'.join(f'{k}={v}' for k, v in sorted((params or {}).items()))}]" if params else metric
-        # the testcase's <properties> in junit.xml (record_property's list, without its xunit2 warning)
-        request.node.user_properties.append((f"farm.{label}", f"{property_value(value)} {unit}"))
+        # the testcase's <properties> in junit.xml (record_property's list, without its xunit2 warning);
+        # pytest writes them as they are: masked here, as farm's own files are
+        request.node.user_properties.append((mask(f"farm.{label}"), mask(f"{property_value(value)} {unit}")))
 
     return record
 

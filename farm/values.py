@@ -31,14 +31,35 @@ def name_problem(value: object, what: str = "name") -> str | None:
     return None
 
 
+#: what stands for a secret in a file name (a file name is published as it is: it cannot be masked later)
+SECRET_IN_NAME = "masked"
+
+
 def path_component(value: str, what: str, source: str) -> str:
     """``value`` where it becomes part of a file name; a JobError naming ``source`` otherwise
-    (a results.csv edited by hand, or imported before names were checked)."""
+    (a results.csv edited by hand, or imported before names were checked). A secret in it
+    (farm.secrets) becomes :data:`SECRET_IN_NAME`: a published file's name is never masked after."""
+    from .secrets import MASK, mask
+
     if (problem := name_problem(value, what)):
         from .errors import JobError
 
-        raise JobError(f"{source}: {problem}: refusing to make a file name of it")
-    return value
+        raise JobError(f"{source}: {mask(problem)}: refusing to make a file name of it")
+    return mask(value).replace(MASK, SECRET_IN_NAME)
+
+
+def shown(text: object) -> str:
+    """``text`` safe to print on a terminal: control and format characters (ESC, CR, BEL, the C1
+    controls, bidirectional overrides) as ``\\x1b``-style escapes. For names and values that come from
+    data (a run's names, a coordinator's tags), which must not move the cursor, retitle the window
+    or hide what follows; a console is passed through as it is elsewhere (farm console)."""
+    import unicodedata
+
+    text = str(text)
+    if text.isprintable():
+        return text
+    return "".join(c if c == " " or unicodedata.category(c) not in ("Cc", "Cf", "Zl", "Zp")
+                   else (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}") for c in text)
 
 
 def bootarg_problem(value: object) -> str | None:

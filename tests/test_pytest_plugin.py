@@ -167,3 +167,27 @@ def test_entry_point_loads_the_plugin_and_coexists_with_dash_p(tmp_path):
                                f"--farm-out={tmp_path / ('out' + str(len(extra)))}", "t"],
                               cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120)
         assert proc.returncode == 0 and "1 passed" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_a_secret_the_command_refuses_stops_the_session(tmp_path, monkeypatch):
+    """A FARM_SECRET_* too short to mask: the farm command refuses it (exit 2); so does the plugin,
+    before any test ran and before it wrote a record in clear."""
+    monkeypatch.setenv("FARM_SECRET_PIN", "abc")
+    proc = run_pytest(tmp_path, tests="def test_r(farm_record):\n    farm_record('x', 1, 's')\n")
+    assert proc.returncode == 4, proc.stdout + proc.stderr  # pytest's usage error
+    assert "farm: secret $FARM_SECRET_PIN is 3 characters" in proc.stdout + proc.stderr
+    assert not (tmp_path / "out" / "results.csv").exists()
+
+
+def test_records_and_junit_properties_hold_no_secret(tmp_path, monkeypatch):
+    token = "s3cr3t-token"
+    monkeypatch.setenv("FARM_SECRET_TOKEN", token)
+    tests = (f"def test_r(farm_record):\n    farm_record('lat-{token}', 2.5, 'us', params={{'key': '{token}'}})\n")
+    proc = run_pytest(tmp_path, tests=tests)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    junit = (tmp_path / "junit.xml").read_text()
+    assert token not in junit
+    case = next(ET.parse(tmp_path / "junit.xml").getroot().iter("testcase"))
+    props = {p.get("name"): p.get("value") for p in case.iter("property")}
+    assert props == {"farm.lat-*****[key=*****]": "2.5 us"}
+    assert token not in (tmp_path / "out" / "results.csv").read_text()

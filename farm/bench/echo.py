@@ -120,7 +120,13 @@ def responder_command(port: int = ECHO_PORT, *, priority: int | None = None, cpu
 
 
 def host_generator(cache: Path | None = None, source: Path = SOURCE) -> Path:
-    """``farm_load`` built for this host with ``gcc`` into ``<cache>/host/farm_load-<hash>/``.
+    """``farm_load`` built for this host with ``gcc`` into ``<cache>/host/farm_load-<hash>/``."""
+    return host_program(source, "farm_load", cache)
+
+
+def host_program(source: Path, name: str, cache: Path | None = None) -> Path:
+    """The C program ``source`` built for this host with ``gcc`` into ``<cache>/host/<name>-<hash>/<name>``
+    (``farm_load``; a stand-in board's ``farm_echo``, farm.virtual.standin).
 
     The hash covers the source and the compiler (path, size, mtime), so an edited source or an
     upgraded compiler gives a new binary; a finished build is moved into place atomically (two jobs
@@ -131,15 +137,15 @@ def host_generator(cache: Path | None = None, source: Path = SOURCE) -> Path:
 
     cc = shutil.which("gcc")
     if cc is None:
-        raise JobError("no host C compiler (gcc) to build farm_load: `make setup` installs it")
+        raise JobError(f"no host C compiler (gcc) to build {name}: `make setup` installs it")
     digest = hashlib.sha256(source.read_bytes() + f"\0{tool_fingerprint(cc)}".encode()).hexdigest()[:16]
-    home = (cache or default_cache()) / "host" / f"farm_load-{digest}"
-    binary = home / "farm_load"
+    home = (cache or default_cache()) / "host" / f"{name}-{digest}"
+    binary = home / name
     if binary.is_file() and os.access(binary, os.X_OK):
         return binary
     home.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="farm_load-", dir=home.parent) as tmp:
-        out = Path(tmp) / "farm_load"
+    with tempfile.TemporaryDirectory(prefix=f"{name}-", dir=home.parent) as tmp:
+        out = Path(tmp) / name
         proc = subprocess.run([cc, "-O2", "-Wall", "-pthread", "-o", str(out), str(source), "-lm"],
                               capture_output=True, text=True)
         if proc.returncode != 0:
@@ -147,7 +153,7 @@ def host_generator(cache: Path | None = None, source: Path = SOURCE) -> Path:
             raise JobError(f"{source}: does not compile for the host: {first}")
         built = Path(tmp) / "done"
         built.mkdir()
-        out.rename(built / "farm_load")
+        out.rename(built / name)
         try:
             built.rename(home)
         except OSError:

@@ -193,14 +193,18 @@ class RemoteGenerator:
                 except (InfrastructureError, BenchmarkError):
                     pass
         if code == SSH_FAILED:
-            raise InfrastructureError(f"{self.where}: ssh failed: {stderr.strip()[-300:]}")
+            raise InfrastructureError(f"{self.where}: ssh failed (the load generator was lost mid-sweep?): "
+                                      f"{stderr.strip()[-300:]}")
         if code == 124 or fired.is_set() or (code == 137 and time.monotonic() - began >= timeout):
             raise BenchmarkError(echo.TOOL, f"{self.where}: did not finish within {timeout:.0f} s (killed)")
         if code is not None and code < 0:
             raise InfrastructureError(f"{self.where}: the ssh client here died of signal {-code}")
         if code is not None and code > 128:  # timeout passes on its child's signal as 128 + N
-            raise BenchmarkError(echo.TOOL, f"{self.where}: farm_load died of signal {code - 128} (exit {code}) "
-                                            f"after {time.monotonic() - began:.1f} s: {stderr.strip()[-300:]}")
+            # the load client is the lab's: its program killed (a reboot, the OOM killer, someone) is
+            # the lab failing, as its connection lost is, not the target under test
+            raise InfrastructureError(f"{self.where}: farm_load died of signal {code - 128} (exit {code}) after "
+                                      f"{time.monotonic() - began:.1f} s: the load generator was lost mid-sweep"
+                                      + (f": {stderr.strip()[-300:]}" if stderr.strip() else ""))
         if code != 0:
             raise BenchmarkError(echo.TOOL, f"{self.where}: exit {code}: {stderr.strip()[-300:] or ''.join(lines)[-300:]}")
         samples = self._ssh(f"cat {shlex.quote(remote_dump)}; rm -f {shlex.quote(remote_dump)} "
@@ -208,13 +212,32 @@ class RemoteGenerator:
         return "".join(lines), (samples if dump else None)
 
 
-def generator(name: str, target: object) -> Generator | RemoteGenerator:
-    """The sweep's generator: the lab host, or the target's ``loadgen-<name>``."""
+#: a sweep's ``generator: place``: the one load client taken with the farm's place (farm.places.loadgens)
+PLACE = "place"
+
+
+def generator(name: str, target: object, held: dict[str, dict] | None = None) -> Generator | RemoteGenerator:
+    """The sweep's generator: the lab host, the target's ``loadgen-<name>``, or a load client taken
+    with the place (``held``, default ``$FARM_LOADGENS``: farm.places.loadgens); ``place`` is the
+    place's only one."""
     if name == HOST:
         return Generator()
     env = getattr(target, "env", None)
     resolve = (lambda p: env.config.resolve_path(p)) if env is not None else str
     found = logins(getattr(target, "resources", ()), resolve)
+    if held is None:
+        from farm.places.loadgens import held as taken_with_place
+
+        held = taken_with_place()
+    for gen, login in held.items():
+        found.setdefault(gen, SSHLogin(gen, str(login["address"]), str(login["username"]), int(login["port"])))
+    if name == PLACE:
+        with_place = sorted(held)
+        if len(with_place) != 1:
+            raise JobError(f"sweep generator 'place': the load generator taken with the farm's place, but "
+                           f"{'none was' if not with_place else 'several were: ' + ', '.join(with_place)} "
+                           "(the place's tag farm_loadgens names them; farm run --farm takes them)")
+        name = with_place[0]
     if name not in found:
         known = ", ".join([HOST, *sorted(found)])
         raise JobError(f"sweep generator {name!r}: the target has no {PREFIX}{name} resource (it has: {known})")

@@ -40,10 +40,12 @@ class EnvFile:
     path: Path
     target_name: str
     options: dict
+    #: the target is a farm place (a RemotePlace resource): its resources come from the coordinator
+    remote_place: bool = False
 
     @classmethod
     def load(cls, path: str | Path, target: str | None = None) -> "EnvFile":
-        doc = load_yaml(path, "env file")
+        doc = load_yaml(path, "env file", labgrid_reads_it=True)
         targets = doc.get("targets")
         if not isinstance(targets, dict) or not targets:
             raise doc.error("targets" if "targets" in doc else None, "an env file needs a 'targets' mapping with one target")
@@ -56,7 +58,10 @@ class EnvFile:
         body = targets[target] or {}
         _check_values(targets, target, body)
         options = dict(body.get("options") or {}) if isinstance(body, dict) else {}
-        return cls(Path(path), target, options)
+        resources = body.get("resources") if isinstance(body, dict) else None
+        names = (set(resources) if isinstance(resources, dict) else
+                 {k for r in resources if isinstance(r, dict) for k in r} if isinstance(resources, list) else set())
+        return cls(Path(path), target, options, "RemotePlace" in names)
 
     @property
     def arch(self) -> str:
@@ -92,21 +97,60 @@ def _check_values(targets: Node, target: str, body: object) -> None:
                 raise node.error(key, problem)
 
 
+#: how long a farm place's resources may be missing while its target is made (the exporter restarting)
+REMOTE_PLACE_PATIENCE = 30.0
+
+
 def open_target(env: EnvFile) -> tuple[Environment, Target]:
+    """labgrid's Environment and the env file's target. A ``RemotePlace`` whose resources the
+    coordinator does not have now (the place's exporter restarted just after the job locked it:
+    labgrid's "orphaned resource") is the lab's failure, not the env file's: it is waited for up to
+    :data:`REMOTE_PLACE_PATIENCE` seconds, then an InfrastructureError (exit 3)."""
     apply_lg_defaults()
     lglazy.load_for_env(env.path)  # the labgrid classes it names, when farm's command loads labgrid lazily
-    try:
-        environment = Environment(str(env.path))
-        target = environment.get_target(env.target_name)
-    except (NoConfigFoundError, InvalidConfigError) as exc:
-        raise JobError(f"{env.path}: {exc}") from None
-    except FarmError:
-        raise
-    except Exception as exc:  # labgrid reports bad driver/resource arguments as plain exceptions
-        raise JobError(f"{env.path}: target '{env.target_name}': {type(exc).__name__}: {exc}") from None
+    deadline = time.monotonic() + REMOTE_PLACE_PATIENCE
+    while True:
+        try:
+            environment = Environment(str(env.path))
+            target = environment.get_target(env.target_name)
+            break
+        except (NoConfigFoundError, InvalidConfigError) as exc:
+            raise JobError(f"{env.path}: {exc}") from None
+        except FarmError:
+            raise
+        except Exception as exc:  # labgrid reports bad driver/resource arguments as plain exceptions
+            if not _remote_place_failure(exc, env):
+                raise JobError(f"{env.path}: target '{env.target_name}': {type(exc).__name__}: {exc}") from None
+            if time.monotonic() >= deadline:
+                raise InfrastructureError(f"{env.path}: target '{env.target_name}': the farm place's resources are "
+                                          f"not there ({exc}) after {REMOTE_PLACE_PATIENCE:g} s") from None
+            from ..place_target import refresh_remote_places
+
+            time.sleep(1.0)
+            refresh_remote_places()
     if target is None:
         raise JobError(f"{env.path}: no target '{env.target_name}'")
     return environment, target
+
+
+def _remote_place_failure(exc: BaseException, env: EnvFile) -> bool:
+    """A RemotePlace that cannot be resolved for a reason of the lab: an exporter that disconnected
+    (labgrid's ServerError "orphaned resource"), a coordinator that refused the connection, or a
+    place that lacks a resource the env file's drivers bind (its exporter was away when it was
+    locked: the place's resources are the coordinator's, not the env file's)."""
+    if isinstance(exc, ConnectionRefusedError):
+        return True
+    try:
+        from labgrid.binding import BindingError
+        from labgrid.exceptions import NoSupplierFoundError
+        from labgrid.remote.client import ServerError
+    except ImportError:
+        return False
+    if isinstance(exc, ServerError):
+        return "orphaned resource" in str(exc)
+    if isinstance(exc, (NoSupplierFoundError, BindingError)):
+        return env.remote_place
+    return False
 
 
 @attrs.define

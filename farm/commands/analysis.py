@@ -48,11 +48,14 @@ def cmd_import(args: argparse.Namespace) -> int:
                                     cpu_fraction=args.cpu_fraction, decrypt=args.decrypt)
     if args.frequency is not None:
         records = importers.with_cycles(records, args.frequency, args.kind)
-    _say_moved(prepare_out_dir(args.out, force=args.force))  # after reading: bad input moves nothing
+    prepared = prepare_out_dir(args.out, force=args.force)  # after reading: bad input moves nothing
+    _say_moved(prepared)
     out = importers.write_import(records, args.out, args.file, frequency_hz=args.frequency)
     print(f"farm: imported {len(records)} records from {args.file}", file=sys.stderr)
-    from ..run.events import published
+    from ..run.events import moved, published
 
+    if prepared.moved_to is not None:  # the store follows the old import to where it went
+        moved(prepared.path, prepared.moved_to)
     published(out)  # the results store and the lab's listeners
     print(out)
     return 0

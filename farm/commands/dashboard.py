@@ -42,7 +42,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     eng = require_store()
     try:
         with store_errors():
-            serve(eng, host=args.host, port=args.port, places=_places(args))
+            serve(eng, host=args.host, port=args.port, places=_places(args),
+                  allowed_hosts=[*args.allow_host, args.host])
     except OSError as exc:  # binding: the port is in use, or not ours to take
         raise JobError(f"serve: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
     return EXIT_OK
@@ -67,11 +68,17 @@ def register(sub) -> None:
 
     p = sub.add_parser("serve", help="serve the dashboard live from the results store (read-only)",
                        description="Serve the dashboard's pages from the results store ($FARM_DB) as they are "
-                       "now, read-only, on 127.0.0.1 unless --host says otherwise. The run list filters by board, "
-                       "place, pipeline, setup, status, commit and dates (index.html?place=P&status=failed&since="
-                       "2026-12-01); a run's files are answered from its run directory; /compare?a=RUN&b=RUN "
-                       "compares any two runs. Ctrl-C stops it.")
-    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
+                       "now, read-only (GET and HEAD; any other method 405), on 127.0.0.1 unless --host says "
+                       "otherwise, answering only requests that name it (an IP address, localhost, this machine or "
+                       "--allow-host). The run list filters by board, place, pipeline, setup, status, commit and "
+                       "dates (index.html?place=P&status=failed&since=2026-12-01); a run's files are answered from "
+                       "its run directory; /compare?a=RUN&b=RUN compares any two runs. Ctrl-C stops it.")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only; "
+                   "another one is served with a warning: the pages have no authentication)")
+    p.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                   help="a host name browsers may reach the server by, besides IP addresses, localhost and this "
+                   "machine's own names (repeatable, e.g. dashboard.lab.example behind a proxy); requests naming "
+                   "any other host are refused (421), which stops DNS rebinding")
     p.add_argument("--port", type=int, default=8470, help="port (default 8470; 0 picks a free one)")
     add_coordinator(p, "the places page asks each time it is loaded", "default $LG_COORDINATOR")
     p.set_defaults(func=cmd_serve)

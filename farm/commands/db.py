@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from ..errors import EXIT_OK, JobError
+from ..values import shown
 
 
 def require_store():
@@ -32,10 +33,14 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
     eng = require_store()
     with store_errors():
-        rows = ingest(eng, args.run_dirs)
-    for r in rows:
-        print(f"farm: ingested {r.run_id} ({r.run['kind']}, {r.run['status']}): {len(r.records)} records, "
-              f"{len(r.stages)} stages", file=sys.stderr)
+        done = ingest(eng, args.run_dirs)
+    for d in done:
+        r = d.rows
+        what = {"kept": f"kept: a baseline's copy of the stored run ({len(r.records)} records, the same)"}.get(
+            d.outcome, f"{len(r.records)} records, {len(r.stages)} stages" + (", replacing the stored copy"
+                                                                              if d.outcome == "replaced" else ""))
+        print(f"farm: ingested {shown(r.run_id)} ({shown(r.run['kind'])}, {shown(r.run['status'])}): {what}",
+              file=sys.stderr)
     print(describe(database_url() or ""))
     return EXIT_OK
 
@@ -60,8 +65,9 @@ def register(sub) -> None:
     verbs = p.add_subparsers(dest="db_command", metavar="VERB", required=True)
     s = verbs.add_parser("ingest", help="ingest run directories (again: the same run twice is one run)",
                          description="Read each RUN_DIR (results.csv, run.json, junit.xml, console/, the files) "
-                         "and store them all in one transaction, replacing earlier copies of the same runs. "
-                         "Prints the database.")
+                         "and store them all in one transaction, replacing earlier copies of the same runs. A "
+                         "baseline's copy of a stored run keeps the stored run; another run under a stored "
+                         "run's id is refused (exit 2), never replaces it. Prints the database.")
     s.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
     s.set_defaults(func=cmd_ingest)
     s = verbs.add_parser("upgrade", help="create or migrate the store's schema to the newest revision",

@@ -8,6 +8,7 @@ import sys
 
 from ..errors import EXIT_OK, JobError
 from ..measure.units import human
+from ..values import shown
 
 
 def cmd_history(args: argparse.Namespace) -> int:
@@ -42,15 +43,16 @@ def cmd_history(args: argparse.Namespace) -> int:
         return EXIT_OK
     from ..store.reproductions import beside
 
-    for s in series:
-        shown = beside(s.points, links, only=args.reproductions) if links else [(p, "") for p in s.points]
-        if not shown:
+    for s in series:  # names come from runs: no terminal escape of theirs reaches the terminal
+        listed = beside(s.points, links, only=args.reproductions) if links else [(p, "") for p in s.points]
+        if not listed:
             continue
-        print(s.label())
-        for p, note in shown:
+        print(shown(s.label()))
+        for p, note in listed:
             indent = "    " if note.startswith("reproduces ") and args.reproductions else "  "
-            print(f"{indent}{p.first[:19]}  {p.x[:40]:40}  n={p.n:<3} median={human(p.median, s.unit)}  "
-                  f"[{human(p.lo, s.unit)}, {human(p.hi, s.unit)}] ({p.interval})" + (f"  {note}" if note else ""))
+            print(f"{indent}{shown(p.first[:19])}  {shown(p.x[:40]):40}  n={p.n:<3} median={shown(human(p.median, s.unit))}  "
+                  f"[{shown(human(p.lo, s.unit))}, {shown(human(p.hi, s.unit))}] ({shown(p.interval)})"
+                  + (f"  {shown(note)}" if note else ""))
     return EXIT_OK
 
 

@@ -9,7 +9,7 @@ import sys
 from datetime import datetime
 
 from . import add_coordinator
-from ..values import number_arg
+from ..values import number_arg, shown
 
 
 def _coordinator(args: argparse.Namespace):
@@ -137,13 +137,16 @@ def cmd_janitor(args: argparse.Namespace) -> int:
     verbs = {"release": "would release" if args.dry_run else "released",
              "forget": "would forget stale leases of" if args.dry_run else "forgot stale leases of", "keep": "kept"}
     for action in plan:
-        print(f"{verbs[action.action]} {action.place}: {action.reason}")
+        print(shown(f"{verbs[action.action]} {action.place}: {action.reason}"))
     if not plan:
         print(f"nothing to do: no place is locked by {owner} or carries its leases")
     return 0
 
 
 def _table(rows: list[tuple[str, ...]]) -> None:
+    """A table on stdout; the coordinator's names, tags and owners are anyone's to set (it has no
+    authentication): their control characters are shown escaped, never sent to the terminal."""
+    rows = [tuple(shown(cell) for cell in row) for row in rows]
     widths = [max(len(str(row[i])) for row in rows) for i in range(len(rows[0]))]
     for row in rows:
         print("  ".join(str(cell).ljust(width) for cell, width in zip(row, widths)).rstrip())

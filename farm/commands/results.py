@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ..errors import EXIT_OK, EXIT_TEST_FAILURE, JobError
-from ..values import out_dir_arg
+from ..values import out_dir_arg, shown
 
 STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
 #: what farm qualify writes (its junit.xml keeps that name: GitLab's reports:junit and the CI files use it)
@@ -21,10 +21,10 @@ def _step_summary(args: argparse.Namespace) -> str | None:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from ..results.report import regenerate
+    from ..results.publish import publish
 
     for run_dir in args.run_dirs:
-        report = regenerate(run_dir, step_summary=_step_summary(args))
+        report = publish(run_dir, step_summary=_step_summary(args))
         if args.github_annotations:
             from ..results.report import github_annotations, load_run
 
@@ -72,6 +72,9 @@ def cmd_qualify(args: argparse.Namespace) -> int:
         "e.g. --out results/qualify")).moved_to
     if moved is not None:
         print(f"farm: --force: the old content of {out} moved to {moved}", file=sys.stderr)
+        from ..run.events import moved as results_moved
+
+        results_moved(out, moved)  # a verdict stored from there is there now
     paths = write_outputs(result, out, baseline_label=baselines.describe(args.baseline, base_path),
                           candidate_label=baselines.describe(args.candidate, cand_path))
     if (summary := _step_summary(args)):
@@ -95,8 +98,10 @@ def cmd_qualify(args: argparse.Namespace) -> int:
 def cmd_baseline_save(args: argparse.Namespace) -> int:
     from ..results.baselines import save_baseline
 
-    b = save_baseline(args.run_dir, args.name, force=args.force)
-    print(f"farm: baseline {b.name}: run {b.run_id} ({b.status}), {b.records} records", file=sys.stderr)
+    b = save_baseline(args.run_dir, args.name, force=args.force, allow_failed=args.allow_failed)
+    print(f"farm: baseline {b.name}: run {b.run_id} ({b.status}), {b.records} records"
+          + (" (saved although it did not pass: --allow-failed)" if args.allow_failed and b.status != "passed" else ""),
+          file=sys.stderr)
     print(b.path)
     return EXIT_OK
 
@@ -115,8 +120,9 @@ def cmd_baseline_list(args: argparse.Namespace) -> int:
     if not found:
         print(f"farm: no baselines in {store_dir()}", file=sys.stderr)
         return EXIT_OK
-    rows = [("NAME", "SAVED", "BY", "RUN", "STATUS", "RECORDS")] + [
-        (b.name, b.saved[:19], b.saved_by, b.run_id, b.status, str(b.records)) for b in found]
+    rows = [("NAME", "SAVED", "BY", "RUN", "STATUS", "RECORDS")] + [  # baseline.json's text shown escaped
+        tuple(shown(c) for c in (b.name, b.saved[:19], b.saved_by, b.run_id, b.status, str(b.records)))
+        for b in found]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for row in rows:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
@@ -124,10 +130,11 @@ def cmd_baseline_list(args: argparse.Namespace) -> int:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("report", help="write summary.md and metrics.txt of run directories",
+    p = sub.add_parser("report", help="write summary.md, metrics.txt, wide CSVs and plots of run directories",
                        description="Regenerate summary.md (run status, stages, key figures: median, n and "
-                       "range per target/setup/benchmark/metric) and metrics.txt (OpenMetrics, for GitLab's "
-                       "metrics report) of each RUN_DIR from its results.csv, run.json and junit.xml. When "
+                       "range per target/setup/benchmark/metric), metrics.txt (OpenMetrics, for GitLab's "
+                       "metrics report), the network sweeps' wide CSVs (sweep-<target>-<setup>.csv, the lab's "
+                       "columns) and the plots of each RUN_DIR from its results.csv, run.json and junit.xml. When "
                        f"${STEP_SUMMARY_ENV} is set (GitHub Actions) summary.md is appended to it too. "
                        "Prints each summary.md path.")
     p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run directory, e.g. results/<run-id>")
@@ -177,10 +184,14 @@ def register(sub) -> None:
                        "a directory the lab shares; each holds a run's results.csv, run.json and summary.md.")
     verbs = p.add_subparsers(dest="baseline_command", metavar="VERB", required=True)
     s = verbs.add_parser("save", help="save a run directory as a named baseline",
-                         description="Copy RUN_DIR's records into the baseline store as NAME.")
+                         description="Copy RUN_DIR's records into the baseline store as NAME. A run that did "
+                         "not pass (status, a failed or errored stage, a failed benchmark) is refused unless "
+                         "--allow-failed.")
     s.add_argument("run_dir", metavar="RUN_DIR")
     s.add_argument("--name", required=True, help="letters, digits and . _ + - (no '/' or '..'), e.g. release-1.2")
     s.add_argument("--force", action="store_true", help="replace an existing baseline of that name")
+    s.add_argument("--allow-failed", action="store_true",
+                   help="save a run that did not pass (its status, a failed stage or benchmark); refused otherwise")
     s.set_defaults(func=cmd_baseline_save)
     s = verbs.add_parser("list", help="list the saved baselines", description="List the baselines in the store.")
     s.add_argument("--json", action="store_true", help="machine-readable output (a JSON list)")

@@ -26,7 +26,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         from ..coordinator import parse_tags
 
         farm = FarmRequest(parse_tags(args.farm), timeout=args.farm_timeout, coordinator=args.coordinator,
-                           health_check=args.health_check)
+                           health_check=args.health_check, prio=args.farm_prio)
     elif args.health_check:
         from ..errors import JobError
 
@@ -68,6 +68,9 @@ def register(sub) -> None:
                    "and always power off and release it; the env file is env/<board>.yaml unless --env is given")
     p.add_argument("--farm-timeout", type=number_arg(0, 7 * 86400, low_open=True, unit="s"), default=3600, metavar="S",
                    help="give up waiting for a place after S seconds (default 3600)")
+    p.add_argument("--farm-prio", type=number_arg(-1e6, 1e6, unit="(higher goes first)"), default=0.0, metavar="N",
+                   help="the reservation's priority in the coordinator's queue (default 0; higher goes first, then "
+                   "older); the place's load generators are reserved with it too")
     add_coordinator(p, "of --farm")
     p.add_argument("--health-check", action="store_true",
                    help="with --farm: a health check, which may take a place tagged unhealthy (farm_health); a "

@@ -14,6 +14,7 @@ import sqlalchemy as sa
 from farm.results.figures import KeyFigure, group_figures
 from farm.results.record import FAILED_METRIC
 from farm.results.stats import median
+from farm.secrets import mask
 from farm.store import schema
 from farm.store.history import Filters, Series, history
 from farm.store.reproductions import reproduced_by, reproductions_of
@@ -23,7 +24,9 @@ _SAFE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._]*(-[A-Za-z0-9._]+)*")
 
 def slug(text: str) -> str:
     """A file name for ``text``: itself when it is plain (letters, digits, ``._-``, no ``--``),
-    else its plain characters and a hash, so two texts never share a page."""
+    else its plain characters and a hash, so two texts never share a page. A secret in ``text`` is
+    masked first (a page's name is published as it is), and the hash is of the masked text."""
+    text = mask(text)
     if len(text) <= 120 and _SAFE.fullmatch(text):
         return text
     plain = re.sub(r"-+", "-", re.sub(r"[^A-Za-z0-9._-]+", "_", text)).strip("-_.")[:60] or "x"
@@ -56,6 +59,15 @@ def run_for_slug(c: sa.Connection, text: str) -> str | None:
     if c.execute(sa.select(r.c.id).where(r.c.run_id == text)).first():
         return text
     return next((rid for rid in c.execute(sa.select(r.c.run_id)).scalars() if slug(rid) == text), None)
+
+
+def stored_record(row: Any) -> Any:
+    """A records row as farm reads it: a NULL value is the NaN it was (farm.store.ingest)."""
+    if row.value is not None:
+        return row
+    import types
+
+    return types.SimpleNamespace(**{**row._asdict(), "value": math.nan})
 
 
 def figures_of(rows) -> list[KeyFigure]:
@@ -110,7 +122,7 @@ def run_detail(c: sa.Connection, run_id: str) -> RunDetail | None:
     def rows(table: sa.Table, *order) -> list[Any]:
         return c.execute(sa.select(table).where(table.c.run == run.id).order_by(*order)).all()
 
-    records = rows(schema.records, schema.records.c.id)
+    records = [stored_record(row) for row in rows(schema.records, schema.records.c.id)]
     previous = c.execute(sa.select(r.c.run_id).where(r.c.pipeline == run.pipeline, r.c.started < run.started)
                          .order_by(r.c.started.desc()).limit(1)).scalar()
     q = schema.qualifications

@@ -1,16 +1,26 @@
 """``farm serve``: the dashboard's pages answered live from the store (stdlib http.server).
 
-Read-only: GET and HEAD only, every other method is refused (405); no page writes to the store.
-``run/<run>/files/<path>`` answers a file of a run directory (farm.dashboard.files: only those the
-store lists for the run, through no symbolic link, text masked).
-It binds to 127.0.0.1 unless told otherwise. Pages carry a Content-Security-Policy that allows no
-script at all, so even a name that slipped past escaping could not run.
+Read-only: GET and HEAD only, every other method is refused (405, whatever the method: OPTIONS,
+TRACE, PROPFIND, made-up ones too); no page writes to the store. ``run/<run>/files/<path>`` answers
+a file of a run directory (farm.dashboard.files: only those the store lists for the run, through no
+symbolic link, text masked). It binds to 127.0.0.1 unless told otherwise. Pages carry a
+Content-Security-Policy that allows no script at all, so even a name that slipped past escaping
+could not run.
+
+**Host names.** A request must name this server in its ``Host`` header: an IP address (which no
+one else's page can be served from), ``localhost``, this machine's own names, or a name given with
+``--allow-host``. Anything else is refused (421) before a page is made: through DNS rebinding, a
+page of another site whose name was made to point at 127.0.0.1 would otherwise read every run's
+console from the browser of someone who opened it.
 """
 
 from __future__ import annotations
 
+import ipaddress
+import socket
 import sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Iterable
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import sqlalchemy as sa
@@ -20,11 +30,82 @@ from farm.secrets import mask
 from . import pages, site
 
 
-def make_handler(eng: sa.Engine, places: site.PlacesNow | None = None) -> type[BaseHTTPRequestHandler]:
+#: seconds a connection may take to send its request (a slow or idle one no longer holds a thread)
+REQUEST_TIMEOUT = 30
+ALLOWED_METHODS = ("GET", "HEAD")
+
+
+def own_names() -> set[str]:
+    """This machine's names, which a browser sends in ``Host`` when it is reached by them."""
+    names = {"localhost", "localhost.localdomain"}
+    for name in (socket.gethostname(), socket.getfqdn()):
+        if name:
+            names.add(name.lower().rstrip("."))
+    return names
+
+
+def host_of(header: str) -> str | None:
+    """The host of a ``Host`` header (``name``, ``name:port``, ``[v6]``, ``[v6]:port``), lower case,
+    without a final dot; None when the header is not one."""
+    text = header.strip().lower()
+    if text.startswith("["):
+        end = text.find("]")
+        rest = text[end + 1:] if end > 0 else ":x"
+        if rest and not (rest.startswith(":") and rest[1:].isdigit()):
+            return None
+        return text[1:end]
+    name, colon, port = text.partition(":")
+    if colon and not port.isdigit():
+        return None
+    return name.rstrip(".") or None
+
+
+def host_allowed(header: str | None, allowed: Iterable[str]) -> bool:
+    """Whether a request's ``Host`` header names this server (see the module docstring): an IP
+    address, or one of ``allowed`` (names, lower case). A missing header (HTTP/1.0) is allowed:
+    browsers always send one, so a rebinding page cannot leave it out."""
+    if header is None:
+        return True
+    host = host_of(header)
+    if host is None:
+        return False
+    try:
+        ipaddress.ip_address(host)
+        return True
+    except ValueError:
+        return host in {name.lower().rstrip(".") for name in allowed}
+
+
+def make_handler(eng: sa.Engine, places: site.PlacesNow | None = None,
+                 allowed_hosts: Iterable[str] = ()) -> type[BaseHTTPRequestHandler]:
+    allowed = own_names() | {h.lower() for h in allowed_hosts}
+
     class Handler(BaseHTTPRequestHandler):
         server_version = "farm-dashboard"
+        timeout = REQUEST_TIMEOUT
+
+        def __getattr__(self, name: str):
+            # http.server answers a method it has no do_<METHOD> for with 501; every one but GET and
+            # HEAD is refused alike, as a read-only server's should be: 405 with Allow
+            if name.startswith("do_"):
+                return self._refuse
+            raise AttributeError(name)
+
+        def _host_ok(self) -> bool:
+            if host_allowed(self.headers.get("Host"), allowed):
+                return True
+            body = b"farm serve: this server does not answer for that host name (see farm serve --allow-host)\n"
+            self.send_response(421, "Misdirected Request")
+            self.send_header("Content-Type", "text/plain; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(body)
+            return False
 
         def _page(self, send_body: bool) -> None:
+            if not self._host_ok():
+                return
             url = urlsplit(self.path)
             path = unquote(url.path).lstrip("/")
             if site.is_file_path(path):
@@ -79,12 +160,12 @@ def make_handler(eng: sa.Engine, places: site.PlacesNow | None = None) -> type[B
             self._page(False)
 
         def _refuse(self) -> None:
+            if not self._host_ok():
+                return
             self.send_response(405, "read-only")
-            self.send_header("Allow", "GET, HEAD")
+            self.send_header("Allow", ", ".join(ALLOWED_METHODS))
             self.send_header("Content-Length", "0")
             self.end_headers()
-
-        do_POST = do_PUT = do_DELETE = do_PATCH = _refuse  # noqa: N815
 
         def log_message(self, format: str, *args) -> None:  # noqa: A002
             sys.stderr.write(f"farm serve: {self.address_string()} {format % args}\n")
@@ -92,14 +173,33 @@ def make_handler(eng: sa.Engine, places: site.PlacesNow | None = None) -> type[B
     return Handler
 
 
+def is_loopback(host: str) -> bool:
+    """Whether binding ``host`` serves this machine only (127.0.0.0/8, ::1, localhost)."""
+    if host.lower() in ("localhost", "localhost.localdomain"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def make_server(eng: sa.Engine, host: str = "127.0.0.1", port: int = 8470, *,
-                places: site.PlacesNow | None = None) -> ThreadingHTTPServer:
-    return ThreadingHTTPServer((host, port), make_handler(eng, places))
+                places: site.PlacesNow | None = None, allowed_hosts: Iterable[str] = ()) -> ThreadingHTTPServer:
+    server_class = ThreadingHTTPServer
+    if ":" in host:  # an IPv6 address
+        server_class = type("ThreadingHTTPServer6", (ThreadingHTTPServer,), {"address_family": socket.AF_INET6})
+    return server_class((host, port), make_handler(eng, places, allowed_hosts))
 
 
-def serve(eng: sa.Engine, host: str = "127.0.0.1", port: int = 8470, *, places: site.PlacesNow | None = None) -> None:
-    server = make_server(eng, host, port, places=places)
+def serve(eng: sa.Engine, host: str = "127.0.0.1", port: int = 8470, *, places: site.PlacesNow | None = None,
+          allowed_hosts: Iterable[str] = ()) -> None:
+    server = make_server(eng, host, port, places=places, allowed_hosts=allowed_hosts)
     bound_host, bound_port = server.server_address[:2]
+    if not is_loopback(host):
+        print(f"farm: warning: serving on {host}, not this machine only: whoever reaches port {bound_port} of it "
+              "reads every run's console log, stages and records, without authentication (the pages are "
+              "read-only and masked; put it behind a proxy with authentication, or use --host 127.0.0.1)",
+              file=sys.stderr, flush=True)
     print(f"farm: serving the dashboard on http://{bound_host}:{bound_port}/ (read-only; Ctrl-C stops)",
           file=sys.stderr, flush=True)
     try:

@@ -40,9 +40,21 @@ _CPU_MODEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")  # host, max, cortex
 _MEMORY = re.compile(r"(\d+)\s*([MG])i?B?", re.IGNORECASE)
 #: a QEMU argument farm types on the host's shell (quoted there too): no spaces, quotes or shell syntax
 _QEMU_ARG = re.compile(r"[A-Za-z0-9_.,:=/+@%-]{1,256}")
-#: options farm sets itself; given again in extra_args they would contradict what is recorded
+#: options farm sets itself; given again in extra_args they would contradict what is recorded (QEMU takes
+#: the last of two: run.json's topology would be false). ``-readconfig`` and ``-set`` set any of them
+#: from a file or by group; ``-no-kvm`` and ``-kvm`` are old spellings of the accelerator, ``-numa``
+#: places the vCPUs
 OWN_OPTIONS = frozenset({"-M", "-machine", "-cpu", "-enable-kvm", "-accel", "-smp", "-m", "-kernel", "-initrd",
-                         "-append", "-netdev", "-nic", "-serial", "-nographic", "-name", "-device", "-monitor"})
+                         "-append", "-netdev", "-nic", "-serial", "-nographic", "-name", "-device", "-monitor",
+                         "-readconfig", "-set", "-no-kvm", "-kvm", "-numa"})
+
+
+def qemu_option(arg: str) -> str | None:
+    """The QEMU option ``arg`` is, as QEMU reads it (``--smp`` is ``-smp``: QEMU drops one leading
+    dash of two), or None when it is a value, not an option."""
+    if len(arg) < 2 or not arg.startswith("-") or arg == "--":
+        return None
+    return arg[1:] if arg.startswith("--") else arg
 FIELDS = ("image", "vcpus", "memory", "cpu", "accel", "pin", "rt", "bootargs", "ports", "boot_timeout",
           "extra_args")
 
@@ -128,8 +140,11 @@ def load_guest(node: Node, base: Path) -> GuestSpec:
         if not isinstance(arg, str) or not _QEMU_ARG.fullmatch(arg):
             raise node.error("extra_args", f"item {i} {arg!r}: a QEMU argument is letters, digits and "
                                            "_ . , : = / + @ % - (no spaces, quotes or shell syntax)")
-        if arg in OWN_OPTIONS:
-            raise node.error("extra_args", f"item {i} {arg!r}: farm sets {arg} itself (use the guest's own fields)")
+        option = qemu_option(arg)
+        if option in OWN_OPTIONS:
+            said = f" ({arg} is {option} to QEMU)" if option != arg else ""
+            raise node.error("extra_args", f"item {i} {arg!r}: farm sets {option} itself{said} (use the guest's "
+                                           "own fields: vcpus, memory, cpu, accel; run.json records what they say)")
         extra.append(arg)
     return GuestSpec(image=image_path, vcpus=vcpus, memory_mb=memory_mb, cpu=cpu, accel=accel,  # type: ignore[arg-type]
                      pin=pin, rt=_rt(node), bootargs=tuple(bootargs), ports=tuple(ports),

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import attrs
 
+from ..config import load_json
 from ..errors import JobError
 
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*")
@@ -51,12 +52,9 @@ def load_image(path: str | Path) -> Image:
     """An image directory made by :func:`build` (``--image DIR``)."""
     path = Path(path)
     manifest_path = path / "manifest.json"
-    try:
-        manifest = json.loads(manifest_path.read_text())
-    except FileNotFoundError:
-        raise JobError(f"{manifest_path}: not an image directory (no manifest.json; make one with `farm build`)") from None
-    except json.JSONDecodeError as exc:
-        raise JobError(f"{manifest_path}:{exc.lineno}: invalid JSON: {exc.msg}") from None
+    if not manifest_path.exists():
+        raise JobError(f"{manifest_path}: not an image directory (no manifest.json; make one with `farm build`)")
+    manifest = load_json(manifest_path, "manifest.json")  # bounded: a deep one is refused, not a RecursionError
     problem = manifest_problem(manifest)
     if problem:
         raise JobError(f"{manifest_path}: {problem}")

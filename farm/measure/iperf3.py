@@ -111,6 +111,10 @@ def parse_json(text: str, *, params: Mapping[str, Any] | None = None) -> list[Me
 
 
 def _load_json(text: str) -> dict[str, Any]:
+    from farm.config import MAX_DEPTH, json_depth
+
+    if json_depth(text) > MAX_DEPTH:
+        raise ParseError(f"iperf3 JSON line 1: nested deeper than {MAX_DEPTH} levels (iperf3 writes about 6)")
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as e:

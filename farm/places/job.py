@@ -5,17 +5,20 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import time
 from typing import Callable, Iterator
 
 import attrs
 
 from .. import signals
-from ..coordinator import Coordinator
-from ..errors import FarmError, InfrastructureError
+from ..coordinator import Coordinator, format_tags
+from ..errors import FarmError, InfrastructureError, JobError
 from ..lease import Lease
 from ..place_target import power_off, refresh_remote_places
-from .locking import lock, lock_stands, newer_leases
+from .loadgens import LOADGENS_ENV, environment, generator_filter, login_of, order, wanted
+from .locking import lock, lock_stands, newer_leases, orphaned_leases
 from .reserve import reserve, wait_for_allocation
+from .status import place_status
 from .tags import own_tags
 
 _log = logging.getLogger(__name__)
@@ -31,6 +34,8 @@ class PlaceLease:
     owner: str          # the lock owner, "host/user"
     tags: dict[str, str]  # the place's tags
     lease: Lease
+    #: the load clients taken with the board (farm.places.loadgens): (name, place, lease), in the order taken
+    loadgens: tuple[tuple[str, str, Lease], ...] = ()
 
 
 def default_job_id() -> str:
@@ -41,7 +46,7 @@ def default_job_id() -> str:
 def acquired_place(tags: dict[str, str], *, timeout: float, coordinator: str | None,
                    prio: float = 0.0, job: str | None = None,
                    on_wait: Callable[[str], None] | None = None,
-                   healthy_only: bool = True) -> Iterator[PlaceLease]:
+                   healthy_only: bool = True, loadgens: bool = False) -> Iterator[PlaceLease]:
     """Reserve a place with ``tags``, wait at most ``timeout`` s for it, lock it, set LG_PLACE/LG_COORDINATOR.
 
     Leaving the block, however it is left (normally, by an exception, Ctrl-C or SIGTERM), powers the
@@ -50,29 +55,51 @@ def acquired_place(tags: dict[str, str], *, timeout: float, coordinator: str | N
 
     Places farm tagged unhealthy are not given out, unless ``healthy_only`` is False (a health
     check, which must be able to take one: see :func:`record_boot_result`).
+
+    With ``loadgens`` (the job drives load generators: ``farm run`` of a pipeline with a sweep whose
+    ``generator`` is not the lab host), the board is given with the load clients its place names (tag
+    ``farm_loadgens``): each is reserved and locked after the board, within the same ``timeout``, and
+    given back before it (:mod:`farm.places.loadgens`); ``$FARM_LOADGENS`` says where they are
+    inside the block. Without, they are left to the jobs that drive them.
     """
-    saved_env = {key: os.environ.get(key) for key in ("LG_PLACE", "LG_COORDINATOR")}
+    saved_env = {key: os.environ.get(key) for key in ("LG_PLACE", "LG_COORDINATOR", LOADGENS_ENV)}
     coord: Coordinator | None = None
-    token = place = None
-    locked: Lease | None = None
+    board = _Taken("board")
+    generators: list[_Taken] = []
     ended = False
     with signals.interrupts():  # SIGTERM, SIGHUP unwind the block like Ctrl-C (the farm command's already do)
         try:
+            deadline = time.monotonic() + timeout
             coord = Coordinator(coordinator)
-            reserved = reserve(coord, tags, prio=prio, wait=False, healthy_only=healthy_only)
-            token = reserved.token
-            place = wait_for_allocation(coord, token, tags, timeout, on_wait)
-            locked = lock(coord, place, job=job or default_job_id())
+            job = job or default_job_id()
+            _take(coord, board, tags, prio=prio, job=job, healthy_only=healthy_only, deadline=deadline,
+                  timeout=timeout, on_wait=on_wait)
+            place = board.place
+            logins = {}
+            for name in order(wanted(coord.place(place).tags, place) if loadgens else ()):
+                generators.append(taken := _Taken(name))
+                try:
+                    _take(coord, taken, generator_filter(name), prio=prio, job=job, healthy_only=healthy_only,
+                          deadline=deadline, timeout=timeout, on_wait=on_wait)
+                except JobError as exc:  # the lab's wiring names a load client the coordinator does not have
+                    raise InfrastructureError(f"place {place} names load generator {name} (tag farm_loadgens), "
+                                              f"but {exc}") from None
+                logins[name] = login_of(coord, taken.place, name)
             os.environ["LG_PLACE"], os.environ["LG_COORDINATOR"] = place, coord.address
+            if logins:
+                os.environ[LOADGENS_ENV] = environment(logins)
+            else:
+                os.environ.pop(LOADGENS_ENV, None)
             refresh_remote_places()  # an env file's RemotePlace must see the lock we just took
-            yield PlaceLease(place=place, coordinator=coord.address, token=token, owner=coord.owner,
-                             tags=own_tags(coord.place(place).tags), lease=locked)
+            yield PlaceLease(place=place, coordinator=coord.address, token=board.token, owner=coord.owner,
+                             tags=own_tags(coord.place(place).tags), lease=board.lease,
+                             loadgens=tuple((g.name, g.place, g.lease) for g in generators))
             ended = True
         finally:
             # the clean-up runs to its end; a signal that came meanwhile is raised after it, unless
             # the block is already being left by an exception (which then keeps its message)
             with signals.deferred(deliver=ended):
-                _give_back(coord, place, token, locked)
+                _give_back(coord, board, generators)
                 for key, value in saved_env.items():
                     if value is None:
                         os.environ.pop(key, None)
@@ -80,45 +107,155 @@ def acquired_place(tags: dict[str, str], *, timeout: float, coordinator: str | N
                         os.environ[key] = value
 
 
-def _give_back(coord: Coordinator | None, place: str | None, token: str | None, locked: Lease | None) -> None:
-    """Best effort, step by step: one failing step does not skip the next."""
+#: how long an allocated place may stay unusable (its exporter down or not answering) before the
+#: reservation is made anew, so that the coordinator may give another place
+REALLOCATE_AFTER = 20.0
+
+
+@attrs.define
+class _Taken:
+    """A place being taken (the board, or a load client): filled in as it goes, given back however
+    far it got."""
+
+    name: str
+    place: str | None = None
+    token: str | None = None
+    lease: Lease | None = None
+
+
+def _take(coord: Coordinator, taken: _Taken, tags: dict[str, str], *, prio: float, job: str, healthy_only: bool,
+          deadline: float, timeout: float, on_wait: Callable[[str], None] | None) -> None:
+    """Reserve a place with ``tags``, wait for it, and lock it once it can be used; until ``deadline``.
+
+    A place the coordinator allocates is not always one that can be locked now: its exporter is down
+    (the coordinator gives it out all the same) or does not answer (a lab host's network cut), or
+    another job may still drive it (:func:`orphaned_leases`: its lock was lost when the coordinator
+    restarted). Such a place is waited for, the reservation kept alive; one unusable for
+    :data:`REALLOCATE_AFTER` seconds is handed back for a new reservation (the coordinator may give
+    another place). Only at ``deadline`` is it an InfrastructureError, naming why."""
+    taken.token = reserve(coord, tags, prio=prio, wait=False, healthy_only=healthy_only).token
+    unusable_since: float | None = None
+    told: set[str] = set()
+    while True:
+        taken.place = wait_for_allocation(coord, taken.token, tags, max(0.1, deadline - time.monotonic()), on_wait,
+                                          said=timeout)
+        reason = _why_unusable(coord, taken.place)
+        if reason is None:
+            try:
+                taken.lease = lock(coord, taken.place, job=job)
+            except InfrastructureError as exc:
+                if not _transient(exc):
+                    raise
+                reason = str(exc)
+            else:
+                coord.sync()
+                if coord.place(taken.place).acquired_resources or not _matches_anything(coord, taken.place):
+                    return
+                # the coordinator locked it with none of its resources (its exporter went between our
+                # look and the lock): a board without console or power; give it back and wait
+                reason = f"{taken.place} was locked without its resources (its exporter went away)"
+                _give_back_one(coord, taken.place, None, taken.lease, power=False)
+                taken.lease = None
+        now = time.monotonic()
+        if now >= deadline:
+            raise InfrastructureError(f"{reason}; no usable place with {format_tags(tags)} within the timeout "
+                                      f"(reservation {taken.token} cancelled)")
+        if on_wait and reason not in told:
+            on_wait(f"waiting: {reason}")
+            told.add(reason)
+        unusable_since = now if unusable_since is None else unusable_since
+        if now - unusable_since >= REALLOCATE_AFTER:
+            fresh = reserve(coord, tags, prio=prio, wait=False, healthy_only=healthy_only).token
+            with contextlib.suppress(FarmError):
+                coord.cancel_reservation(taken.token)
+            taken.token, unusable_since = fresh, None
+            continue
+        coord.poll_reservation(taken.token)  # keeps the allocation alive (60 s without a poll drop it)
+        coord.wait_for_change(min(5.0, max(0.1, deadline - now)))
+
+
+def _why_unusable(coord: Coordinator, place: str) -> str | None:
+    coord.sync()
+    current = coord.place(place)
+    status = place_status(current, coord.resources())
+    if status.health != "ok":
+        return f"{place} cannot be used now: {status.health}"
+    if (orphans := orphaned_leases(current)):
+        return (f"{place} may still be driven by " + ", ".join(f"job {o.job} (pid {o.pid} on {o.host})" for o in orphans)
+                + ", whose lock the coordinator lost")
+    return None
+
+
+def _matches_anything(coord: Coordinator, place: str) -> bool:
+    """Whether the place has matches at all (a place without any is a person's, locked as it is)."""
+    return bool(getattr(coord.place(place), "matches", None))
+
+
+def _transient(exc: InfrastructureError) -> bool:
+    """A lock refused for a reason that passes: an exporter that did not answer, or is not there yet."""
+    text = str(exc)
+    return "Failed to acquire resources" in text or "did not answer" in text or "cannot be used" in text
+
+
+def _give_back(coord: Coordinator | None, board: _Taken, generators: list[_Taken] = ()) -> None:
+    """Best effort, step by step: one failing step does not skip the next. The load clients first,
+    in the reverse order they were taken, then the board."""
     if coord is None:
         return
     coord = _reconnected(coord)
     try:
-        ours = locked is not None and place is not None and _still_ours(coord, place, locked)
-        if ours:
-            with contextlib.suppress(Exception):
-                power_off(place, coord.address)
-        if token is not None:  # before the release: see locking.cancel_reservations
-            with contextlib.suppress(FarmError):
-                coord.cancel_reservation(token)
-        if ours:
-            try:
-                coord.release(place, only_from=coord.owner)
-            except FarmError as exc:
-                if _still_ours(coord, place, locked):  # still locked: the lease stays, for farm janitor
-                    _log.warning("farm: could not release %s (%s); it stays locked with this job's lease "
-                                 "until `farm janitor` releases it", place, exc)
-                    return
-        if locked is not None and place is not None:
-            with contextlib.suppress(FarmError):
-                coord.set_tags(place, {locked.key: ""})
+        for g in reversed(list(generators)):
+            _give_back_one(coord, g.place, g.token, g.lease, power=False)
+        _give_back_one(coord, board.place, board.token, board.lease, power=True)
     finally:
         coord.close()
 
 
+def _give_back_one(coord: Coordinator, place: str | None, token: str | None, locked: Lease | None, *,
+                   power: bool) -> None:
+    """One place: power off (a board), cancel its reservation, release it if still ours, drop the lease."""
+    ours = locked is not None and place is not None and _still_ours(coord, place, locked)
+    if ours and power:
+        with contextlib.suppress(Exception):
+            power_off(place, coord.address)
+    if token is not None:  # before the release: see locking.cancel_reservations
+        with contextlib.suppress(FarmError):
+            coord.cancel_reservation(token)
+    if ours:
+        try:
+            coord.release(place, only_from=coord.owner)
+        except FarmError as exc:
+            if _still_ours(coord, place, locked):  # still locked: the lease stays, for farm janitor
+                _log.warning("farm: could not release %s (%s); it stays locked with this job's lease "
+                             "until `farm janitor` releases it", place, exc)
+                return
+    if locked is not None and place is not None:
+        with contextlib.suppress(FarmError):
+            coord.set_tags(place, {locked.key: ""})
+
+
+#: how long giving a place back waits for a coordinator that does not answer (it is being restarted)
+GIVE_BACK_PATIENCE = 60.0
+
+
 def _reconnected(coord: Coordinator) -> Coordinator:
     """``coord``, or a new connection if its update stream is gone (the coordinator restarted during
-    the block): on the dead one every step would fail, and whether the lock stands could not be told."""
+    the block): on the dead one every step would fail, and whether the lock stands could not be told.
+    A coordinator being restarted is waited for, up to :data:`GIVE_BACK_PATIENCE` seconds: given up
+    at once, the lease would stay behind on the place for ``farm janitor``."""
     if coord.connected():
         return coord
-    try:
-        fresh = Coordinator(coord.address, connect_timeout=10)
-    except FarmError:
-        return coord
-    coord.close()
-    return fresh
+    deadline = time.monotonic() + GIVE_BACK_PATIENCE
+    while True:
+        try:
+            fresh = Coordinator(coord.address, connect_timeout=10)
+        except FarmError:
+            if time.monotonic() >= deadline:
+                return coord
+            time.sleep(2.0)
+            continue
+        coord.close()
+        return fresh
 
 
 def _still_ours(coord: Coordinator, place: str, lease: Lease) -> bool:
@@ -140,7 +277,16 @@ def check_still_held(lease: PlaceLease) -> None:
     """
     with Coordinator(lease.coordinator, connect_timeout=10) as coord:
         coord.sync()
-        current = coord.places().get(lease.place)
+        places = coord.places()
+    for name, place, held in lease.loadgens:  # a load client lost is another job's to drive now
+        current = places.get(place)
+        if current is None or not lock_stands(current, lease.owner, held):
+            raise InfrastructureError(
+                f"lost the lock on load generator {name} (place {place}): "
+                + ("the coordinator no longer knows it" if current is None else
+                   f"held now by {current.acquired or 'nobody'}")
+                + f" (was the coordinator at {lease.coordinator} restarted?); not driving it further")
+    current = places.get(lease.place)
     if current is not None and lock_stands(current, lease.owner, lease.lease):
         return
     if current is None:

@@ -121,6 +121,17 @@ def lock_stands(current: Place, owner: str, lease: Lease) -> bool:
     return current.acquired == owner and lease.key in current.tags and not newer_leases(current, lease)
 
 
+def orphaned_leases(current: Place) -> list[Lease]:
+    """Leases on ``current`` whose job may still drive its board although the coordinator no longer
+    says it holds the place: not under the place's lock (the coordinator restarted and forgot the
+    locks, or the place was released by hand) and held by a process that is alive, or on another
+    host (where farm cannot tell). A lease whose process is gone is not one (``farm janitor`` drops it)."""
+    from ..lease import holder_state
+
+    return [lease for lease in leases_in(current.tags)
+            if lease.owner != current.acquired and holder_state(lease) != "gone"]
+
+
 def newer_leases(current: Place, lease: Lease) -> list[Lease]:
     """Leases of ``lease``'s owner on ``current`` written after it: the lock is theirs now.
 

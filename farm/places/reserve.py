@@ -59,8 +59,9 @@ def allocated_place(reservation) -> str | None:
 
 
 def wait_for_allocation(coord: Coordinator, token: str, tags: dict[str, str], timeout: float | None,
-                        on_wait: Callable[[str], None] | None = None) -> str:
-    """The place allocated to ``token``; waits on the coordinator's place updates, polls to keep it alive."""
+                        on_wait: Callable[[str], None] | None = None, *, said: float | None = None) -> str:
+    """The place allocated to ``token``; waits on the coordinator's place updates, polls to keep it alive.
+    ``said``: the timeout the message names (the caller's whole one, of which ``timeout`` is what is left)."""
     deadline = None if timeout is None else time.monotonic() + timeout
     told = False
     while True:
@@ -72,7 +73,7 @@ def wait_for_allocation(coord: Coordinator, token: str, tags: dict[str, str], ti
         left = None if deadline is None else deadline - time.monotonic()
         if left is not None and left <= 0:
             busy = describe_holders([s for s in list_places(coord) if s.matches(tags)])
-            raise InfrastructureError(f"no place with {format_tags(tags)} became free within {timeout:g} s "
+            raise InfrastructureError(f"no place with {format_tags(tags)} became free within {said or timeout:g} s "
                                       f"({busy}); reservation {token} cancelled")
         if not told and on_wait:
             on_wait(f"waiting for a place with {format_tags(tags)}: "

@@ -14,7 +14,6 @@ a baseline; replacing one needs ``force``.
 from __future__ import annotations
 
 import getpass
-import json
 import os
 import re
 import secrets
@@ -69,10 +68,12 @@ class Baseline:
 
 
 def _read_meta(path: Path) -> dict:
+    from farm.config import load_json
+    from farm.errors import FarmError
+
     try:
-        meta = json.loads((path / META).read_text(encoding="utf-8"))
-        return meta if isinstance(meta, dict) else {}
-    except (OSError, ValueError):
+        return load_json(path / META, META)
+    except FarmError:  # missing, unreadable, too deep: its fields show as '?'
         return {}
 
 
@@ -80,19 +81,43 @@ def _baseline(path: Path) -> Baseline:
     meta = _read_meta(path)
     return Baseline(name=path.name, path=path, run_id=str(meta.get("run_id", "?")),
                     saved=str(meta.get("saved", "?")), saved_by=str(meta.get("saved_by", "?")),
-                    source=str(meta.get("source", "?")), records=int(meta.get("records", 0) or 0),
+                    source=str(meta.get("source", "?")),
+                    records=meta["records"] if type(meta.get("records")) is int else 0,
                     status=str(meta.get("status", "?")))
 
 
+def failures(run) -> list[str]:
+    """Why a run (farm.results.report.RunData) is not one that passed, or []: its status, failed or
+    errored stages, failed benchmarks (pure)."""
+    from farm.results.record import FAILED_METRIC
+
+    why = []
+    status = run.info.get("status")
+    if status not in (None, "passed", "imported"):
+        why.append(f"its status is {status}")
+    bad = [s for s in run.stages if s.kind in ("failure", "error")]
+    if bad:
+        why.append(f"{len(bad)} stage(s) failed ({', '.join(s.name for s in bad[:3])}"
+                   + (", ..." if len(bad) > 3 else "") + ")")
+    failed = sorted({f"{r.suite}.{r.benchmark}" for r in run.records if r.metric == FAILED_METRIC})
+    if failed:
+        why.append(f"benchmark(s) {', '.join(failed)} failed")
+    return why
+
+
 def save_baseline(run_dir: str | os.PathLike[str], name: str, *, store: Path | None = None,
-                  force: bool = False) -> Baseline:
+                  force: bool = False, allow_failed: bool = False) -> Baseline:
     """Copy a run's records into the store under ``name``; JobError if the name is taken (unless
-    ``force``) or the run has no measurements."""
+    ``force``), the run has no measurements, or it did not pass (a baseline is what passed before:
+    unless ``allow_failed``, :func:`failures` are refused)."""
     check_name(name)
     run_dir = Path(run_dir)
     run = load_run(run_dir)
     if not run.records:
         raise JobError(f"{run_dir}: no measurements in results.csv, nothing to keep as a baseline")
+    if not allow_failed and (why := failures(run)):
+        raise JobError(f"{run_dir}: did not pass ({'; '.join(why)}): a baseline is what passed before; "
+                       "pass --allow-failed to save it all the same")
     store = store or store_dir()
     try:
         store.mkdir(parents=True, exist_ok=True)
@@ -160,11 +185,13 @@ def load_records(spec: str, store: Path | None = None):
 
 def describe(spec: str, path: Path) -> str:
     """How a report names a side: what the user typed, and the run behind it."""
+    from farm.errors import FarmError
+    from farm.results.report import read_run_json
+
     info: dict = {}
     try:
-        loaded = json.loads((path / "run.json").read_text(encoding="utf-8"))
-        info = loaded if isinstance(loaded, dict) else {}
-    except (OSError, ValueError):
+        info = read_run_json(path / "run.json")
+    except FarmError:  # none, or unreadable: the side is named by its path alone
         pass
     where = spec if Path(spec) == path else f"{spec} ({path})"
     facts = [f"run {info['run_id']}" if info.get("run_id") else "",

@@ -45,7 +45,7 @@ import attrs
 
 from farm.errors import JobError
 from farm.results.stats import cv, median_interval, ratio_interval
-from farm.results.csvout import read_records
+from farm.results.csvout import read_records, spreadsheet_safe
 from farm.results.ipbench import BENCHMARK as SWEEP_BENCHMARK
 from farm.results.identity import MetricKey
 from farm.results.record import Record, check_unique, format_params, open_atomic, parse_params, write_text_atomic
@@ -286,7 +286,7 @@ def to_csv(comparison: Comparison) -> str:
     ``ratio_ci_includes_1`` (``true``: the data do not show a difference). Missing values (also an
     interval that needs more repeats) are empty cells; numbers are ``repr`` (read back bit for bit)."""
     buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
+    writer = _SafeWriter(csv.writer(buf, lineterminator="\n"))
     writer.writerow(csv_header(comparison))
     for row in comparison.rows:
         cells: list[str] = [getattr(row.key, f) for f in KEY_FIELDS]
@@ -301,6 +301,17 @@ def to_csv(comparison: Comparison) -> str:
         cells += [*(_repr(x) for x in (ci or (None, None))), "" if ci is None else str(ci[0] <= 1 <= ci[1]).lower()]
         writer.writerow(cells)
     return buf.getvalue()
+
+
+class _SafeWriter:
+    """A csv writer whose every cell is :func:`~farm.results.csvout.spreadsheet_safe`: names come from
+    result directories and records, which a spreadsheet must not run as formulas."""
+
+    def __init__(self, writer) -> None:
+        self._writer = writer
+
+    def writerow(self, cells: Iterable[object]) -> None:
+        self._writer.writerow([spreadsheet_safe(c) for c in cells])
 
 
 def to_markdown(comparison: Comparison) -> str:

@@ -19,6 +19,25 @@ from farm.results.record import RECORD_FIELDS, Record, write_text_atomic
 PathLike = str | os.PathLike[str]
 
 
+#: what makes a spreadsheet read a cell as a formula (``=HYPERLINK(…)``, ``@SUM(…)``, ``+cmd|…``, ``-2+3``)
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\n")
+
+
+def spreadsheet_safe(cell: object) -> str:
+    """A CSV cell meant for people's spreadsheets (compare.csv, qualify.csv) that no spreadsheet takes
+    for a formula: text starting with ``= + - @`` or a tab, CR or LF gets a leading ``'`` (the mark
+    spreadsheets show as "text"); a number, ``-1.5`` too, stays as it is. results.csv is not written
+    through this: it is read back bit for bit, and its names are checked when they are made."""
+    text = "" if cell is None else str(cell)
+    if not text.startswith(_FORMULA_START):
+        return text
+    try:
+        float(text)
+        return text
+    except ValueError:
+        return "'" + text
+
+
 def _writer(f: IO[str]) -> csv.DictWriter:
     return csv.DictWriter(f, fieldnames=RECORD_FIELDS, lineterminator="\n")
 

@@ -6,8 +6,10 @@ One path for every kind: the kind names an importer of a benchmark's registratio
 (:data:`farm.bench.registry.IMPORTERS`), whose pure ``read`` turns the text into measurements; this
 module reads the file, names it in every error, and stamps the measurements into records.
 
-An import is reproducible and recognisable: its ``run_id`` is ``import-`` + the first 12 hex digits
-of the file's SHA-256 (importing the same file twice gives the same id; a changed file a new one),
+An import is reproducible and recognisable: its ``run_id`` is ``import-`` + 16 hex digits of the
+SHA-256 of what makes it (the file's content, the importer, the setup, the target and the options:
+:func:`run_id`), so importing the same file the same way twice gives the same id, and a changed
+file, or the same file for another target or setup, a new one (two runs, never one replacing the other),
 its timestamp is the file's modification time (when it was captured, as near as we know), and
 what farm cannot know is said so: arch ``unknown``, target ``unknown`` unless given, image empty.
 A value no measurement can have (NaN, infinite, negative) is refused as a
@@ -17,6 +19,7 @@ A value no measurement can have (NaN, infinite, negative) is refused as a
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from datetime import datetime, timezone
 from pathlib import Path
@@ -74,7 +77,8 @@ def import_file(kind: str, path: PathLike, *, setup: str, target: str = UNKNOWN,
         raise BenchmarkError(e.tool, f"{path}: {e.message}") from None
     if not captured:
         raise ParseError(f"{path}: no {spec.suite}.{spec.name} measurement found in it")
-    context = RunContext(run_id=run_id(data), target=target, arch=UNKNOWN, setup=setup, image="",
+    identity = {"importer": kind, "setup": setup, "target": target, "cpu_fraction": cpu_fraction, "decrypt": decrypt}
+    context = RunContext(run_id=run_id(data, identity), target=target, arch=UNKNOWN, setup=setup, image="",
                          suite=spec.suite)
     timestamp = mtime_iso(path)
     return [attrs.evolve(context, repeat=repeat).record(m, timestamp) for repeat, m in captured]
@@ -96,7 +100,11 @@ def with_cycles(records: list[Record], frequency_hz: float, kind: str) -> list[R
     targets = {r.target for r in records}
     # the frequency given is a nominal clock (farm.results.identity: the cycle source is identity)
     siblings = cycles_per_byte(records, {target: frequency_hz for target in targets})
-    return records + with_cycle_source(siblings, "nominal")
+    records = records + with_cycle_source(siblings, "nominal")
+    # another frequency gives other cycles/byte: another import, of its own run id
+    ids = {old: "import-" + hashlib.sha256(f"{old};frequency_hz={frequency_hz!r}".encode()).hexdigest()[:ID_HEX]
+           for old in {r.run_id for r in records}}
+    return [attrs.evolve(r, run_id=ids[r.run_id]) for r in records]
 
 
 def write_import(records: list[Record], out_dir: PathLike, source_path: PathLike, *,
@@ -121,9 +129,16 @@ def write_import(records: list[Record], out_dir: PathLike, source_path: PathLike
     return out
 
 
-def run_id(data: bytes) -> str:
-    """``import-`` + the first 12 hex digits of the SHA-256 of ``data``."""
-    return f"import-{hashlib.sha256(data).hexdigest()[:12]}"
+#: hex digits of an import's run id after ``import-`` (64 bits)
+ID_HEX = 16
+
+
+def run_id(data: bytes, identity: dict[str, object] | None = None) -> str:
+    """``import-`` + :data:`ID_HEX` hex digits of the SHA-256 of ``data``'s SHA-256 and ``identity``
+    (importer, setup, target, options: what else makes the records), in a canonical text."""
+    made_of = {"sha256": hashlib.sha256(data).hexdigest(), **(identity or {})}
+    canonical = json.dumps(made_of, sort_keys=True, separators=(",", ":"))
+    return f"import-{hashlib.sha256(canonical.encode()).hexdigest()[:ID_HEX]}"
 
 
 def mtime_iso(path: PathLike) -> str:

@@ -101,13 +101,14 @@ def _refuse_symlink(path: Path) -> None:
 def _describe(path: Path, entries: list[str]) -> str:
     run_json = path / "run.json"
     if run_json.is_file():
-        try:
-            import json
+        from farm.config import load_json
+        from farm.errors import FarmError
 
-            run_id = json.loads(run_json.read_text(encoding="utf-8")).get("run_id")
-        except (OSError, ValueError, AttributeError):
+        try:
+            run_id = load_json(run_json, "run.json", limit=64 << 20).get("run_id")
+        except FarmError:  # unreadable, too deep: the listing below names the files
             run_id = None
-        if run_id:
+        if run_id and isinstance(run_id, str):
             return f"it holds run {run_id}"
     shown = ", ".join(entries[:3]) + (f" and {len(entries) - 3} more" if len(entries) > 3 else "")
     return f"it holds {shown}"

@@ -12,11 +12,12 @@ from .report import Report, regenerate
 from .sweeps import run_sweeps, wide_csv_name
 
 
-def publish(run_dir: str | os.PathLike[str]) -> Report:
-    """The run's files; the job summary (``$GITHUB_STEP_SUMMARY``) is the runner's, written once by
-    :func:`farm.results.report.write_summary` after this stage is recorded."""
+def publish(run_dir: str | os.PathLike[str], *, step_summary: str | os.PathLike[str] | None = None) -> Report:
+    """The run's files (``farm run``'s publish stage and ``farm report`` alike). ``step_summary``:
+    where summary.md is appended too (``farm report``); a run's job summary is the runner's, written
+    once by :func:`farm.results.report.write_summary` after this stage is recorded."""
     run_dir = Path(run_dir)
     records = read_records(run_dir / "results.csv") if (run_dir / "results.csv").exists() else []
     for sweep in run_sweeps(records):
-        write_wide_csv(run_dir / wide_csv_name(sweep), sweep.rows)
-    return regenerate(run_dir)
+        write_wide_csv(run_dir / wide_csv_name(sweep, str(run_dir / "results.csv")), sweep.rows)
+    return regenerate(run_dir, step_summary=step_summary)

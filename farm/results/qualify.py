@@ -73,6 +73,7 @@ import attrs
 from farm.bench import registry
 from farm.errors import JobError
 from farm.measure import HIGHER_IS_BETTER, LOWER_IS_BETTER, UNKNOWN_DIRECTION, impossible
+from farm.results.csvout import spreadsheet_safe
 from farm.results.junit import Case, write_junit
 from farm.results.identity import MetricKey
 from farm.results.record import FAILED_METRIC, Record, check_unique, write_text_atomic
@@ -475,9 +476,16 @@ CSV_FIELDS = (
 _DIRECTION_WORD = {HIGHER_IS_BETTER: "higher", LOWER_IS_BETTER: "lower", UNKNOWN_DIRECTION: "unknown"}
 
 
+class _SafeDictWriter(csv.DictWriter):
+    """Every cell :func:`~farm.results.csvout.spreadsheet_safe` (names come from the runs' records)."""
+
+    def writerow(self, rowdict):
+        return super().writerow({k: spreadsheet_safe(v) for k, v in rowdict.items()})
+
+
 def csv_text(q: Qualification) -> str:
     buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=CSV_FIELDS, lineterminator="\n")
+    writer = _SafeDictWriter(buf, fieldnames=CSV_FIELDS, lineterminator="\n")
     writer.writeheader()
     for c in q.comparisons:
         writer.writerow({

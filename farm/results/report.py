@@ -24,7 +24,6 @@ Plots are drawn when :mod:`farm.results.plots` is there and offers
 from __future__ import annotations
 
 import importlib
-import json
 import math
 import os
 import re
@@ -38,6 +37,7 @@ from farm.errors import JobError, ParseError
 from farm.results.csvout import read_records
 from farm.results.figures import KeyFigure, group_figures
 from farm.results.record import Record, format_params, parse_params, write_text_atomic
+from farm.results.runjson import MAX_RUN_JSON_BYTES, check_run_json
 from farm.results.stats import median
 from farm.measure.units import human, human_params
 from farm.secrets import mask
@@ -94,12 +94,7 @@ def load_run(run_dir: PathLike) -> RunData:
         missing.append("results.csv")
     info: dict[str, Any] = {}
     if (path / "run.json").is_file():
-        try:
-            info = json.loads((path / "run.json").read_text(encoding="utf-8"))
-        except (ValueError, UnicodeDecodeError) as e:
-            raise ParseError(f"{path / 'run.json'}: not JSON ({e})") from None
-        if not isinstance(info, dict):
-            raise ParseError(f"{path / 'run.json'}: expected a JSON object")
+        info = read_run_json(path / "run.json")
     else:
         missing.append("run.json")
     stages: tuple[StageResult, ...] = ()
@@ -110,6 +105,15 @@ def load_run(run_dir: PathLike) -> RunData:
     if len(missing) == 3:
         raise JobError(f"{path}: not a run directory (no results.csv, run.json or junit.xml)")
     return RunData(path, tuple(records), info, stages, tuple(missing))
+
+
+def read_run_json(path: Path) -> dict[str, Any]:
+    """A run.json: at most :data:`MAX_RUN_JSON_BYTES`, nested at most as deep as farm's files
+    (farm.config.load_json), and of the types its readers need (farm.results.runjson); a JobError
+    names the file and field."""
+    from farm.config import load_json
+
+    return check_run_json(load_json(path, "run.json", limit=MAX_RUN_JSON_BYTES), str(path))
 
 
 def read_stages(path: PathLike) -> tuple[StageResult, ...]:
@@ -421,6 +425,12 @@ def github_annotations(run: RunData) -> list[str]:
 
 
 def append_step_summary(path: PathLike, markdown: str) -> None:
-    """Append to a GitHub job summary file (several reports in one job each add theirs)."""
-    with open(path, "a", encoding="utf-8") as f:
-        f.write(mask(markdown.rstrip("\n")) + "\n\n")
+    """Append to a GitHub job summary file (several reports in one job each add theirs); one that
+    cannot be appended to (a directory, a missing folder, no permission) is a JobError naming
+    ``$GITHUB_STEP_SUMMARY`` (the run's own files are written before)."""
+    try:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(mask(markdown.rstrip("\n")) + "\n\n")
+    except OSError as exc:
+        raise JobError(f"$GITHUB_STEP_SUMMARY={path}: cannot append the job summary to it: "
+                       f"{exc.strerror or exc} (the run's files are written)") from None

@@ -46,7 +46,9 @@ def run_sweeps(records: Iterable[Record]) -> list[Sweep]:
             values[key].append(r.value)
             first.setdefault(key, r)
         folded = [attrs.evolve(first[key], value=statistics.median(vals), repeat=0) for key, vals in values.items()]
-        sweeps.append(Sweep(target, setup, sweep_rows(folded), len({r.repeat for r in recs}), method))
+        rows = sweep_rows(folded)
+        if rows:  # a sweep that failed before its first point (only its `failed` row) has nothing to show
+            sweeps.append(Sweep(target, setup, rows, len({r.repeat for r in recs}), method))
     return sweeps
 
 
@@ -56,9 +58,11 @@ def run_sweeps(records: Iterable[Record]) -> list[Sweep]:
 _PLAIN_METHODS = ("", "ipbench", "import:ipbench")
 
 
-def wide_csv_name(sweep: Sweep) -> str:
+def wide_csv_name(sweep: Sweep, source: str = "results.csv") -> str:
+    """``sweep-<target>-<setup>[-<method>].csv``; ``source`` (the results.csv read) names a name
+    unfit for a file name."""
     from ..values import path_component
 
     suffix = "" if sweep.method in _PLAIN_METHODS else "-" + sweep.method.replace(":", "-")
-    return (f"sweep-{path_component(sweep.target, 'target name', 'results.csv')}-"
-            f"{path_component(sweep.setup, 'setup name', 'results.csv')}{suffix}.csv")
+    return (f"sweep-{path_component(sweep.target, 'target name', source)}-"
+            f"{path_component(sweep.setup, 'setup name', source)}{suffix}.csv")

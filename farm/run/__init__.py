@@ -44,6 +44,8 @@ class FarmRequest:
     coordinator: str | None = None
     #: a health check: may take a place tagged unhealthy (farm_health), which a passing boot puts back
     health_check: bool = False
+    #: the reservation's priority (higher goes first); the place's load generators are reserved with it
+    prio: float = 0.0
 
 
 @attrs.frozen
@@ -136,6 +138,14 @@ def _never_green(runner: Runner, stopped_by: FarmError | None) -> None:
     runner.hooks.stage_ended(stage=Stage(Case(stage, "farm.run", 0.0, kind, message.splitlines()[0], message)))
 
 
+def drives_load_generators(pipeline: Pipeline) -> bool:
+    """Whether a benchmark of ``pipeline`` sends its load from a load generator (a sweep whose
+    ``generator`` is not the lab host): its farm place is then taken with its load clients."""
+    from ..bench.loadgen import HOST
+
+    return any(getattr(b.params, "generator", HOST) != HOST for b in pipeline.benchmarks)
+
+
 @contextlib.contextmanager
 def _place(runner: Runner, farm: FarmRequest | None) -> Iterator[None]:
     """With ``--farm``: reserve, wait for, lock a place for the boots, and always give it back
@@ -150,9 +160,11 @@ def _place(runner: Runner, farm: FarmRequest | None) -> Iterator[None]:
     with contextlib.ExitStack() as stack:
         lease = runner.stage(f"reserve {tags}", "farm.place", lambda: stack.enter_context(acquired_place(
             farm.tags, timeout=farm.timeout, coordinator=farm.coordinator, job=runner.run.run_id,
-            on_wait=lambda text: hooks.say(text=text), healthy_only=not farm.health_check)))
+            on_wait=lambda text: hooks.say(text=text), healthy_only=not farm.health_check, prio=farm.prio,
+            loadgens=drives_load_generators(runner.pipeline))))
         hooks.place_taken(place={"name": lease.place, "coordinator": lease.coordinator, "owner": lease.owner,
-                                 "tags": dict(lease.tags), "health_check": farm.health_check})
+                                 "tags": dict(lease.tags), "health_check": farm.health_check, "prio": farm.prio,
+                                 "loadgens": {name: place for name, place, _ in getattr(lease, "loadgens", ())}})
         hooks.say(text=f"on place {lease.place} ({lease.coordinator})")
         guard = PlaceGuard(lease, hooks)
         hooks.add(guard)
@@ -215,6 +227,8 @@ def run_pipeline(pipeline_path: str | Path, *, out: Path | None = None, env_over
         progress.say(f"run {run.run_id} -> {run.path}")
     # the phases after the run directory: both tryfirst, pluggy calls the later first, so run.json counts them
     hooks = Hooks([run, PhaseTimes(run.info), progress, *(listeners or [])], farm_listeners=True)
+    if resume is None and run.info.replaced:  # before anything is stored under run.path again
+        hooks.results_moved(old=run.path, new=Path(run.info.replaced))
     runner = Runner(pipeline, run, hooks, flow_for=flow_for, done=resumed_work(run), fixed_images=images or {},
                     **({"registry": registry} if registry is not None else {}))
     stopped_by: FarmError | None = None

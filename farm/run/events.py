@@ -111,6 +111,12 @@ class RunSpec:
         way results come in ends here, so the results store (farm.store.hook), an archive or a live
         dashboard feed listens to this one hook. A listener must not fail the run: it warns instead."""
 
+    @hookspec
+    def results_moved(self, old: "Path", new: "Path") -> None:
+        """``--force`` moved the result directory ``old`` (a run, an import, qualify's ``--out``) aside to
+        ``new`` before anything new was written there: what a listener knows of ``old`` is at ``new`` now
+        (the results store follows it). A listener must not fail the run: it warns instead."""
+
 
 class Hooks:
     """The run's listeners in a pluggy plugin manager; ``hooks.say(text="...")`` calls a hook.
@@ -164,3 +170,8 @@ def published(run_dir: "Path", qualification: dict[str, Any] | None = None,
     """Tell farm's and the lab's listeners that ``run_dir`` is complete (``farm import``, ``farm
     qualify``, the pytest plugin: the ways in that are no run of the runner)."""
     Hooks(listeners, farm_listeners=True).run_published(run_dir=run_dir, qualification=qualification)
+
+
+def moved(old: "Path", new: "Path", listeners: Sequence[object] = ()) -> None:
+    """Tell farm's and the lab's listeners that ``--force`` moved the result directory ``old`` to ``new``."""
+    Hooks(listeners, farm_listeners=True).results_moved(old=old, new=new)

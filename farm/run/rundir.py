@@ -29,13 +29,12 @@ from ..results.junit import Case, write_junit
 from ..runid import new_run_id
 from ..results.outdir import RUN_HINT, check_run_entries, prepare_out_dir
 from ..results.record import Record, now_iso, to_json, write_text_atomic
+from ..results.runjson import MAX_RUN_JSON_BYTES
 from ..secrets import mask
 from ..values import name_problem
 from .events import hookimpl
 from .model import Pipeline
 
-#: a run.json farm wrote holds every stage's output and image manifest: far more than a recipe
-MAX_RUN_JSON_BYTES = 64 << 20
 
 #: how a run ended, by its exit code
 STATUS_OF_EXIT = {EXIT_OK: "passed", EXIT_TEST_FAILURE: "failed", EXIT_INFRA_ERROR: "infrastructure-error",

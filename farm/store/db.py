@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 from pathlib import Path
 from typing import Iterator, Mapping
 
@@ -30,12 +31,12 @@ class StoreError(InfrastructureError):
 
 @contextlib.contextmanager
 def store_errors(url: str | None) -> Iterator[None]:
-    """Database errors as a :class:`StoreError` of one line naming the store (no traceback)."""
+    """Database errors as a :class:`StoreError` of one line naming the store (no traceback, no password)."""
     try:
         yield
     except sa.exc.SQLAlchemyError as exc:
-        reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
-        raise StoreError(f"results store {describe(url) if url else ''}: {reason}") from None
+        reason = (str(getattr(exc, "orig", None) or exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise StoreError(f"results store {describe(url) if url else ''}: {redact(reason)}") from None
 
 
 def database_url(environ: Mapping[str, str] | None = None) -> str | None:
@@ -46,20 +47,42 @@ def database_url(environ: Mapping[str, str] | None = None) -> str | None:
         return None
     if not value:
         return f"sqlite:///{DEFAULT_SQLITE.expanduser()}"
+    url = None
     for prefix in ("postgresql://", "postgres://"):
         if value.startswith(prefix):
-            return "postgresql+psycopg://" + value[len(prefix):]
+            url = "postgresql+psycopg://" + value[len(prefix):]
     if value.startswith(("postgresql+", "sqlite:")):
-        return value
-    if "://" in value:
-        raise JobError(f"{DB_ENV}={value!r}: expected a postgresql:// URL, a sqlite:/// URL, a file path "
+        url = value
+    if url is None and "://" in value:
+        raise JobError(f"{DB_ENV}={redact(value)!r}: expected a postgresql:// URL, a sqlite:/// URL, a file path "
                        "or 'none'")
-    return f"sqlite:///{Path(value).expanduser().absolute()}"
+    if url is None:
+        return f"sqlite:///{Path(value).expanduser().absolute()}"
+    try:
+        sa.make_url(url)
+    except (sa.exc.ArgumentError, ValueError) as exc:  # a port that is no number, a malformed URL
+        raise JobError(f"{DB_ENV}={redact(value)!r}: not a database URL ({redact(str(exc))})") from None
+    return url
+
+
+#: URL query parameters that carry a password (libpq reads ``?password=`` as the password)
+_SECRET_PARAMS = re.compile(r"(?i)([?&](?:[a-z_]*password|sslkey_?password)=)[^&#\s]*")
+_USERINFO = re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://[^:/@\s]*:)[^/\s]*(@)")  # to the last @ of the authority
+
+
+def redact(text: str) -> str:
+    """``text`` with every URL's password hidden: ``user:***@`` and ``?password=***`` (a message, a
+    database error, a URL)."""
+    return _SECRET_PARAMS.sub(r"\1***", _USERINFO.sub(r"\1***\2", text))
 
 
 def describe(url: str) -> str:
-    """The URL without its password, for messages."""
-    return sa.make_url(url).render_as_string(hide_password=True)
+    """The URL without its password (in the user part or the query), for messages."""
+    try:
+        shown = sa.make_url(url).render_as_string(hide_password=True)
+    except (sa.exc.ArgumentError, ValueError):
+        shown = url
+    return redact(shown)
 
 
 def _sqlite_pragmas(dbapi_connection, _record) -> None:

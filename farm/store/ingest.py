@@ -1,9 +1,22 @@
 """Ingesting a run directory: read it into a :class:`RunRows` (no database), then write that in
-one transaction, replacing any earlier copy of the same run (the same run twice is one run).
+one transaction.
 
-A live run is named by run.json's ``run_id``; an import (``farm import``: run.json holds
-``imported_from``) by its records' ``run_id`` (``import-<sha256 of the source>``), so importing one
-file twice is one run too.
+**Which run it is.** A live run is named by run.json's ``run_id`` (unique lab-wide:
+farm.run.rundir.new_run_id); an import (``farm import``: run.json holds ``imported_from``) by its
+records' ``run_id`` (``import-<hash of the file and how it was imported>``), so importing one file
+the same way twice is one run too. A run id already stored is, by :func:`write_run`:
+
+- *the same run* (a resumed run, a run directory moved, ingested again): the stored copy is
+  replaced by what the directory holds now (the directory is the truth);
+- *a baseline's copy* of it (``farm baseline save``: results.csv and run.json without the console
+  or junit.xml): the stored run is kept, if the copy's records are the run's; a copy whose records
+  differ (edited) is refused;
+- *another run* under the same id (an id of the old 4-digit form met again, or a run.json edited):
+  refused (:class:`RunConflict`), the stored run kept. Nothing is ever silently replaced.
+
+**What is stored** is what farm writes elsewhere: every text masked (farm.secrets), every value
+checked to fit its column alike in SQLite and PostgreSQL (farm.store.fit), a NaN value stored as
+NULL. A value that does not fit is a JobError naming the directory, the file and the field.
 """
 
 from __future__ import annotations
@@ -19,11 +32,13 @@ import sqlalchemy as sa
 
 from farm.errors import JobError
 from farm.measure.params import canonical
+from farm.results.baselines import META as BASELINE_META
 from farm.results.identity import identity_params
 from farm.results.record import FAILED_METRIC, Record, now_iso
 from farm.results.stats import median
 from farm.results.report import RunData, load_run
-from farm.store import schema
+from farm.secrets import mask
+from farm.store import fit, schema
 from farm.store.reproductions import reproduction_rows
 
 #: junit outcome of a run, worst first
@@ -49,6 +64,11 @@ class RunRows:
         return self.run["run_id"]
 
     @property
+    def is_copy(self) -> bool:
+        """A saved baseline (farm.results.baselines): a copy of a run's records and run.json."""
+        return any(a["path"] == BASELINE_META for a in self.artifacts)
+
+    @property
     def figures(self) -> tuple[dict[str, Any], ...]:
         return figure_rows(self.run, self.records)
 
@@ -65,7 +85,7 @@ def figure_rows(run: dict[str, Any], records: Iterable[dict[str, Any]]) -> tuple
 
     groups: dict[tuple, list[float]] = {}
     for r in records:
-        if r["metric"] != FAILED_METRIC and math.isfinite(r["value"]):
+        if r["metric"] != FAILED_METRIC and r["value"] is not None and math.isfinite(r["value"]):
             key = {**r, "params": identity_params(r["benchmark"], r["params"])}
             groups.setdefault(tuple(key[k] for k in _FIGURE_KEY), []).append(r["value"])
     rows = []
@@ -119,7 +139,7 @@ def _boots(info: dict[str, Any]) -> list[dict[str, Any]]:
                 continue
             rows.append({
                 "position": len(rows), "target": str(target), "setup": _text(boot.get("setup")),
-                "repeat": int(boot.get("repeat") or 0), "kernel": _text(boot.get("kernel")),
+                "repeat": boot.get("repeat") or 0, "kernel": _text(boot.get("kernel")),
                 "image": _text(boot.get("image")), "image_key": _text(boot.get("image_key")),
                 "cpus": boot.get("cpus") if isinstance(boot.get("cpus"), int) else None,
                 "frequency_hz": _number(boot.get("frequency_hz")),
@@ -175,10 +195,48 @@ def _consoles(path: Path) -> list[dict[str, Any]]:
 
 
 def read_run(run_dir: str | os.PathLike[str]) -> RunRows:
-    """What ``run_dir`` holds, as rows; JobError when it is not a run directory."""
+    """What ``run_dir`` holds, as rows fit for the store (masked, checked: :func:`check_rows`);
+    JobError when it is not a run directory or a value does not fit."""
     data: RunData = load_run(run_dir)
-    return attrs.evolve(rows_of(data, _artifacts(data.path), _consoles(data.path)),
+    rows = attrs.evolve(rows_of(data, _artifacts(data.path), _consoles(data.path)),
                         reproductions=reproduction_rows(data.path))
+    check_rows(rows, data.path)
+    return rows
+
+
+def _masked(row: dict[str, Any]) -> dict[str, Any]:
+    return {k: mask(v) if isinstance(v, str) else v for k, v in row.items()}
+
+
+#: where each table's rows come from, for messages: (table, the RunRows field, the file and item of row i)
+_SOURCES = (
+    (schema.runs, None, lambda i, row: "run.json"),
+    (schema.stages, "stages", lambda i, row: f"junit.xml testcase {i + 1}"),
+    (schema.records, "records", lambda i, row: f"results.csv line {i + 2}"),
+    (schema.boots, "boots", lambda i, row: f"run.json targets.{row['target']}.boots"),
+    (schema.artifacts, "artifacts", lambda i, row: f"file {row['path']!r}"),
+    (schema.images, "images", lambda i, row: f"run.json images.{row['image']}.artifacts.{row['artifact']}"),
+    (schema.consoles, "consoles", lambda i, row: f"console/{row['target']}.log"),
+    (schema.figures, "figures", lambda i, row: f"results.csv ({row['suite']}.{row['benchmark']} {row['metric']})"),
+)
+#: the text columns of the figures' history index (one PostgreSQL index entry holds them all)
+_FIGURE_INDEX = tuple(c.name for c in next(i for i in schema.figures.indexes if i.name == "ix_figures_metric").columns
+                      if isinstance(c.type, sa.String))
+
+
+def check_rows(rows: RunRows, run_dir: Path) -> None:
+    """Every value of every row fits its column in both databases (:mod:`farm.store.fit`), and every
+    figure's key fits an index entry; else a JobError naming ``run_dir``, where the value came from
+    and the column."""
+    for table, field, where in _SOURCES:
+        items = (rows.run,) if field is None else getattr(rows, field)
+        for i, row in enumerate(items):
+            problems = list(fit.row_problems(table, row))
+            if table is schema.figures and (big := fit.index_problem(_FIGURE_INDEX, row)):
+                problems.append(big)
+            if problems:
+                raise JobError(f"{run_dir}: {where(i, row)}: {problems[0]}: not stored (the results store "
+                               "keeps a run only whole)")
 
 
 def rows_of(data: RunData, artifacts: list[dict[str, Any]], consoles: list[dict[str, Any]]) -> RunRows:
@@ -198,16 +256,17 @@ def rows_of(data: RunData, artifacts: list[dict[str, Any]], consoles: list[dict[
 
     def record_row(r: Record) -> dict[str, Any]:
         boot = kernel_of.get((r.target, r.setup, r.repeat)) or kernel_of_setup.get((r.target, r.setup)) or {}
-        return {"timestamp": r.timestamp, "target": r.target, "arch": r.arch, "setup": r.setup, "image": r.image,
-                "suite": r.suite, "benchmark": r.benchmark, "params": canonical(r.params), "repeat": r.repeat,
-                "metric": r.metric, "value": r.value, "unit": r.unit, "kernel": boot.get("kernel", ""),
-                "image_key": boot.get("image_key", ""), "git_sha": git_sha, "started": started}
+        return _masked({"timestamp": r.timestamp, "target": r.target, "arch": r.arch, "setup": r.setup,
+                        "image": r.image, "suite": r.suite, "benchmark": r.benchmark, "params": canonical(r.params),
+                        "repeat": r.repeat, "metric": r.metric, "value": None if math.isnan(r.value) else r.value,
+                        "unit": r.unit, "kernel": boot.get("kernel", ""), "image_key": boot.get("image_key", ""),
+                        "git_sha": git_sha, "started": started})
 
     targets = sorted({r.target for r in records} | set((info.get("targets") or {}) if isinstance(
         info.get("targets"), dict) else ()))
     setups = sorted({r.setup for r in records} | set(info.get("setups") or () if isinstance(
         info.get("setups"), dict) else ()))
-    run = {
+    run = _masked({
         "run_id": run_id, "kind": "import" if imported else "live",
         "status": _text(info.get("status")) or ("imported" if imported else "unknown"),
         "who": _text(info.get("who")), "started": started, "finished": finished,
@@ -221,12 +280,13 @@ def rows_of(data: RunData, artifacts: list[dict[str, Any]], consoles: list[dict[
         "stopped_at": _text(info.get("stopped_at")),
         "junit": junit_outcome(s.kind for s in data.stages), "path": str(data.path.resolve()),
         "info": json.dumps(info, sort_keys=True, default=str), "ingested": now_iso(), "place": _place(info),
-    }
-    stages = tuple({"position": i, "name": s.name, "classname": s.classname,
-                    "seconds": s.seconds if math.isfinite(s.seconds) else None, "kind": s.kind,
-                    "message": s.message} for i, s in enumerate(data.stages))
-    return RunRows(run, stages, tuple(record_row(r) for r in records), tuple(boots), tuple(artifacts),
-                   tuple(image_rows), tuple(consoles))
+    })
+    stages = tuple(_masked({"position": i, "name": s.name, "classname": s.classname,
+                            "seconds": s.seconds if math.isfinite(s.seconds) else None, "kind": s.kind,
+                            "message": s.message}) for i, s in enumerate(data.stages))
+    return RunRows(run, stages, tuple(record_row(r) for r in records), tuple(_masked(b) for b in boots),
+                   tuple(_masked(a) for a in artifacts), tuple(_masked(i) for i in image_rows),
+                   tuple(_masked(c) for c in consoles))
 
 
 _CHILDREN = (("stages", schema.stages), ("records", schema.records), ("figures", schema.figures),
@@ -235,29 +295,89 @@ _CHILDREN = (("stages", schema.stages), ("records", schema.records), ("figures",
              ("reproductions", schema.reproductions))
 
 
-def write_run(connection: sa.Connection, rows: RunRows) -> int:
-    """Insert ``rows`` (replacing the run of the same run id) on an open transaction; the run's id."""
-    connection.execute(sa.delete(schema.runs).where(schema.runs.c.run_id == rows.run_id))
-    run_pk = connection.execute(sa.insert(schema.runs).values(**rows.run)).inserted_primary_key[0]
+class RunConflict(JobError):
+    """A run directory whose run id is stored for another run (or whose baseline copy differs from
+    the stored run): refused, the stored run kept."""
+
+
+#: what :func:`write_run` did with a run
+STORED, REPLACED, KEPT = "stored", "replaced", "kept"
+
+
+def write_run(connection: sa.Connection, rows: RunRows) -> str:
+    """Store ``rows`` on an open transaction by the rules of the module docstring; :data:`STORED`
+    (new), :data:`REPLACED` (the same run, stored again) or :data:`KEPT` (a baseline's copy of a
+    stored run: nothing written). :class:`RunConflict` when the id is another run's."""
+    runs = schema.runs
+    stored = connection.execute(sa.select(runs.c.id, runs.c.path, runs.c.started, runs.c.kind)
+                                .where(runs.c.run_id == rows.run_id)).first()
+    if stored is not None:
+        stored_is_copy = connection.execute(sa.select(schema.artifacts.c.run).where(
+            schema.artifacts.c.run == stored.id, schema.artifacts.c.path == BASELINE_META)).first() is not None
+        if rows.is_copy and not stored_is_copy:
+            if _same_records(connection, stored.id, rows):
+                return KEPT
+            raise RunConflict(f"{rows.run['path']}: a baseline's copy of run {rows.run_id} whose records differ "
+                              f"from the stored run's ({stored.path}): edited after it was saved? Not stored; "
+                              "the stored run is kept")
+        if not _same_origin(stored, rows):
+            raise RunConflict(f"{rows.run['path']}: run id {rows.run_id} is stored already for another run "
+                              f"(started {stored.started}, {stored.path}; this one started {rows.run['started']}): "
+                              "not stored, the stored run is kept")
+        connection.execute(sa.delete(runs).where(runs.c.id == stored.id))
+    run_pk = connection.execute(sa.insert(runs).values(**rows.run)).inserted_primary_key[0]
     for field, table in _CHILDREN:
         children = getattr(rows, field)
         if children:
             connection.execute(sa.insert(table), [{**child, "run": run_pk} for child in children])
-    return run_pk
+    return STORED if stored is None else REPLACED
 
 
-def ingest(eng: sa.Engine, run_dirs: Iterable[str | os.PathLike[str]], *, replace: bool = True) -> list[RunRows]:
-    """Read every directory first (bad input writes nothing), then write them all in one transaction.
-    ``replace=False`` keeps a run already stored (qualify's candidate may be a baseline's copy of it,
-    which has no console or junit.xml)."""
+def _same_origin(stored: Any, rows: RunRows) -> bool:
+    """Whether a stored run and ``rows`` of the same id are one run: an import's id is made of its
+    content and options (the same id is the same import); a live run's start time is its own."""
+    if stored.kind == "import" and rows.run["kind"] == "import":
+        return True
+    return stored.kind == rows.run["kind"] and stored.started == rows.run["started"]
+
+
+_RECORD_KEY = ("target", "setup", "suite", "benchmark", "params", "repeat", "metric", "value", "unit")
+
+
+def _same_records(connection: sa.Connection, run_pk: int, rows: RunRows) -> bool:
+    r = schema.records
+    stored = connection.execute(sa.select(*(r.c[k] for k in _RECORD_KEY)).where(r.c.run == run_pk)).all()
+
+    def key(row: Iterable[Any]) -> tuple:
+        return tuple((v is None, v if v is not None else 0) for v in row)
+    return sorted(map(key, stored)) == sorted(key(rec[k] for k in _RECORD_KEY) for rec in rows.records)
+
+
+@attrs.frozen
+class Ingested:
+    """One run directory ingested: its rows and what :func:`write_run` did (stored, replaced, kept)."""
+
+    rows: RunRows
+    outcome: str
+
+
+def ingest(eng: sa.Engine, run_dirs: Iterable[str | os.PathLike[str]]) -> list[Ingested]:
+    """Read every directory first (bad input writes nothing), then write them all in one transaction
+    (a :class:`RunConflict` writes none of them)."""
     all_rows = [read_run(d) for d in run_dirs]
     with eng.begin() as connection:
-        for rows in all_rows:
-            if not replace and connection.execute(
-                    sa.select(schema.runs.c.id).where(schema.runs.c.run_id == rows.run_id)).first():
-                continue
-            write_run(connection, rows)
-    return all_rows
+        return [Ingested(rows, write_run(connection, rows)) for rows in all_rows]
+
+
+def relocate(eng: sa.Engine, old: Path, new: Path) -> int:
+    """A run directory (or a qualify --out) moved from ``old`` to ``new`` (``--force`` moves an old
+    one aside): the stored path follows it. The number of rows changed."""
+    changed = 0
+    with eng.begin() as connection:
+        for table in (schema.runs, schema.qualifications):
+            changed += connection.execute(sa.update(table).where(table.c.path == str(old))
+                                          .values(path=str(new))).rowcount
+    return changed
 
 
 def record_qualification(eng: sa.Engine, *, path: Path, baseline: str, candidate_run_id: str, passed: bool,

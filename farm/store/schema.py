@@ -1,7 +1,8 @@
 """The store's tables (SQLAlchemy Core): one schema for SQLite and PostgreSQL.
 
-A run is keyed by its ``run_id`` (unique): ingesting a run again replaces it, so the same run twice
-is one run. Records carry the kernel, the image key and the git sha of their boot and run
+A run is keyed by its ``run_id`` (unique, lab-wide): ingesting the same run again replaces it, so
+the same run twice is one run; another run under a stored run's id is refused, never a replacement
+(farm.store.ingest). Records carry the kernel, the image key and the git sha of their boot and run
 (denormalised at ingest). ``figures`` holds, per run and measurement, what a history point needs
 (n, median, interval and the values), made once at ingest: a trend of 10,000 runs reads 10,000
 rows through one index instead of every record. Times are ISO
@@ -72,7 +73,7 @@ records = sa.Table(
     sa.Column("params", sa.String(1000), nullable=False),
     sa.Column("repeat", sa.Integer, nullable=False),
     sa.Column("metric", sa.String(200), nullable=False),
-    sa.Column("value", sa.Float, nullable=False),
+    sa.Column("value", sa.Float, nullable=True),               # NULL: NaN, not measured (migration 0006)
     sa.Column("unit", sa.String(40), nullable=False),
     sa.Column("kernel", sa.String(200), nullable=False, server_default=""),
     sa.Column("image_key", sa.String(64), nullable=False, server_default=""),

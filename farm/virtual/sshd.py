@@ -29,6 +29,9 @@ class SSHHost:
     alias: str
     port: int
     directory: Path
+    address: str = "127.0.0.1"      # where sshd listens (a lab host's own address in a multi-host lab)
+    client: str = "127.0.0.1"       # the only address its key may log in from
+    force_command: str | None = None
 
     @property
     def host_key(self) -> Path:
@@ -62,14 +65,16 @@ def prepare(host: SSHHost) -> None:
         if not key.exists():
             _run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(key)], "ssh-keygen")
     public = host.client_key.with_suffix(".pub").read_text().strip()
-    (host.directory / "authorized_keys").write_text(f'from="127.0.0.1" {public}\n')
+    (host.directory / "authorized_keys").write_text(f'from="{host.client}" {public}\n')
     host_public = " ".join(host.host_key.with_suffix(".pub").read_text().split()[:2])
     (host.directory / "known_hosts").write_text(f"{host.alias} {host_public}\n")
     host.sshd_config.write_text(sshd_config(port=host.port, host_key=host.host_key,
-                                            authorized_keys=host.directory / "authorized_keys"))
+                                            authorized_keys=host.directory / "authorized_keys",
+                                            address=host.address, force_command=host.force_command))
     host.client_config.write_text(ssh_client_config(alias=host.alias, port=host.port, user=getpass.getuser(),
                                                     identity=host.client_key,
-                                                    known_hosts=host.directory / "known_hosts"))
+                                                    known_hosts=host.directory / "known_hosts",
+                                                    hostname=host.address))
     make_privsep_dir()
     _run([SSHD, "-t", "-f", str(host.sshd_config)], "sshd -t (config check)")
 

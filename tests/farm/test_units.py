@@ -73,11 +73,19 @@ def test_janitor_plan_releases_only_my_locks_whose_holders_are_all_gone():
         _status("f", other, [_lease(me, 3)]),          # my stale record on alice's place: forget, never release
         _status("g", me, [_lease(me, 4)]),             # held from elsewhere, cannot tell: keep
         _status("h", me, [dead, live]),                # a dead and a live lease: keep
+        # issue 31: a coordinator restart brings back lease records of jobs that had left; this host's
+        # janitor forgets the dead ones of any owner, unless they are under their owner's lock
+        _status("i", None, [_lease(other, 5, "alice-left")]),    # alice's dead job, free place: forget
+        _status("j", None, [_lease(other, 4)]),                  # alice's, from elsewhere: nothing
+        _status("k", None, [_lease(me, 3), _lease(other, 5)]),   # mine and alice's dead: forget both
     ]
+    state[5] = "gone"
     plan = {a.place: a for a in plan_janitor(places, me, lambda lease: state[lease.pid])}
     assert {p: a.action for p, a in plan.items()} == {
-        "a": "release", "b": "keep", "c": "keep", "d": "keep", "e": "forget", "f": "forget", "g": "keep", "h": "keep"}
+        "a": "release", "b": "keep", "c": "keep", "d": "keep", "e": "forget", "f": "forget", "g": "keep", "h": "keep",
+        "i": "forget", "k": "forget"}
     assert "dead-job" in plan["a"].reason and "manual" in plan["c"].reason and "alice" in plan["d"].reason
+    assert "alice-left (pid 5)" in plan["i"].reason and len(plan["k"].leases) == 2
 
 
 def _board(outlet=1):

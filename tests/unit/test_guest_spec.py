@@ -112,3 +112,41 @@ def test_a_guest_that_is_not_a_mapping_names_the_setup(tmp_path):
     path.write_text("setups:\n  - name: kvm-guest\n    guest: yes\n")
     with pytest.raises(JobError, match=rf"p.yaml:3: setups\[0\].guest: expected a mapping"):
         guest_of(load_yaml(path)["setups"][0], tmp_path)
+
+
+# --- extra_args never contradict what run.json records (issue 31) ---------------------------------
+
+@pytest.mark.parametrize("arg", ["--smp", "--m", "--machine", "--M", "--accel", "--enable-kvm", "--cpu",
+                                 "-readconfig", "--readconfig", "-set", "--numa", "--kernel", "--append"])
+def test_extra_args_cannot_set_what_farm_sets_in_either_spelling(tmp_path, arg):
+    """QEMU reads ``--smp`` as ``-smp`` and takes the last of two: ``[--smp, '8']`` after farm's
+    ``-smp 2`` would run 8 vCPUs under a run.json that says 2."""
+    with pytest.raises(JobError) as info:
+        _guest(tmp_path, f"vcpus: 2\nextra_args: ['{arg}', '8']")
+    message = str(info.value)
+    assert message.startswith(f"{tmp_path / 'p.yaml'}:6: setups[1].guest.extra_args: item 0 '{arg}'"), message
+    assert "farm sets" in message and "itself" in message
+
+
+def test_every_option_farm_gives_qemu_is_refused_in_extra_args(tmp_path):
+    """Whatever qemu_command emits (both architectures), extra_args cannot give again, with one dash
+    or two: a new option farm sets is refused without a list to keep in step by hand."""
+    from farm.guest.command import qemu_command
+    from farm.guest.spec import OWN_OPTIONS, qemu_option
+
+    harmless = {"-no-reboot", "-vga"}  # given twice they change nothing run.json records
+    emitted = set()
+    for arch, accel in (("arm64", "kvm"), ("amd64", "tcg")):
+        spec = GuestSpec(accel=accel, cpu="max" if accel == "tcg" else "host")
+        emitted |= {a for a in qemu_command(spec, "k", "i", {5201: 5201}, arch=arch)[1:] if qemu_option(a)}
+    assert {"-smp", "-m", "-M", "-cpu", "-enable-kvm", "-accel"} <= emitted
+    for option in sorted(emitted - harmless):
+        assert option in OWN_OPTIONS, option
+        for spelling in (option, "-" + option):
+            with pytest.raises(JobError, match="farm sets"):
+                _guest(tmp_path, f"extra_args: ['{spelling}']")
+
+
+def test_values_and_other_options_pass_as_they_are(tmp_path):
+    spec = _guest(tmp_path, "extra_args: [-overcommit, mem-lock=on, --rtc, base=utc, '-1']")
+    assert spec.extra_args == ("-overcommit", "mem-lock=on", "--rtc", "base=utc", "-1")

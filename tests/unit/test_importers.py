@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from farm.errors import JobError, ParseError
 from farm.measure import BenchmarkError
 from farm.results.compare import compare, load_result_dir
 from farm.results.csvout import read_records
+from farm.results import importers
 from farm.results.importers import import_file, write_import
 
 DATA = Path(__file__).resolve().parent.parent / "data"
@@ -37,8 +39,9 @@ def test_openssl(tmp_path):
     rs = import_file("openssl", path, setup="laptop")
     assert len(rs) == 6
     first = rs[0]
-    assert first.run_id == f"import-{sha(path)[:12]}"
-    assert len(first.run_id) == len("import-") + 12
+    assert first.run_id == importers.run_id(path.read_bytes(), {
+        "importer": "openssl", "setup": "laptop", "target": "unknown", "cpu_fraction": False, "decrypt": False})
+    assert re.fullmatch(r"import-[0-9a-f]{16}", first.run_id)
     assert first.timestamp == "2024-05-01T10:00:00.250+00:00"
     assert (first.target, first.arch, first.setup, first.image, first.suite, first.repeat) == (
         "unknown", "unknown", "laptop", "", "crypto", 0)

@@ -3,7 +3,6 @@ sweep records and back, the variants of public ipbench scripts, and iperf3 impor
 
 from __future__ import annotations
 
-import hashlib
 import random
 from pathlib import Path
 
@@ -12,7 +11,7 @@ import pytest
 from farm.errors import EXIT_JOB_ERROR, JobError, ParseError
 from farm.measure import BenchmarkError, Measurement
 from farm.measure.ipbench import METRICS, WIDE_COLUMNS
-from farm.results.importers import import_file
+from farm.results.importers import import_file, run_id as run_id_of
 from farm.results.ipbench import sweep_rows, write_wide_csv
 from farm.results.record import Record, RunContext, parse_params
 
@@ -38,7 +37,8 @@ def test_wide_columns_are_the_lab_header():
 def test_read_sample_gives_live_sweep_records():
     records = import_file("ipbench", SAMPLE, setup="maaxboard", target="maaxboard-1")
     assert len(records) == 13 * 11  # 13 loads, 9 metrics (Packet_Size is a param) and the two cycle counts
-    run_id = "import-" + hashlib.sha256(SAMPLE.read_bytes()).hexdigest()[:12]
+    run_id = run_id_of(SAMPLE.read_bytes(), {"importer": "ipbench", "setup": "maaxboard", "target": "maaxboard-1",
+                                             "cpu_fraction": False, "decrypt": False})
     assert {r.run_id for r in records} == {run_id}
     first = {r.metric: r for r in records[:11]}
     assert {(m, r.unit) for m, r in first.items()} == {*METRICS.values(), ("idle_cycles", "ticks"),
@@ -232,8 +232,8 @@ def test_import_iperf3_json():
     records = import_file("iperf3", DATA / "iperf3-udp.json", setup="qemu")
     assert {r.benchmark for r in records} == {"iperf3"}
     assert {r.suite for r in records} == {"network"}
-    digest = hashlib.sha256((DATA / "iperf3-udp.json").read_bytes()).hexdigest()[:12]
-    assert {r.run_id for r in records} == {f"import-{digest}"}
+    assert {r.run_id for r in records} == {run_id_of((DATA / "iperf3-udp.json").read_bytes(), {
+        "importer": "iperf3", "setup": "qemu", "target": "unknown", "cpu_fraction": False, "decrypt": False})}
     by_metric = {r.metric: r.value for r in records}
     assert by_metric["received_throughput"] == 49956176.2388671
 

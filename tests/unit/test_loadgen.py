@@ -121,7 +121,11 @@ def test_a_remote_generator_builds_runs_and_streams_its_edges(remote, responder)
     assert not _running(binary)
 
 
-def test_a_generator_that_dies_is_an_error_naming_the_machine(remote, responder):
+def test_a_generator_that_dies_is_the_lab_failing_naming_the_machine(remote, responder):
+    """The load client is the lab's: its program killed mid-sweep is class 3 (retried), not a test
+    failure of the target (issue 31)."""
+    from farm.errors import EXIT_INFRA_ERROR, InfrastructureError
+
     gen = RemoteGenerator(remote)
     binary = gen.prepare()
     spec = echo.load_spec(1e6, size=200, clients=1, duration=20, warmup=0, cooldown=0)
@@ -130,10 +134,11 @@ def test_a_generator_that_dies_is_an_error_naming_the_machine(remote, responder)
         for pid in _running(binary):
             os.kill(pid, signal.SIGKILL)
 
-    with pytest.raises(BenchmarkError) as caught:
+    with pytest.raises(InfrastructureError) as caught:
         gen.run(echo.load_command(binary, "127.0.0.1", responder, spec), on_edge=die, timeout=60)
     assert f"load generator lg1 ({remote.username}@127.0.0.1:{remote.port})" in str(caught.value)
-    assert "farm_load died of signal 9" in str(caught.value)
+    assert "farm_load died of signal 9" in str(caught.value) and "lost mid-sweep" in str(caught.value)
+    assert caught.value.exit_code == EXIT_INFRA_ERROR
 
 
 def test_an_error_here_stops_the_load_there(remote, responder):
@@ -196,3 +201,20 @@ def test_the_sweep_checks_its_generator_before_any_boot():
         check_sweep({"loads": [10], "generator": "vb 04; rm"})
     with pytest.raises(JobError, match="generator not a parameter of this method"):
         check_sweep({"method": "iperf3-sockperf", "loads": [10], "generator": "vb04"})
+
+
+@pytest.mark.parametrize("benchmarks, takes_loadgens", [
+    ("  - sweep: {method: ipbench-echo, loads: [1], duration: 1, generator: place}\n", True),
+    ("  - sweep: {loads: [1], generator: lg1}\n", True),
+    ("  - sweep: {loads: [1]}\n", False),                          # the lab host's own load
+    ("  - openssl-speed: {algorithms: [sha256]}\n", False),        # typed params without a generator
+])
+def test_farm_run_takes_the_load_generators_of_a_sweep_that_drives_one(tmp_path, benchmarks, takes_loadgens):
+    """farm run --farm reserves the place's load clients with the board when a sweep's generator is not
+    the lab host (farm.places.loadgens), whatever params class each benchmark has."""
+    from farm.run import drives_load_generators, load_pipeline
+
+    (tmp_path / "t.yaml").write_text("targets: {main: {resources: [], drivers: []}}\n")
+    pipeline = tmp_path / "p.yaml"
+    pipeline.write_text(f"name: p\nimage: images/x.yaml\ntargets: [{{env: t.yaml}}]\nbenchmarks:\n{benchmarks}")
+    assert drives_load_generators(load_pipeline(pipeline)) is takes_loadgens

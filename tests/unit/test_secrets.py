@@ -83,3 +83,73 @@ def test_refusal_rule():
     assert secrets.refusal("hunter2") is None and secrets.refusal("s3cr3t") is None
     assert "at least 6" in secrets.refusal("hunt2")
     assert "digits" in secrets.refusal("10:00:01")
+
+
+# --- issue 31: file names, env files, LG_SECRET_*, escaped forms -------------------------------------
+
+def test_a_published_file_name_never_holds_a_secret(tmp_path):
+    """A target and a setup (hand-edited into results.csv) holding a secret: farm report's wide CSV
+    and plot are named with ``masked`` in its place, and hold it in none of their text."""
+    out = tmp_path / "imp"
+    assert farm("import", "ipbench", DATA / "ipbench-sample.csv", "--setup", "lab", "--target", "board",
+                "--out", out).returncode == 0
+    csv_path = out / "results.csv"
+    csv_path.write_text(csv_path.read_text().replace(",board,", f",board-{TOKEN},").replace(",lab,", f",lab-{TOKEN},"))
+    proc = farm("report", out, "--no-step-summary", env={"FARM_SECRET_TOKEN": TOKEN})
+    assert proc.returncode == 0, proc.stderr
+    names = sorted(p.relative_to(out).as_posix() for p in out.rglob("*"))
+    assert "sweep-board-masked-lab-masked.csv" in names and "plots/sweep-board-masked.png" in names, names
+    assert not [n for n in names if TOKEN in n]
+    for path in out.rglob("*"):
+        if path.is_file() and path.name != "results.csv":
+            assert TOKEN.encode() not in path.read_bytes(), path
+
+
+def test_env_files_refuse_secret_tags_labgrid_cannot_read(tmp_path):
+    """farm's loader knew !secret, labgrid's does not: an env file farm accepted failed in labgrid.
+    Refused by name and line; !template "$LG_SECRET_..." is what labgrid substitutes, and farm masks it."""
+    from labgrid import Environment
+
+    from farm.boot.session import EnvFile
+    from farm.errors import JobError
+
+    twin = (Path(__file__).resolve().parents[2] / "env" / "qemu-maaxboard.yaml").read_text()
+    env_file = tmp_path / "board.yaml"
+    env_file.write_text(twin.replace("targets:\n", "targets:\n", 1).replace(
+        "../images/", str(Path(__file__).resolve().parents[2] / "images") + "/")
+        + "\noptions:\n  password: !secret hunter2-uboot\n")
+    with pytest.raises(JobError) as refused:
+        EnvFile.load(env_file)
+    line = env_file.read_text().splitlines().index("  password: !secret hunter2-uboot") + 1
+    assert str(refused.value).startswith(f"{env_file}:{line}: !secret is farm's tag, which labgrid cannot read")
+    assert '!template "$LG_SECRET_NAME"' in str(refused.value) and "hunter2" not in str(refused.value)
+    proc = farm("boot", "--env", env_file, "--image", tmp_path)
+    assert proc.returncode == 2 and "!secret is farm's tag" in proc.stderr and "Traceback" not in proc.stderr
+
+    env_file.write_text(env_file.read_text().replace("!secret hunter2-uboot", '!template "$LG_SECRET_UBOOT"'))
+    EnvFile.load(env_file)  # farm reads it
+    os.environ["LG_SECRET_UBOOT"] = "hunter2-uboot"
+    try:
+        assert Environment(str(env_file)).config.data["options"]["password"] == "hunter2-uboot"  # labgrid too
+        secrets.register_environment()
+        assert secrets.mask("password hunter2-uboot") == "password *****"
+    finally:
+        del os.environ["LG_SECRET_UBOOT"]
+
+
+def test_a_secret_is_masked_in_its_html_and_url_forms():
+    import html
+    import urllib.parse
+
+    value = "it's a S3cret&key"
+    secrets.register(value)
+    for form in (html.escape(value), html.escape(value, quote=False), urllib.parse.quote(value),
+                 urllib.parse.quote(value, safe=""), urllib.parse.quote_plus(value)):
+        assert secrets.mask(f"<td>{form}</td>") == "<td>*****</td>", form
+
+
+def test_the_store_url_password_is_a_secret():
+    secrets.register_environment({"FARM_DB": "postgresql://farm:db-Pa55word@db.lab/farm"})
+    assert secrets.mask("connecting with db-Pa55word") == "connecting with *****"
+    assert secrets.url_passwords("postgresql://u@h/d?password=x%40y&sslpassword=zz") == ["x@y", "zz"]
+    assert secrets.url_passwords("/home/me/results.db") == []
