@@ -35,6 +35,21 @@ class BenchContext:
             output = " | ".join(line for line in (exc.stdout or [])[-5:] if line.strip())
             raise BenchmarkError(tool, f"'{command}' failed: {output or exc.msg}") from None
 
+    def cpu_readers(self) -> dict[str, Callable[[], dict]]:
+        """Per CPU the benchmarks are measured on, a reader of its per-core times (``{"cpu": ...,
+        "cpu0": ...}``, farm.measure.cpustat): the shell's own /proc/stat under the booted target's
+        ``cpu_scope`` (a bare board's cores, ``board``; a guest's vCPUs, ``vcpus``), and the flow's
+        other channels (a guest's board, ``board``, read through its host; farm.guest.channel)."""
+        from ..measure import cpustat
+
+        def shell() -> dict:
+            return cpustat.parse_proc_stat_cores("\n".join(self.run("grep '^cpu' /proc/stat", tool="cpu")))
+
+        readers = {getattr(self.booted, "cpu_scope", "board"): shell} if getattr(self.booted, "shell", None) else {}
+        for scope, channel in getattr(self.booted, "cpu_channels", {}).items():
+            readers[scope] = lambda channel=channel: channel(self.reach)
+        return readers
+
     def reach(self, port: int, protos: tuple[str, ...] = ("tcp",)) -> tuple[str, int]:
         """(host, port) at which the lab host reaches ``port`` on the target; the same for every
         benchmark of one boot (one forward per port, see ``_REACHED``)."""
