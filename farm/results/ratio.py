@@ -161,12 +161,40 @@ def per_boot(records: Iterable[Any], repeats_in_boot: Mapping[str, int] | int = 
     for r in records:
         if not math.isfinite(r.value):
             continue
-        groups.setdefault((r.run_id, MetricKey.of(r), boot_of(r.repeat, n_of(r.run_id))), []).append(r)
+        run_id = _run_id(r)
+        groups.setdefault((run_id, MetricKey.of(r), boot_of(r.repeat, n_of(run_id))), []).append(r)
     out = []
     for (_, _, boot), group in groups.items():
-        value = group[0].value if len(group) == 1 else statistics.median(r.value for r in group)
-        out.append(attrs.evolve(group[0], value=float(value), repeat=boot))
+        value = float(group[0].value if len(group) == 1 else statistics.median(r.value for r in group))
+        first = group[0]
+        if attrs.has(type(first)):
+            out.append(attrs.evolve(first, value=value, repeat=boot))
+        else:  # a store row
+            out.append(BootValue(_run_id(first), first.target, first.setup, first.suite, first.benchmark,
+                                 first.params, first.metric, first.unit, boot, value))
     return out
+
+
+def _run_id(row: Any) -> str:
+    """A record's run id (a store row has its run's number instead)."""
+    run_id = getattr(row, "run_id", None)
+    return run_id if isinstance(run_id, str) else str(getattr(row, "run", ""))
+
+
+@attrs.frozen
+class BootValue:
+    """One boot's value of a metric, made from rows that are not records (the store's)."""
+
+    run_id: str
+    target: str
+    setup: str
+    suite: str
+    benchmark: str
+    params: str
+    metric: str
+    unit: str
+    repeat: int
+    value: float
 
 
 def repeats_in_boot(run_dir: str | Path) -> dict[str, int]:
