@@ -242,6 +242,17 @@ def experiment_lines(info: dict[str, Any]) -> list[str]:
         lines.append(f"- ratios between setups: {_md(rule.get('interval', '?'))}, "
                      f"{level}; inconclusive below "
                      f"{_md(rule.get('min_boots', '?'))} boots a side or when the interval straddles {_md(band)}")
+    lengths = []
+    for bench in experiment.get("benchmarks") or []:
+        if not isinstance(bench, dict) or not isinstance(bench.get("params"), dict):
+            continue
+        from farm.bench.registry import run_length
+
+        given = {k: v for k, v in bench["params"].items() if k in run_length(str(bench.get("benchmark"))) and v is not None}
+        if given:
+            lengths.append(f"{bench.get('benchmark')} " + ", ".join(f"{k} {v}" for k, v in given.items()))
+    if lengths:
+        lines.append(f"- run lengths (not part of a figure's identity): {_md('; '.join(lengths))}")
     settle = experiment.get("settle")
     if isinstance(settle, dict):
         lines.append(f"- settling before the first benchmark of a boot: every core below {_md(settle.get('cpu_below'))} % "

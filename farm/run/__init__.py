@@ -107,6 +107,13 @@ def resumed_work(run: RunDir) -> frozenset[tuple[str, str]]:
     return frozenset((s.label, s.benchmark) for s in run.passed() if s.label and s.benchmark)
 
 
+def _json_params(params: Any) -> dict[str, Any]:
+    """A benchmark's typed params as run.json records them (every field, its defaults too)."""
+    if not attrs.has(type(params)):
+        return {}
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in attrs.asdict(params, recurse=False).items()}
+
+
 def run_seed(pipeline: Pipeline) -> int | None:
     """The seed of a new run's boot order: the pipeline's, else (shuffled) one drawn now."""
     from .experiment import SHUFFLED, draw_seed
@@ -230,8 +237,9 @@ def run_pipeline(pipeline_path: str | Path, *, out: Path | None = None, env_over
         seed = run_seed(pipeline)
         plan = [p.label for p in plan_boots(pipeline, env_files, seed)]
         boots = {s.name: pipeline.boots_of(s) for s in pipeline.setups}
+        given = [{"benchmark": b.name, "params": _json_params(b.params)} for b in pipeline.benchmarks]
         run = new_run(pipeline, envs, out, force,
-                      experiment=pipeline.experiment.describe(seed, boots, pipeline.repeats_in_boot, plan))
+                      experiment=pipeline.experiment.describe(seed, boots, pipeline.repeats_in_boot, plan, given))
         if run.info.replaced:
             progress.say(f"--force: the old content of {run.path} moved to {run.info.replaced}")
         progress.say(f"run {run.run_id} -> {run.path}")

@@ -61,12 +61,13 @@ class Experiment:
     compare: Rule = Rule()
 
     def describe(self, seed: int | None, boots: dict[str, int], repeats_in_boot: int,
-                 plan: Sequence[str]) -> dict[str, Any]:
-        """What run.json records of it: the order, the seed used, boots per setup, the rules, and
-        the boots in the order they ran."""
+                 plan: Sequence[str], benchmarks: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
+        """What run.json records of it: the order, the seed used, boots per setup, the rules, the
+        boots in the order they ran, and each benchmark with the parameters it ran with, its run
+        lengths too (a CI form's short windows are on the record, not only in the pipeline file)."""
         return {"order": self.order, "seed": seed, "boots": boots, "repeats_in_boot": repeats_in_boot,
                 "settle": self.settle.describe() if self.settle else None, "compare": self.compare.describe(),
-                "plan": list(plan)}
+                "plan": list(plan), "benchmarks": [dict(b) for b in benchmarks]}
 
 
 def boot_order(boots: Sequence[int], order: str, seed: int | None = None) -> list[tuple[int, int]]:

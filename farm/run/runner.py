@@ -263,7 +263,7 @@ class Runner:
         rule = self.pipeline.experiment.settle
         if rule is None:
             return None
-        settled = settle(ctx.cpu_readers(), rule)
+        settled = settle(ctx.cpu_windows(), rule)
         self.hooks.say(text=f"boot {label}: {settled.describe()}")
         return settled
 

@@ -3,10 +3,11 @@
     settled = settle({"board": read_cores}, SettleRule(cpu_below=20, seconds=3, within=60))
     settled.as_dict()   # run.json's boot record: settled or not, after how long, the busiest core per sample
 
-Every ``interval`` the CPU times of every scope the benchmarks are measured on are read (the
-target's ``/proc/stat``: a bare board's cores; a guest's vCPUs and, through the host channel, its
-board's cores); the sample's figure is the busiest core's utilisation over the interval. The boot
-has settled after ``seconds`` of samples all below ``cpu_below``; after ``within`` seconds it is
+Window after window of ``interval`` seconds, the CPU times of every CPU the benchmarks are measured on
+are read at its start and end (the target's ``/proc/stat``, both reads and the sleep in one command of
+shell builtins: no process of farm's runs in the window; a guest's vCPUs and, through its host
+channel, its board's cores); a window's figure is its busiest core's utilisation. The boot
+has settled after ``seconds`` of windows in a row all below ``cpu_below``; after ``within`` seconds it is
 measured anyway and its records are flagged ``unsettled`` (farm.results.sanity). A target whose CPU
 cannot be read (a system image without a shell) is not waited for; the record says why.
 """
@@ -22,14 +23,14 @@ from ..errors import ParseError
 from ..measure.cpustat import CpuTimes, utilisation
 from .experiment import SettleRule
 
-Reader = Callable[[], Mapping[str, CpuTimes]]
+Window = Callable[[float], "tuple[Mapping[str, CpuTimes], Mapping[str, CpuTimes]]"]
 
 
 @attrs.frozen
 class Settled:
     settled: bool
     seconds: float
-    busiest: tuple[float, ...] = ()  # per sample, the busiest core's utilisation, percent
+    busiest: tuple[float, ...] = ()  # per window, the busiest core's utilisation, percent
     skipped: str | None = None       # why the CPU was not read (not waited for)
 
     def as_dict(self) -> dict[str, Any]:
@@ -54,36 +55,29 @@ def busiest_core(before: Mapping[str, CpuTimes], after: Mapping[str, CpuTimes]) 
     return max(utilisation(before[c], after[c]) for c in cores)
 
 
-def settle(readers: Mapping[str, Reader], rule: SettleRule, *, sleep: Callable[[float], None] = time.sleep,
+def settle(windows: Mapping[str, Window], rule: SettleRule, *,
            clock: Callable[[], float] = time.monotonic) -> Settled:
-    """Wait until the boot settles by ``rule`` (module docstring)."""
+    """Wait until the boot settles by ``rule`` (module docstring): ``windows`` gives, per CPU, its
+    per-core times at the start and the end of a window of ``rule.interval`` seconds."""
     t0 = clock()
-    if not readers:
+    if not windows:
         return Settled(False, 0.0, skipped="no CPU to read (the target has no shell)")
-    try:
-        previous = {scope: read() for scope, read in readers.items()}
-    except Exception as exc:  # noqa: BLE001 - a target without /proc/stat (or a shell) is not waited for
-        return Settled(False, clock() - t0, skipped=f"cannot read the CPU ({exc})")
     busiest: list[float] = []
     quiet = 0.0
-    last = clock()
     while True:
-        sleep(rule.interval)
         try:
-            now = {scope: read() for scope, read in readers.items()}
-        except Exception as exc:  # noqa: BLE001 - the target went away: its benchmarks will say so
+            spans = {scope: window(rule.interval) for scope, window in windows.items()}
+        except Exception as exc:  # noqa: BLE001 - a target without /proc/stat is not waited for
             return Settled(False, clock() - t0, tuple(busiest), skipped=f"cannot read the CPU ({exc})")
         tick = clock()
         try:
-            sample = max(busiest_core(previous[s], now[s]) for s in readers)
+            sample = max(busiest_core(*span) for span in spans.values())
         except ParseError:  # no tick elapsed, or a counter went backwards: not a sample
             sample = None
-        previous = now
         if sample is not None:
             busiest.append(sample)
-            quiet = quiet + (tick - last) if sample < rule.cpu_below else 0.0
-        last = tick
-        if quiet >= rule.seconds:
+            quiet = quiet + rule.interval if sample < rule.cpu_below else 0.0
+        if quiet >= rule.seconds - 1e-9:
             return Settled(True, tick - t0, tuple(busiest))
         if tick - t0 >= rule.within:
             return Settled(False, tick - t0, tuple(busiest))

@@ -12,6 +12,7 @@ import pytest
 from farm.boot.facts import FACTS_COMMAND
 from farm.boot.session import BootedTarget
 from farm.dashboard import site
+from farm.measure.cpustat import WINDOW_MARK
 from farm.results.record import Measurement
 from farm.run import run_pipeline
 from farm.store.db import open_store
@@ -30,8 +31,12 @@ class IdleShell:
         if command == FACTS_COMMAND:
             return FACT_LINES
         if "/proc/stat" in command:
-            self.ticks += 50
-            return [f"cpu  0 0 0 {self.ticks * 2}", f"cpu0 0 0 0 {self.ticks}", f"cpu1 0 0 0 {self.ticks}"]
+            lines = []
+            for _ in range(2 if WINDOW_MARK in command else 1):
+                self.ticks += 50
+                lines += [f"cpu  0 0 0 {self.ticks * 2}", f"cpu0 0 0 0 {self.ticks}", f"cpu1 0 0 0 {self.ticks}",
+                          WINDOW_MARK]
+            return lines[:-1]
         return []
 
     def run(self, command, timeout=60):

@@ -120,37 +120,48 @@ def test_resume_keeps_the_shuffled_order(pipeline, tmp_path):
 
 
 class Cores:
-    """Per-core CPU times that advance by ``busy`` percent of 50 ticks per read, per core."""
+    """A window's per-core CPU times: in window i the cores are ``busy[i]`` percent busy (the last
+    entry ever after); each window moves the fake clock on by its length."""
 
-    def __init__(self, busy: list[list[float]]):
-        self.busy, self.reads, self.t = busy, 0, [0, 0]
+    def __init__(self, busy: list[list[float]], clock: dict):
+        self.busy, self.windows, self.clock = busy, 0, clock
 
-    def __call__(self):
-        loads = self.busy[min(self.reads, len(self.busy) - 1)] if self.reads else [0, 0]
-        self.reads += 1
-        out = {}
-        for i, load in enumerate(loads):
-            self.t[i] += 50
-            out[f"cpu{i}"] = CpuTimes(user=int(self.t[i] * load / 100), nice=0, system=0,
-                                      idle=self.t[i] - int(self.t[i] * load / 100))
-        out["cpu"] = out["cpu0"]
-        return out
+    def __call__(self, seconds):
+        loads = self.busy[min(self.windows, len(self.busy) - 1)]
+        self.windows += 1
+        self.clock["t"] += seconds
+        ticks = int(seconds * 100)
+
+        def times(elapsed, busy):
+            out = {f"cpu{i}": CpuTimes(user=busy[i], nice=0, system=0, idle=1000 + elapsed - busy[i])
+                   for i in range(len(loads))}
+            return {**out, "cpu": out["cpu0"]}
+        return times(0, [0] * len(loads)), times(ticks, [int(ticks * load / 100) for load in loads])
 
 
 def test_settle_waits_for_every_core_to_be_quiet_and_gives_up_at_the_limit():
     clock = {"t": 0.0}
-
-    def sleep(s):
-        clock["t"] += s
-
-    busy_then_quiet = Cores([[90, 10]] * 4 + [[5, 10]] * 10)
-    settled = settle({"board": busy_then_quiet}, SettleRule(20, 2.0, 30, 0.5), sleep=sleep, clock=lambda: clock["t"])
-    assert settled.settled and settled.seconds == pytest.approx(4.0)  # 4 busy samples, then 2 s quiet
+    busy_then_quiet = Cores([[90, 10]] * 4 + [[5, 10]] * 10, clock)
+    settled = settle({"board": busy_then_quiet}, SettleRule(20, 2.0, 30, 0.5), clock=lambda: clock["t"])
+    assert settled.settled and settled.seconds == pytest.approx(4.0)  # 4 busy windows, then 2 s quiet
     assert settled.busiest[:2] == pytest.approx((90, 90), abs=1)
     clock["t"] = 0.0
-    never = settle({"board": Cores([[10, 100]])}, SettleRule(20, 2.0, 5, 0.5), sleep=sleep, clock=lambda: clock["t"])
+    # a guest's vCPUs quiet, its board's core 1 busy: not settled (every CPU measured counts)
+    never = settle({"vcpus": Cores([[0]], clock), "board": Cores([[10, 100]], clock)},
+                   SettleRule(20, 2.0, 5, 0.5), clock=lambda: clock["t"])
     assert not never.settled and never.seconds == pytest.approx(5.0) and "NOT settled" in never.describe()
     assert settle({}, SettleRule()).skipped
+
+
+def test_a_window_is_read_in_one_command_of_shell_builtins():
+    from farm.measure.cpustat import SNAPSHOT, parse_window, window_command
+
+    assert window_command(0.5) == f"{SNAPSHOT}; echo --; sleep 0.5; {SNAPSHOT}"
+    assert "grep" not in SNAPSHOT and "cat" not in SNAPSHOT  # no process started in the window
+    before, after = parse_window(["cpu  1 0 0 9", "cpu0 1 0 0 9", "--", "cpu  3 0 0 57", "cpu0 3 0 0 57"])
+    assert (before["cpu0"].idle, after["cpu0"].idle) == (9, 57)
+    with pytest.raises(Exception, match="no '--' line"):
+        parse_window(["cpu 1 0 0 9"])
 
 
 def _point(requested, sent, received, rtt, rtt_max=1000.0, **extra):
