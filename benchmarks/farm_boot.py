@@ -163,6 +163,9 @@ def main() -> int:
 
     import contextlib
 
+    from farm import lglazy
+
+    lglazy.install()  # as farm's own commands load labgrid (farm.cli.command_line): only what the env file names
     from farm.boot.console_log import ConsoleLog
     from farm.boot.session import EnvFile, boot_target
     from farm.images.image import load_image

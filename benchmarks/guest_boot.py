@@ -13,6 +13,7 @@ KVM inside the twin (KVM on EL2 emulated by TCG): on a board the figure is the b
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import sys
@@ -37,16 +38,20 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--vcpus", type=int, default=1)
     parser.add_argument("--memory", type=int, default=512, help="MiB")
+    parser.add_argument("--recipe", default=str(ROOT / "images" / "maaxboard-bench.yaml"),
+                        help="the host's recipe (default images/maaxboard-bench.yaml)")
+    parser.add_argument("--guest-recipe", help="the guest's recipe (default: the host's)")
+    parser.add_argument("--log", help="keep the console log here (a directory)")
+    parser.add_argument("--json", action="store_true", help="print the figures as one JSON line last")
     args = parser.parse_args()
     load_before = os.getloadavg()
-    recipe = ROOT / "images" / "maaxboard-bench.yaml"
-    guest_image = build(recipe)
-    host_image = build(recipe, guest=guest_image)
+    guest_image = build(args.guest_recipe or args.recipe)
+    host_image = build(args.recipe, guest=guest_image)
     env = EnvFile.load(ROOT / "env" / "qemu-maaxboard-el2.yaml")
     spec = GuestSpec(vcpus=args.vcpus, memory_mb=args.memory)
     kernel, initrd = guest_files(host_image.manifest)
     seconds: list[float] = []
-    with tempfile.TemporaryDirectory(prefix="farm-guest-boot-") as tmp, ConsoleLog(Path(tmp)) as console:
+    with tempfile.TemporaryDirectory(prefix="farm-guest-boot-") as tmp, ConsoleLog(Path(args.log or tmp)) as console:
         t0 = time.monotonic()
         with boot_target(env, host_image, f"guest-boot-{os.getpid()}", console) as host:
             host_seconds = time.monotonic() - t0
@@ -63,6 +68,10 @@ def main() -> int:
     print(f"| host boot (power-on -> shell, host image) | {host_seconds:.2f} s | 1 |")
     print(f"| guest boot (host ready -> guest FARM-READY), {args.vcpus} vCPU, {args.memory} MiB | "
           f"{statistics.median(seconds):.2f} s | {len(seconds)}: {', '.join(f'{s:.2f}' for s in seconds)} |")
+    if args.json:
+        print(json.dumps({"host_image": host_image.name, "guest_image": guest_image.name, "host_seconds": host_seconds,
+                          "guest_seconds": seconds, "vcpus": args.vcpus, "memory_mb": args.memory,
+                          "load_before": load_before[0], "load_after": load_after[0]}))
     return 0
 
 

@@ -209,9 +209,9 @@ def farm_build(procs: Processes, recipe: Path, env: dict | None = None) -> tuple
     return Path(done.stdout.strip().splitlines()[-1]), wall
 
 
-def image_files(path: Path) -> dict:
+def image_files(path: Path, recipe: Path | None = None) -> dict:
     manifest = json.loads((path / "manifest.json").read_text())
-    return {"dir": str(path), "kernel": str(path / manifest["kernel"]), "initrd": str(path / manifest["initrd"]),
+    return {"dir": str(path), "recipe": str(recipe or ""), "kernel": str(path / manifest["kernel"]), "initrd": str(path / manifest["initrd"]),
             "compressed": manifest.get("kernel_compression", "none") != "none", "manifest": manifest}
 
 
@@ -254,24 +254,64 @@ def run_farm_cli(procs: Processes, out: Path, image: Path, job: str) -> dict:
     return {"ok": True, "wall": wall, "seconds": wall}
 
 
-def section_main(procs, out, image, boots, with_lava) -> dict:
-    results = {"farm": [], "naive": [], "lava": [], "cli": []}
+def section_main(procs, out, images: list[dict], boots, with_lava, mains: list[dict]) -> list[dict]:
+    """Every way on every image, ``boots`` rounds; each round runs the images one after the other and, per
+    image, the ways in a rotated order, so the host's load drifts over all of them alike. Fills ``mains``
+    as it goes (an interrupted run keeps the boots it measured)."""
+    mains[:] = [{"image": img["manifest"]["name"], "recipe": img["recipe"], "lean": "kernel_source" in img["manifest"],
+              "farm": [], "naive": [], "lava": [], "cli": []} for img in images]
     ways = ["naive", "farm", "cli"] + (["lava"] if with_lava else [])
     for r in range(boots):
-        order = ways[r % len(ways):] + ways[:r % len(ways)]  # rotate who goes first
-        for way in order:
-            if way == "farm":
-                res = run_farm(procs, out, Path(image["dir"]), f"bench-{os.getpid()}-main-{r}")
-            elif way == "naive":
-                res = run_naive(procs, image)
-            elif way == "cli":
-                res = run_farm_cli(procs, out, Path(image["dir"]), f"bench-{os.getpid()}-cli-{r}")
-            else:
-                res = run_lava(procs, out, image, f"{os.getpid()}{r:03d}")  # LAVA's dirs are per job id
-            results[way].append(res)
-            say(f"main {r + 1}/{boots} {way:5}: " + (f"{res['seconds']:.2f} s (process {res['wall']:.2f} s)"
-                                                        if res["ok"] else f"FAILED {res['error']}"))
-    return results
+        for i, (image, results) in enumerate(zip(images, mains)):
+            order = ways[(r + i) % len(ways):] + ways[:(r + i) % len(ways)]  # rotate who goes first
+            for way in order:
+                job = f"{os.getpid()}-{i}-{r}"
+                if way == "farm":
+                    res = run_farm(procs, out, Path(image["dir"]), f"bench-{job}-main")
+                elif way == "naive":
+                    res = run_naive(procs, image)
+                elif way == "cli":
+                    res = run_farm_cli(procs, out, Path(image["dir"]), f"bench-{job}-cli")
+                else:
+                    res = run_lava(procs, out, image, f"{os.getpid()}{i}{r:03d}")  # LAVA's dirs are per job id
+                results[way].append(res)
+                say(f"main {r + 1}/{boots} {results['image']} {way:5}: " + (
+                    f"{res['seconds']:.2f} s (process {res['wall']:.2f} s)" if res["ok"] else f"FAILED {res['error']}"))
+    return mains
+
+
+def section_guest(procs, out, recipes: list[Path], runs: int, found: list[dict]) -> list[dict]:
+    """benchmarks/guest_boot.py for each recipe (host and guest of the same recipe): the host's bare boot
+    beside ``runs`` guest boots, host ready -> guest FARM-READY. Fills ``found`` as it goes."""
+    for recipe in recipes:
+        say(f"guest: {recipe.name}, {runs} guest boots")
+        done, wall = procs.run([PY, str(HERE / "guest_boot.py"), "--recipe", str(recipe), "--runs", str(runs),
+                                "--log", str(out / "console" / f"guest-{recipe.stem}"), "--json"],
+                               timeout=300 + 120 * runs, cwd=ROOT)
+        if done.returncode != 0:
+            found.append({"recipe": str(recipe), "ok": False,
+                          "error": (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1][-400:]})
+            say(f"guest {recipe.name}: FAILED {found[-1]['error']}")
+            continue
+        result = json.loads(done.stdout.strip().splitlines()[-1])
+        found.append({"recipe": str(recipe), "ok": True, "wall": wall, **result})
+        say(f"guest {recipe.name}: host boot {result['host_seconds']:.2f} s, guest "
+            + ", ".join(f"{s:.2f}" for s in result["guest_seconds"]) + " s")
+    return found
+
+
+def suite_results(paths: list[Path]) -> dict:
+    """The newest results of benchmarks/suite_time.py, fresh and warm (results/suite-{fresh,warm}-*/), or
+    the directories given: what the suite rows of the table show (the suite takes half an hour: not run here)."""
+    found: dict = {}
+    for path in paths:
+        try:
+            data = json.loads((path / "results.json").read_text())
+        except (OSError, ValueError):
+            continue
+        data.pop("cases", None), data.pop("load_samples", None)
+        found.setdefault(data.get("mode", path.name), {**data, "dir": str(path)})
+    return found
 
 
 def section_parallel(procs, out, image, rounds, use_lab: bool = True, cpus: int = 4) -> dict:
@@ -413,7 +453,8 @@ def main() -> int:
     p.add_argument("--levers", action=argparse.BooleanOptionalAction, default=None,
                    help="measure the levers too (default: on, off with --quick)")
     p.add_argument("--lever-boots", type=int, help="boots per lever (default 4)")
-    p.add_argument("--only", help="comma-separated sections: main,build,parallel,iperf,levers")
+    p.add_argument("--only", help="comma-separated sections: main,guest,build,parallel,iperf,levers (and suite: the "
+                   "newest results of benchmarks/suite_time.py, read, not run)")
     p.add_argument("--iperf-pairs", type=int, help="farm/by-hand iperf3 pairs (default 6; --quick 3)")
     p.add_argument("--iperf-duration", type=int, help="seconds per iperf3 run (default 5; --quick 3)")
     p.add_argument("--parallel", choices=("lab", "local"), default="lab",
@@ -422,15 +463,22 @@ def main() -> int:
                    help="vCPUs of each twin in the parallel section, one measurement each (default 1,4; the target "
                    "applies to 1: two boards of 1 vCPU fit on 2 host cores)")
     p.add_argument("--out", help="output directory (default results/speed-<time>)")
-    p.add_argument("--recipe", help="the image recipe all three ways boot (default images/maaxboard-bench.yaml; "
-                   "images/maaxboard-lean.yaml: the kernel built from source, nothing to load)")
+    p.add_argument("--recipe", help="one image recipe all ways boot, in every section (default: --recipes)")
+    p.add_argument("--recipes", default="images/maaxboard-bench.yaml,images/maaxboard-lean.yaml", metavar="R[,R]",
+                   help="the main section's images, side by side (default: the bench image with Debian's kernel and "
+                   "the lean one, its kernel built from source); the other sections boot the first")
+    p.add_argument("--guest-runs", type=int, help="guest boots per recipe in the guest section (default 5; --quick 3)")
+    p.add_argument("--suite-results", metavar="DIR[,DIR]",
+                   help="benchmarks/suite_time.py result directories for the suite rows (default: the newest "
+                   "results/suite-fresh-* and results/suite-warm-*)")
     args = p.parse_args()
     boots = args.boots or (3 if args.quick else 5)
     levers = args.levers if args.levers is not None else not args.quick
     global RECIPE
-    if args.recipe:
-        RECIPE = Path(args.recipe).resolve()
-    sections = set((args.only or "main,build,parallel,iperf,levers").split(","))
+    recipes = [Path(args.recipe).resolve()] if args.recipe else \
+        [(ROOT / r if not Path(r).is_absolute() else Path(r)).resolve() for r in args.recipes.split(",") if r]
+    RECIPE = recipes[0]
+    sections = set((args.only or "main,guest,build,parallel,iperf,levers,suite").split(","))
     if not levers:
         sections.discard("levers")
     out = Path(args.out or ROOT / "results" / f"speed-{time.strftime('%Y%m%d-%H%M%S')}").resolve()
@@ -447,32 +495,42 @@ def main() -> int:
                                         .splitlines() if l.strip()]}
     t_start = time.monotonic()
     try:
-        say(f"building the image (cached if unchanged); results in {out}")
-        image = image_files(farm_build(procs, RECIPE)[0])
+        say(f"building the images (cached if unchanged); results in {out}")
+        images = [image_files(farm_build(procs, r)[0], r) for r in recipes]
+        image = images[0]
         data["image"] = {"recipe": str(RECIPE), **{k: image[k] for k in ("dir", "kernel", "initrd")}}
+        data["images"] = [{k: i[k] for k in ("recipe", "dir", "kernel", "initrd")} for i in images]
         data["lava_skipped"] = lava_missing()
         if data["lava_skipped"]:
             say(f"LAVA skipped: {data['lava_skipped']}")
         sec_t = {}
-        for name in ("main", "build", "parallel", "iperf", "levers"):
+        for name in ("main", "guest", "build", "parallel", "iperf", "levers", "suite"):
             if name not in sections:
                 continue
             t0 = time.monotonic()
             try:
-                run_section(name, data, procs, out, image, boots, args)
+                run_section(name, data, procs, out, images, boots, args, recipes)
             except Exception as exc:  # noqa: BLE001 - keep every other section's figures; say what failed
                 say(f"section {name} FAILED: {type(exc).__name__}: {exc}")
                 data.setdefault("failed_sections", {})[name] = f"{type(exc).__name__}: {exc}"
             sec_t[name] = {"seconds": time.monotonic() - t0, **sampler.summary(since=t0)}
         data["sections"] = sec_t
     except KeyboardInterrupt:
-        say("interrupted: stopping everything this run started")
+        say("interrupted: stopping everything this run started; what was measured is kept")
+        data["interrupted"] = True
         raise
     finally:
         leftovers = procs.cleanup()
         sampler.stopped.set()
         if leftovers:
             say(f"killed {len(leftovers)} leftover process(es) of this run: {leftovers}")
+        if data.get("interrupted"):
+            write_results(data, out, sampler, t_start)
+    return write_results(data, out, sampler, t_start)
+
+
+def write_results(data: dict, out: Path, sampler, t_start: float) -> int:
+    """results.json and report.md (also of an interrupted run: its boots so far); the table printed."""
     data["seconds"] = time.monotonic() - t_start
     data["load"] = sampler.summary()
     rows = build_table(data)
@@ -484,9 +542,21 @@ def main() -> int:
     return 1 if missed(rows) or data.get("failed_sections") else 0
 
 
-def run_section(name: str, data: dict, procs, out: Path, image: dict, boots: int, args) -> None:
+def run_section(name: str, data: dict, procs, out: Path, images: list[dict], boots: int, args, recipes) -> None:
+    image = images[0]
     if name == "main":
-        data["main"] = section_main(procs, out, image, boots, not data["lava_skipped"])
+        data["mains"] = []
+        section_main(procs, out, images, boots, not data["lava_skipped"], data["mains"])
+        data["main"] = data["mains"][0]  # the first image's, where the levers and older reports look
+    elif name == "guest":
+        lean = [r for r, i in zip(recipes, images) if "kernel_source" in i["manifest"]]
+        data["guest"] = []
+        section_guest(procs, out, list(dict.fromkeys([*lean, *recipes])), args.guest_runs or (3 if args.quick else 5),
+                      data["guest"])
+    elif name == "suite":
+        paths = [Path(p) for p in args.suite_results.split(",")] if args.suite_results else [
+            d for mode in ("fresh", "warm") for d in sorted((ROOT / "results").glob(f"suite-{mode}-*"))[-1:]]
+        data["suite"] = suite_results(paths)
     elif name == "build":
         data["build"] = measure_builds(procs, out, 3, 1 if args.quick else 2)
     elif name == "parallel":

@@ -23,7 +23,10 @@ from labgrid.remote.generated import labgrid_coordinator_pb2 as pb2
 from labgrid.remote.generated import labgrid_coordinator_pb2_grpc
 from labgrid.util.proxy import proxymanager
 
+from . import lglazy
 from .errors import InfrastructureError, JobError
+
+lglazy.load_everything()  # labgrid's client makes drivers and resources by the class names the coordinator gives
 
 DEFAULT_COORDINATOR = "127.0.0.1:20408"
 RPC_TIMEOUT = 20.0

@@ -16,7 +16,10 @@ from labgrid.driver import NetworkPowerDriver, PDUDaemonDriver, SerialDriver
 from labgrid.resource import NetworkPowerPort, NetworkSerialPort, PDUDaemonPort
 from labgrid.resource.remote import RemotePlace, RemotePlaceManager
 
+from . import lglazy
 from .errors import InfrastructureError
+
+lglazy.load_everything()  # the place's resources come by the class names the coordinator gives
 
 #: power resources a lab exports, and the labgrid driver for each
 POWER_DRIVERS = ((PDUDaemonPort, PDUDaemonDriver), (NetworkPowerPort, NetworkPowerDriver))

@@ -24,7 +24,6 @@ import json
 import os
 import re
 from typing import Any, Mapping, TextIO
-from xml.sax.saxutils import escape
 
 from .errors import JobError
 
@@ -34,6 +33,13 @@ ENV_PREFIX = "FARM_SECRET_"
 _NUMBER_LIKE = re.compile(r"[0-9.,:eE+-]*")  # "123456", "1.5e+10", "10:00:01": would hit measured values
 _secrets: set[str] = set()
 _forms: list[str] = []  # every form of every secret, longest first
+
+
+def xml_escape(text: str, quotes: bool = False) -> str:
+    """``xml.sax.saxutils.escape`` (with ``quotes``: as given ``{'"': "&quot;", "'": "&apos;"}``), whose module
+    imports urllib.request, http.client and email (~20 ms of every farm command)."""
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return text.replace('"', "&quot;").replace("'", "&apos;") if quotes else text
 
 
 def refusal(value: str) -> str | None:
@@ -55,7 +61,7 @@ def register(value: Any, name: str = "a value tagged !secret") -> Any:
         raise JobError(f"secret {name} {why}")
     _secrets.add(value)
     forms = {value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1],
-             escape(value, {'"': "&quot;", "'": "&apos;"}), escape(value), value.replace('"', '""')}
+             xml_escape(value, quotes=True), xml_escape(value), value.replace('"', '""')}
     _forms[:] = sorted(set(_forms) | forms, key=len, reverse=True)
     return value
 

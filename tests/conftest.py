@@ -17,6 +17,21 @@ def project_root() -> Path:
     return ROOT
 
 
+def pytest_collection_modifyitems(session, config, items):
+    """Tests that boot a lean kernel run last, and the lean kernels compile in the background meanwhile."""
+    from . import prebuild
+
+    prebuild.order_last(items)
+    if any(item.get_closest_marker(prebuild.MARKER) for item in items) and not config.option.collectonly:
+        prebuild.start()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    from . import prebuild
+
+    prebuild.stop()
+
+
 @pytest.fixture(scope="session", autouse=True)
 def results_store(tmp_path_factory) -> str:
     """Every farm command of the session ingests into a throwaway SQLite store, never the user's

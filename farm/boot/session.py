@@ -22,6 +22,7 @@ from labgrid.driver.exception import ExecutionError
 from labgrid.exceptions import NoConfigFoundError, InvalidConfigError
 from labgrid.strategy.common import StrategyError
 
+from .. import lglazy
 from ..config import Node, load_yaml
 from ..errors import FarmError, InfrastructureError, JobError
 from ..images.image import Image
@@ -93,6 +94,7 @@ def _check_values(targets: Node, target: str, body: object) -> None:
 
 def open_target(env: EnvFile) -> tuple[Environment, Target]:
     apply_lg_defaults()
+    lglazy.load_for_env(env.path)  # the labgrid classes it names, when farm's command loads labgrid lazily
     try:
         environment = Environment(str(env.path))
         target = environment.get_target(env.target_name)

@@ -14,7 +14,7 @@ def cmd_boot(args: argparse.Namespace) -> int:
     from ..boot.facts import read_facts
     from ..boot.session import EnvFile, boot_target
     from ..images.image import load_image
-    from ..run import new_run_id
+    from ..runid import new_run_id  # not farm.run: the runner and its benchmarks
 
     env = EnvFile.load(args.env, args.target)
     image = load_image(args.image)

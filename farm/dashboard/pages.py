@@ -420,6 +420,19 @@ def sweep_charts(curves: Sequence[SweepCurve]) -> list[str]:
     return out
 
 
+def phases_line(stages: Sequence, duration_s: float | None) -> str:
+    """The run's time by phase (farm.results.phases), from its stages and its duration (which ends when the
+    run does, before it is published: the publish stage comes on top, as in run.json's ``phases``)."""
+    from ..results.phases import describe, split
+
+    pairs = [(s.classname, s.seconds) for s in stages]
+    wall = None
+    if duration_s is not None and math.isfinite(duration_s):
+        wall = duration_s + sum(x or 0.0 for c, x in pairs if c == "farm.publish")
+    phases = split(pairs, wall)
+    return f'<p class="phases">time by phase: {e(describe(phases))}</p>' if phases else ""
+
+
 def _size(n: int) -> str:
     return f"{n} B" if n < 1024 else f"{n / 1024:.1f} KiB" if n < 1 << 20 else f"{n / (1 << 20):.1f} MiB"
 
@@ -477,6 +490,7 @@ def run_page(d: RunDetail, root: str = "../", files: Mapping[str, bool] | None =
                     f'{e(target)}, line {line}</a>')
         return f"<td><pre>{e(s.message)}</pre>{jump}</td>"
 
+    body.append(phases_line(d.stages, r.duration_s))
     body.append("<h2>Stages</h2>" + _table(("stage", "outcome", "seconds", "message"), (
         [_td(s.name), _td(s.kind, s.kind), _td(f"{s.seconds:.1f}" if s.seconds is not None else "", "num"),
          message_cell(s)] for s in d.stages)))

@@ -4,7 +4,7 @@ The lab's line, on the MaaXBoard (arm64; amd64 is the same on a PC with VT-x)::
 
     qemu-system-aarch64 -M virt,gic-version=3 -cpu host -enable-kvm -smp 1 -m 512M -nographic
         -serial mon:stdio -kernel /guest/Image -initrd /guest/initrd.cpio.zst
-        -append 'console=ttyAMA0 quiet' -netdev user,id=n0,net=10.0.3.0/24,hostfwd=tcp::5201-:5201,...
+        -append 'console=ttyAMA0 quiet farm.ip=10.0.3.15:255.255.255.0:10.0.3.2' -netdev user,id=n0,net=10.0.3.0/24,hostfwd=tcp::5201-:5201,...
         -device virtio-net-device,netdev=n0
 
 ``virtio-net-device`` is on the MMIO bus and needs no option ROM (``virtio-net-pci`` asks for
@@ -28,6 +28,10 @@ MACHINES = {"arm64": "virt,gic-version=3", "amd64": "q35"}
 #: guest's own gateway, i.e. the host's loopback: UDP replies went there and were lost (TCP forwards are
 #: proxied, so they worked). A board's lab network is another, but the guest's should never collide.
 GUEST_NET = "10.0.3.0/24"
+#: the address QEMU's user network leases its (only) guest, and its gateway: the network's .15 and .2, always.
+#: Given to the guest's /init as a bootloader's lease is (farm.ip=), so that it need not ask DHCP (udhcpc:
+#: 0.3-0.6 s of every guest boot on the twin); the netdev's DHCP server still answers a guest that asks
+GUEST_LEASE = "farm.ip=10.0.3.15:255.255.255.0:10.0.3.2"
 #: q35 adds a VGA card (and asks for its ROM) even with -nographic; the guest's console is serial
 NO_DISPLAY = {"arm64": (), "amd64": ("-vga", "none")}
 NICS = {"arm64": "virtio-net-device,netdev=n0", "amd64": "virtio-net-pci,netdev=n0,romfile="}
@@ -72,7 +76,9 @@ def qemu_command(spec: GuestSpec, kernel: str, initrd: str, forwards: Mapping[in
     if arch not in QEMU_BINARIES:
         raise ValueError(f"no guest command line for architecture {arch!r}")
     accel = ["-enable-kvm"] if spec.accel == "kvm" else ["-accel", "tcg"]
-    append = " ".join([f"console={CONSOLES[arch]}", "quiet", *spec.bootargs, *bootargs])
+    # a user network leases its only guest a fixed address (GUEST_LEASE); on a bridge the guest asks DHCP
+    lease = [] if spec.network == "tap" else [GUEST_LEASE]
+    append = " ".join([f"console={CONSOLES[arch]}", "quiet", *lease, *spec.bootargs, *bootargs])
     if spec.network == "tap":
         # the tap the host made on its bridge (tap_setup); vhost-net moves the packets in the host's
         # kernel, which needs KVM's ioeventfd/irqfd: under tcg QEMU's own virtio back end does it

@@ -411,6 +411,7 @@ def _fetch_packages(packages: list[debian.Package], pkgs: debian.PackageCache, p
     to_download = [p for p in packages if not pkgs.has_tree(p) and not pkgs.has_deb(p)]
     if to_download:
         progress.start("download", len(to_download), f"{len(to_download)} Debian packages (apt-get download)")
+        pkgs.prefetch(to_download)  # one apt run for them all; what it could not fetch, download() fetches alone
         for p in to_download:
             progress.step(pkgs.download(p).stat().st_size)
         progress.end()

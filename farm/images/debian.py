@@ -200,6 +200,32 @@ class PackageCache:
                 os.replace(tmp, tree)
         return tree
 
+    def prefetch(self, pkgs: Iterable[Package]) -> list[Package]:
+        """Download, in one ``apt-get download``, every package of ``pkgs`` that has neither its tree nor its
+        .deb in the cache: one apt run instead of one per package (each reads apt's lists of both
+        architectures: ~1 s apiece, a minute or more of an image's first build). Each .deb is checked
+        against the archive's sha256 like :meth:`download`'s; what this could not fetch is left to
+        :meth:`download`, which fetches it alone and reports its error. Returns the packages fetched."""
+        wanted = [p for p in dict.fromkeys(pkgs) if not (self.root / "pkgs" / p.key / ".farm-complete").exists()
+                  and not self.deb_path(p).exists()]
+        if len(wanted) < 2:
+            return []
+        debs = self.root / "debs"
+        debs.mkdir(parents=True, exist_ok=True)
+        (self.root / "pkgs").mkdir(parents=True, exist_ok=True)
+        cachefs.say(f"downloading {len(wanted)} Debian packages")
+        fetched = []
+        with cachefs.private_dir(debs, DOWNLOAD_PREFIX) as tmp:
+            os.chmod(tmp, 0o755)  # apt-get download drops privileges to _apt, which must write here
+            subprocess.run(["apt-get", "download", "-q", *(f"{p.name}:{p.arch}={p.version}" for p in wanted)],
+                           cwd=tmp, capture_output=True, text=True)
+            for pkg in wanted:
+                got = tmp / f"{pkg.key}.deb"
+                if got.is_file() and (not pkg.sha256 or sha256_file(got) == pkg.sha256):
+                    os.replace(got, self.deb_path(pkg))
+                    fetched.append(pkg)
+        return fetched
+
     def download(self, pkg: Package) -> Path:
         deb = self.deb_path(pkg)
         if deb.exists():

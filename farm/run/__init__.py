@@ -28,6 +28,7 @@ from ..results.junit import Case
 from .events import Hooks
 from .listeners import PlaceGuard, Progress
 from .model import Pipeline, Setup, load_pipeline
+from .phases import PhaseTimes
 from .rundir import RunDir, RunInfo, Stage, new_run, new_run_id, reopen_run, sha256_of
 from .runner import Runner, plan_boots
 
@@ -243,7 +244,8 @@ def run_pipeline(pipeline_path: str | Path, *, out: Path | None = None, env_over
         if run.info.replaced:
             progress.say(f"--force: the old content of {run.path} moved to {run.info.replaced}")
         progress.say(f"run {run.run_id} -> {run.path}")
-    hooks = Hooks([run, progress, *(listeners or [])], farm_listeners=True)
+    # the phases after the run directory: both tryfirst, pluggy calls the later first, so run.json counts them
+    hooks = Hooks([run, PhaseTimes(run.info), progress, *(listeners or [])], farm_listeners=True)
     runner = Runner(pipeline, run, hooks, flow_for=flow_for, done=resumed_work(run),
                     **({"registry": registry} if registry is not None else {}))
     stopped_by: FarmError | None = None

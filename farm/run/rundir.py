@@ -15,9 +15,7 @@ from __future__ import annotations
 import getpass
 import hashlib
 import os
-import secrets
 import subprocess
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
@@ -28,6 +26,7 @@ from ..config import load_json
 from ..errors import EXIT_INFRA_ERROR, EXIT_JOB_ERROR, EXIT_OK, EXIT_TEST_FAILURE, JobError
 from ..results.csvout import append_records, read_records, write_records
 from ..results.junit import Case, write_junit
+from ..runid import new_run_id
 from ..results.outdir import RUN_HINT, check_run_entries, prepare_out_dir
 from ..results.record import Record, now_iso, to_json, write_text_atomic
 from ..secrets import mask
@@ -104,6 +103,8 @@ class RunInfo:
     failures: list[dict[str, Any]] = attrs.field(factory=list)  # benchmarks that failed, with the tool's words
     resumed: list[str] = attrs.field(factory=list)  # when the run was resumed
     replaced: str | None = None  # --force: where the directory's old content went
+    #: seconds by phase (build, reserve, boot, benchmarks, publish, other, wall): farm.run.phases.PhaseTimes
+    phases: dict[str, float] = attrs.field(factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         data = attrs.asdict(self, recurse=False)
@@ -125,7 +126,7 @@ class RunInfo:
         values = {k: v for k, v in data.items() if k in known}
         values["stages"] = [Stage.from_dict(s, f"{path}: stages[{i}]") for i, s in enumerate(stages)]
         for name, kind in (("targets", dict), ("images", dict), ("setups", dict), ("envs", list),
-                           ("failures", list), ("resumed", list), ("experiment", dict)):
+                           ("failures", list), ("resumed", list), ("experiment", dict), ("phases", dict)):
             if not isinstance(values.get(name, kind()), kind):
                 raise JobError(f"{path}: {name}: expected a {'mapping' if kind is dict else 'list'}")
         for name in ("pipeline", "pipeline_name", "pipeline_sha256", "who", "started", "farm_version"):
@@ -138,10 +139,6 @@ class RunInfo:
             return cls(**values)
         except TypeError as exc:
             raise JobError(f"{path}: {exc}") from None
-
-
-def new_run_id() -> str:
-    return datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
 
 
 def git_sha(where: Path) -> str | None:

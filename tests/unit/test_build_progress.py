@@ -41,6 +41,10 @@ class FakePackages:
     def has_tree(self, p):
         return p.name in self.trees
 
+    def prefetch(self, pkgs):  # the one apt run: here it fetches nothing, download() fetches each
+        self.calls.append(("prefetch", tuple(p.name for p in pkgs)))
+        return []
+
     def download(self, p):
         self.calls.append(("download", p.name))
         self.debs.add(p.name)
@@ -59,7 +63,7 @@ def test_packages_are_downloaded_then_extracted_each_phase_with_its_lines():
     packages = [Package(n, "1", "arm64", "") for n in ("linux-image", "busybox-static", "iperf3")]
     pkgs, lines = FakePackages(have_deb={"busybox-static"}), []
     build._fetch_packages(packages, pkgs, BuildProgress("x", lines.append))
-    assert pkgs.calls == [("download", "linux-image"), ("download", "iperf3"),
+    assert pkgs.calls == [("prefetch", ("linux-image", "iperf3")), ("download", "linux-image"), ("download", "iperf3"),
                           ("extract", "linux-image"), ("extract", "busybox-static"), ("extract", "iperf3")]
     assert [line.split(":")[1].strip() for line in lines] == ["download", "download done", "extract", "extract done"]
     lines.clear()

@@ -19,7 +19,7 @@ def test_the_labs_arm64_line():
     assert shlex.join(cmd) == (
         "qemu-system-aarch64 -M virt,gic-version=3 -cpu host -enable-kvm -smp 1 -m 512M -nographic "
         "-serial mon:stdio -no-reboot -name guest,debug-threads=on -kernel /guest/Image "
-        "-initrd /guest/initrd.cpio.gz -append 'console=ttyAMA0 quiet farm.x=1' "
+        "-initrd /guest/initrd.cpio.gz -append 'console=ttyAMA0 quiet farm.ip=10.0.3.15:255.255.255.0:10.0.3.2 farm.x=1' "
         "-netdev user,id=n0,net=10.0.3.0/24,hostfwd=tcp::5201-:5201,hostfwd=udp::5201-:5201 -device virtio-net-device,netdev=n0")
 
 
@@ -30,9 +30,23 @@ def test_spec_values_reach_the_line():
     assert cmd[cmd.index("-smp") + 1] == "2" and cmd[cmd.index("-m") + 1] == "1024M"
     assert cmd[cmd.index("-cpu") + 1] == "max" and "-enable-kvm" not in cmd
     assert cmd[cmd.index("-accel") + 1] == "tcg"
-    assert cmd[cmd.index("-append") + 1] == "console=ttyAMA0 quiet maxcpus=2"
+    assert cmd[cmd.index("-append") + 1] == "console=ttyAMA0 quiet farm.ip=10.0.3.15:255.255.255.0:10.0.3.2 maxcpus=2"
     assert cmd[cmd.index("-netdev") + 1] == "user,id=n0,net=10.0.3.0/24"
     assert cmd[-2:] == ["-overcommit", "mem-lock=on"]
+
+
+def test_the_guest_gets_the_user_networks_lease_on_its_command_line():
+    """QEMU's user network (net=GUEST_NET) leases its guest the network's .15 with the gateway .2: /init takes
+    it as a bootloader's lease instead of asking DHCP; a setup's own farm.ip= comes later, and wins."""
+    import ipaddress
+
+    from farm.guest.command import GUEST_LEASE, GUEST_NET
+
+    net = ipaddress.ip_network(GUEST_NET)
+    assert GUEST_LEASE == f"farm.ip={net[15]}:{net.netmask}:{net[2]}"
+    append = qemu_command(GuestSpec(bootargs=("farm.ip=10.0.3.99:255.255.255.0:10.0.3.2",)), "k", "i", {})
+    words = append[append.index("-append") + 1].split()
+    assert words.index(GUEST_LEASE) < words.index("farm.ip=10.0.3.99:255.255.255.0:10.0.3.2")
 
 
 def test_amd64_line_is_q35_on_ttyS0_without_an_option_rom():

@@ -1,0 +1,86 @@
+"""benchmarks/suite_time.py's sums by test group (on a JUnit XML report as pytest writes it), and the suite's
+own ordering: the tests that boot a lean kernel last, after its background build (tests/prebuild.py)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+from ..conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from suite_time import by_group, group_of, read_junit, render  # noqa: E402
+
+
+def test_group_of_a_testcase():
+    assert group_of("tests.boot.test_twin_boot") == "tests/boot"
+    assert group_of("tests.test_cli") == "tests/*"
+    assert group_of("tests.unit.test_x.TestClass") == "tests/unit"
+    assert group_of("x", "tests/store/test_pages.py") == "tests/store"
+
+
+def test_sums_by_group_from_pytests_junit_report(tmp_path):
+    (tmp_path / "t").mkdir()
+    (tmp_path / "t" / "tests").mkdir()
+    for group in ("slow", "fast"):
+        (tmp_path / "t" / "tests" / group).mkdir()
+        (tmp_path / "t" / "tests" / group / "__init__.py").write_text("")
+    (tmp_path / "t" / "tests" / "__init__.py").write_text("")
+    (tmp_path / "t" / "tests" / "slow" / "test_a.py").write_text(textwrap.dedent("""
+        import time
+        def test_sleeps():
+            time.sleep(0.3)
+        def test_fails():
+            assert False
+    """))
+    (tmp_path / "t" / "tests" / "fast" / "test_b.py").write_text("def test_quick():\n    pass\n")
+    (tmp_path / "t" / "tests" / "test_top.py").write_text("import pytest\n@pytest.mark.skip\ndef test_skipped():\n    pass\n")
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:labgrid",
+                           f"--junitxml={tmp_path / 'junit.xml'}", "tests"], cwd=tmp_path / "t", capture_output=True, text=True)
+    assert done.returncode == 1, done.stdout
+    cases = read_junit(tmp_path / "junit.xml")
+    groups = {g["group"]: g for g in by_group(cases)}
+    assert set(groups) == {"tests/slow", "tests/fast", "tests/*"}
+    assert groups["tests/slow"]["tests"] == 2 and groups["tests/slow"]["seconds"] >= 0.3
+    assert groups["tests/slow"]["outcomes"] == {"passed": 1, "failure": 1}
+    assert groups["tests/*"]["outcomes"] == {"skipped": 1}
+    assert by_group(cases)[0]["group"] == "tests/slow"  # slowest first
+    text = render({"mode": "warm", "started": "now", "command": ["pytest"], "env_note": "", "wall_seconds": 61.0,
+                   "exit": 1, "commit": "abc", "cases": cases, "load": {"min": 1.0, "median": 1.5, "max": 2.0,
+                                                                        "other_qemus_max": 0, "other_qemus_median": 0}})
+    assert "wall time **1:01**" in text and "| tests/slow | 2 |" in text
+
+
+def test_the_lean_tests_run_last():
+    """Collection only (which starts no build: nothing would wait for it): the order pytest would run."""
+    done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "tests/boot/test_lean_images.py",
+                           "tests/unit/test_facts.py"], cwd=ROOT, capture_output=True, text=True)
+    ids = [line for line in done.stdout.splitlines() if "::" in line]
+    assert ids and all("test_lean_images" in i for i in ids[-2:]) and "test_facts" in ids[0], ids
+
+
+def test_the_background_build_is_niced_until_a_test_waits_for_it(tmp_path):
+    import os
+
+    from tests.prebuild import Prebuild, _group_pids, _live
+
+    def nice_of(pid: int) -> int:
+        stat = open(f"/proc/{pid}/stat").read()
+        return int(stat[stat.rindex(")") + 2:].split()[16])
+
+    build = Prebuild(tmp_path / "log", script="sleep 30 & wait")
+    try:
+        deadline = 50
+        while len(_group_pids(build.proc.pid)) < 2 and deadline:  # sh and its sleep
+            deadline -= 1
+            __import__("time").sleep(0.1)
+        pids = _group_pids(build.proc.pid)
+        assert len(pids) == 2 and all(nice_of(p) == 19 for p in pids)
+        build.raise_priority()
+        if os.geteuid() == 0:  # lowering a nice value needs the privilege
+            assert all(nice_of(p) == 0 for p in pids)
+    finally:
+        build.stop()
+    assert build.proc.poll() is not None and _live(_group_pids(build.proc.pid)) == []
