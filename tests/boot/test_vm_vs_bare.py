@@ -25,7 +25,7 @@ from farm.results.csvout import read_records
 
 from ..conftest import ROOT, run_farm
 
-pytestmark = pytest.mark.boot
+pytestmark = [pytest.mark.boot, pytest.mark.timeout(1500)]  # 4 boots of the twin, 2 of them with a guest
 BOOTS = 2  # a side: the pipeline's 5 would take CI ~3 rounds of both boots more (docs/experiments.md)
 
 
@@ -37,7 +37,7 @@ def vm_run(tftp_root, tmp_path_factory) -> tuple[subprocess.CompletedProcess, Pa
     assert n == 1, "pipelines/vm-vs-bare.yaml has no 'boots: 5' line"
     (here / "vm-vs-bare.yaml").write_text(text)
     out = here / "run"
-    return run_farm("run", str(here / "vm-vs-bare.yaml"), "--out", str(out), timeout=1500), out
+    return run_farm("run", str(here / "vm-vs-bare.yaml"), "--out", str(out), timeout=1400), out
 
 
 def test_both_setups_are_measured_every_boot_and_tagged(vm_run):
