@@ -92,7 +92,7 @@ def register(sub) -> None:
                        description="Join the records of result directories (live runs or imports) on suite, "
                        "benchmark, params, metric and unit; the values of one boot are reduced to their median "
                        "first (n = boots). Write compare.csv (median and n per input, ratio = later / first with "
-                       "its 95 %% interval, the Hodges-Lehmann interval of the log ratio, and its verdict: higher, "
+                       "its 95 % interval, the Hodges-Lehmann interval of the log ratio, and its verdict: higher, "
                        "lower, same or inconclusive), compare.md and compare.png (bars green when better, red when "
                        "worse, pale when inconclusive, interval bars, a line at 1.0), and "
                        "compare-sweep.png when the inputs have network sweeps (achieved throughput, RTT and CPU "
