@@ -35,6 +35,45 @@ class BenchContext:
             output = " | ".join(line for line in (exc.stdout or [])[-5:] if line.strip())
             raise BenchmarkError(tool, f"'{command}' failed: {output or exc.msg}") from None
 
+    def cpu_readers(self) -> dict[str, Callable[[], dict]]:
+        """Per CPU the benchmarks are measured on, a reader of its per-core times (``{"cpu": ...,
+        "cpu0": ...}``, farm.measure.cpustat): the shell's own /proc/stat under the booted target's
+        ``cpu_scope`` (a bare board's cores, ``board``; a guest's vCPUs, ``vcpus``), and the flow's
+        other channels (a guest's board, ``board``, read through its host; farm.guest.channel)."""
+        from ..measure import cpustat
+
+        def shell() -> dict:
+            return cpustat.parse_proc_stat_cores("\n".join(self.run(cpustat.SNAPSHOT, tool="cpu")))
+
+        readers = {getattr(self.booted, "cpu_scope", "board"): shell} if getattr(self.booted, "shell", None) else {}
+        for scope, channel in getattr(self.booted, "cpu_channels", {}).items():
+            readers[scope] = lambda channel=channel: channel(self.reach)
+        return readers
+
+    def cpu_windows(self) -> dict[str, Callable[[float], tuple[dict, dict]]]:
+        """Per CPU of :meth:`cpu_readers`, a window of its per-core times ``seconds`` long: on the
+        shell, both reads and the sleep between them in one command with shell builtins, so that the
+        window holds no process farm started (a reader forked per sample kept a guest's one vCPU 20-40 %
+        busy on the twin); through a channel, two reads ``seconds`` apart."""
+        import time
+
+        from ..measure import cpustat
+
+        def shell(seconds: float) -> tuple[dict, dict]:
+            return cpustat.parse_window(self.run(cpustat.window_command(seconds), timeout=seconds + 30, tool="cpu"))
+
+        def channel_window(read: Callable[[], dict]) -> Callable[[float], tuple[dict, dict]]:
+            def window(seconds: float) -> tuple[dict, dict]:
+                before = read()
+                time.sleep(seconds)
+                return before, read()
+            return window
+
+        readers = self.cpu_readers()
+        scope = getattr(self.booted, "cpu_scope", "board")
+        return {name: shell if name == scope and getattr(self.booted, "shell", None) else channel_window(read)
+                for name, read in readers.items()}
+
     def reach(self, port: int, protos: tuple[str, ...] = ("tcp",)) -> tuple[str, int]:
         """(host, port) at which the lab host reaches ``port`` on the target; the same for every
         benchmark of one boot (one forward per port, see ``_REACHED``)."""

@@ -177,6 +177,11 @@ class BootedTarget:
     emulated: bool = False
     #: what the flow adds to the boot's record (e.g. a guest's ``guest_seconds``: host ready -> guest ready)
     recorded: dict = attrs.field(factory=dict)
+    #: which CPU the shell's /proc/stat is: the board's cores ("board"), or a guest's vCPUs ("vcpus")
+    cpu_scope: str = "board"
+    #: other CPUs measured beside the shell's: scope -> a reader of their per-core times, given how the
+    #: lab host reaches a port of the target (a guest's board, through its host channel: farm.guest.channel)
+    cpu_channels: dict = attrs.field(factory=dict)
 
     def run(self, command: str, timeout: float = 60) -> list[str]:
         """Run a shell command on the target; a non-zero exit raises labgrid's ExecutionError."""

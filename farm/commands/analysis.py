@@ -19,9 +19,18 @@ def _say_moved(out: OutDir) -> None:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from ..results.compare import compare, load_result_dir, to_markdown, write_compare
+    import attrs
 
-    comparison = compare([load_result_dir(d) for d in args.dirs])
+    from ..results.compare import compare, load_result_dirs, to_markdown, write_compare
+    from ..results.ratio import Rule
+
+    inputs, boots, recorded = load_result_dirs(args.dirs)
+    rule = recorded or Rule()
+    if args.min_boots is not None:
+        rule = attrs.evolve(rule, min_n=args.min_boots)
+    if args.threshold is not None:
+        rule = attrs.evolve(rule, threshold=args.threshold)
+    comparison = compare(inputs, rule=rule, repeats_in_boot=boots)
     out = Path(args.out) if args.out else Path(args.dirs[-1]) / "compare"
     _say_moved(prepare_out_dir(out, force=args.force, own=COMPARE_FILES,
                                refuse_run_dir="compare writes beside no run's files; give it a directory of its own"))
@@ -30,6 +39,26 @@ def cmd_compare(args: argparse.Namespace) -> int:
     print(f"farm: wrote {', '.join(str(p) for p in written.values())}", file=sys.stderr)
     print(out)
     return 0
+
+
+def _min_boots(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number of boots (1 or more)") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected 1 or more boots")
+    return value
+
+
+def _threshold(text: str) -> float:
+    from ..errors import JobError
+    from ..results.qualify import parse_threshold
+
+    try:
+        return parse_threshold(text)
+    except JobError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def _frequency_arg(text: str) -> float:
@@ -64,9 +93,11 @@ def cmd_import(args: argparse.Namespace) -> int:
 def register(sub) -> None:
     p = sub.add_parser("compare", help="put result directories side by side: ratio table and chart",
                        description="Join the records of result directories (live runs or imports) on suite, "
-                       "benchmark, params, metric and unit; write compare.csv (median and n per input, ratio = "
-                       "later / first), compare.md and compare.png (bars green when better, red when worse, a line "
-                       "at 1.0), and "
+                       "benchmark, params, metric and unit; the values of one boot are reduced to their median "
+                       "first (n = boots). Write compare.csv (median and n per input, ratio = later / first with "
+                       "its 95 % interval, the Hodges-Lehmann interval of the log ratio, and its verdict: higher, "
+                       "lower, same or inconclusive), compare.md and compare.png (bars green when better, red when "
+                       "worse, pale when inconclusive, interval bars, a line at 1.0), and "
                        "compare-sweep.png when the inputs have network sweeps (achieved throughput, RTT and CPU "
                        "against the requested rate, a colour per setup). Pairs missing from an input are listed.")
     p.add_argument("dirs", nargs="+", metavar="DIR",
@@ -76,6 +107,11 @@ def register(sub) -> None:
                    "holding only compare's own files (which are made anew); never a run directory")
     p.add_argument("--force", action="store_true", help="--out DIR holds other files: move them aside to "
                    "DIR.replaced-<time> and start it anew")
+    p.add_argument("--min-boots", type=_min_boots, metavar="N", help="a ratio from fewer boots a side is "
+                   "inconclusive (default: the first run's pipeline's compare.min_boots, else 5)")
+    p.add_argument("--threshold", type=_threshold, metavar="T", help="the band of 'the same', e.g. 2%% or 0.02: a "
+                   "ratio whose interval straddles 1 - T or 1 + T is inconclusive, within it the same (default: the "
+                   "first run's pipeline's compare.threshold, else 0: an interval holding 1.0 is inconclusive)")
     p.set_defaults(func=cmd_compare)
 
     kinds = ", ".join(f"{name} ({importer.what}; benchmark {spec.suite}.{spec.name})"

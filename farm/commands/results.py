@@ -59,8 +59,12 @@ def cmd_qualify(args: argparse.Namespace) -> int:
     threshold, alpha = parse_threshold(args.threshold), parse_alpha(args.alpha)
     base_path, base_records = baselines.load_records(args.baseline)
     cand_path, cand_records = baselines.load_records(args.candidate)
+    from ..results.ratio import repeats_in_boot
+
+    boots = {**repeats_in_boot(base_path), **repeats_in_boot(cand_path)}  # run id -> values a boot gave
     result = qualify(base_records, cand_records, threshold=threshold, alpha=alpha,
-                     setups=_pairs(args.pair_setup) or None, allow_missing=args.allow_missing)
+                     setups=_pairs(args.pair_setup) or None, allow_missing=args.allow_missing,
+                     repeats_in_boot=boots)
     if not result.comparisons and not result.broken:
         raise JobError(f"no metric measured in both {base_path} and {cand_path}: nothing to qualify "
                        f"({len(result.only_in_baseline)} only in the baseline, "

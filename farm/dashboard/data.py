@@ -12,6 +12,7 @@ import attrs
 import sqlalchemy as sa
 
 from farm.results.figures import KeyFigure, group_figures
+from farm.results.ratio import RatioEstimate, Rule, estimate_ratio, per_boot
 from farm.results.record import FAILED_METRIC
 from farm.results.stats import median
 from farm.secrets import mask
@@ -48,6 +49,13 @@ class RunDetail:
     sweeps: list[SweepCurve] = attrs.field(factory=list)  # its network sweeps, drawn on its page
     reproductions: list[Any] = attrs.field(factory=list)  # runs that reproduce it (farm reproduce), their verdicts
     reproduces: Any | None = None                          # the run it reproduces, and the verdict
+    #: its figures of one value per boot (a boot's repeats reduced to their median): what ratios use
+    boot_figures: list[KeyFigure] = attrs.field(factory=list)
+    #: how its pipeline judges a ratio (run.json's experiment.compare; farm.results.ratio)
+    rule: Rule = Rule()
+    #: run.json's experiment (boots per setup, order, seed, settle rule) and each boot's settling
+    experiment: dict = attrs.field(factory=dict)
+    settling: list[tuple[str, dict]] = attrs.field(factory=list)  # (boot label, its settle record)
 
 
 def all_run_ids(c: sa.Connection) -> list[str]:
@@ -127,11 +135,37 @@ def run_detail(c: sa.Connection, run_id: str) -> RunDetail | None:
                          .order_by(r.c.started.desc()).limit(1)).scalar()
     q = schema.qualifications
     quals = c.execute(sa.select(q).where(q.c.candidate_run_id == run_id).order_by(q.c.created)).all()
+    info = _info(run)
+    experiment = info.get("experiment") if isinstance(info.get("experiment"), dict) else {}
+    n = info.get("repeats_in_boot", 1)
+    in_boot = n if isinstance(n, int) and not isinstance(n, bool) and n >= 1 else 1
     return RunDetail(run, rows(schema.stages, schema.stages.c.position), figures_of(records),
                      [x for x in records if x.metric == FAILED_METRIC], rows(schema.images, schema.images.c.image),
                      rows(schema.artifacts, schema.artifacts.c.path), rows(schema.consoles, schema.consoles.c.target),
                      rows(schema.boots, schema.boots.c.position), previous, quals, sweep_curves(records),
-                     reproductions_of(c, run_id), reproduced_by(c, run_id))
+                     reproductions_of(c, run_id), reproduced_by(c, run_id),
+                     figures_of(per_boot(records, in_boot)), Rule.from_json(experiment.get("compare")), experiment,
+                     _settling(info))
+
+
+def _info(run: Any) -> dict:
+    """The run's run.json as the store keeps it ({} when it is not a JSON object)."""
+    try:
+        info = json.loads(run.info or "{}")
+    except (TypeError, ValueError):
+        return {}
+    return info if isinstance(info, dict) else {}
+
+
+def _settling(info: dict) -> list[tuple[str, dict]]:
+    out = []
+    targets = info.get("targets") if isinstance(info.get("targets"), dict) else {}
+    for target in targets.values():
+        boots = target.get("boots") if isinstance(target, dict) else None
+        for boot in boots if isinstance(boots, list) else []:
+            if isinstance(boot, dict) and isinstance(boot.get("settle"), dict):
+                out.append((str(boot.get("label", "?")), boot["settle"]))
+    return out
 
 
 def setups_of(c: sa.Connection, run_id: str | None = None) -> dict[str, list[str]]:
@@ -190,25 +224,33 @@ def trend_series(c: sa.Connection, trend: Trend) -> list[Series]:
 
 @attrs.frozen
 class Pair:
-    """One metric measured by both sides of a comparison."""
+    """One metric measured by both sides of a comparison: their figures of one value per boot."""
 
     a: KeyFigure
     b: KeyFigure
+    rule: Rule = Rule()
 
     @property
     def ratio(self) -> float:
         return self.b.median / self.a.median if self.a.median else math.nan
 
+    @property
+    def estimate(self) -> RatioEstimate:
+        """then / first with n a side, its 95 % interval and verdict (farm.results.ratio)."""
+        return estimate_ratio(self.a.values, self.b.values, self.rule)
 
-def compare_figures(a: list[KeyFigure],
-                    b: list[KeyFigure]) -> tuple[list[Pair], list[KeyFigure], list[KeyFigure]]:
+
+def compare_figures(a: list[KeyFigure], b: list[KeyFigure],
+                    rule: Rule = Rule()) -> tuple[list[Pair], list[KeyFigure], list[KeyFigure]]:
     """Pairs joined on target, setup, suite, benchmark, params, metric and unit; when that joins
-    nothing and each side measured one target/setup (a VM run against a bare one), on the rest."""
+    nothing and each side measured one target/setup (a VM run against a bare one), on the rest.
+    Give each side's figures of one value per boot (:attr:`RunDetail.boot_figures`): a pair's
+    ratio is judged by ``rule`` from between-boot variation."""
 
     def join(key):
         left = {key(f): f for f in a}
         right = {key(f): f for f in b}
-        pairs = [Pair(left[k], right[k]) for k in left if k in right]
+        pairs = [Pair(left[k], right[k], rule) for k in left if k in right]
         return pairs, [f for k, f in left.items() if k not in right], [f for k, f in right.items() if k not in left]
 
     pairs, only_a, only_b = join(lambda f: f.key)

@@ -69,6 +69,8 @@ nav.pages a,nav.pages b{margin:0 3px}
 svg.spark .spark-line{fill:none;stroke:#36c;stroke-width:1.2}svg.spark .spark-last{fill:#36c}
 svg.spark .spark-last.regression{fill:#c00}
 td.regression{color:#c00;font-weight:bold}td.improvement{color:#060}td.inconclusive{color:#a60}
+td.flagged,p.flagged{color:#a60}svg.chart .bar.inconclusive{fill:#e4e4e4;stroke:#555;stroke-dasharray:3 2}
+svg.chart .ci{stroke:#000;stroke-width:1}
 svg.strip rect.pass{fill:#2e9e44}svg.strip rect.failure{fill:#d0342c}svg.strip rect.error{fill:#e9a21a}
 svg.strip rect.none,svg.strip rect.skipped{fill:#999}svg.strip .health{stroke:#000;stroke-width:2}
 svg.strip text{font-size:11px;fill:#333}
@@ -332,11 +334,29 @@ def first_marked_line(text: str, excerpts: Iterable[str]) -> int | None:
     return min(wanted) if wanted else None
 
 
+FIGURE_HEAD = ("target", "setup", "benchmark", "params", "metric", "n", "median", "range", "flagged")
+
+
 def _figure_rows(figures: Sequence[KeyFigure]) -> list[list[str]]:
     return [[_td(f.target), _td(f.setup), _td(f"{f.suite}.{f.benchmark}"), _td(human_params(f.params)),
              _td(f.metric),
              _td(len(f.values), "num"), _td(human(f.median, f.unit), "num"),
-             _td(f"{human(min(f.values), f.unit)} – {human(max(f.values), f.unit)}", "num")] for f in figures]
+             _td(f"{human(min(f.values), f.unit)} – {human(max(f.values), f.unit)}", "num"),
+             _td(f.flagged, "flagged" if f.flags else "")] for f in figures]
+
+
+def flagged_section(figures: Sequence[KeyFigure]) -> str:
+    """What a sanity rule flagged among a run's figures (farm.results.sanity), and what each flag means."""
+    from farm.results.sanity import MEANING
+
+    flagged = [f for f in figures if f.flags]
+    if not flagged:
+        return ""
+    seen = sorted({flag for f in flagged for flag, _ in f.flags})
+    return (f'<h2 id="flagged">Flagged values</h2><p class="flagged">{len(flagged)} figures have values a sanity rule '
+            "flagged (they are in the figures and comparisons, marked): "
+            + "; ".join(f"<b>{e(flag)}</b>: {e(MEANING.get(flag, flag))}" for flag in seen) + ".</p>"
+            + _table(FIGURE_HEAD, _figure_rows(flagged), "flagged"))
 
 
 #: a sweep's columns in its summary, when it measured them: the load, what it achieved, the RTT, the CPU
@@ -488,17 +508,19 @@ def run_page(d: RunDetail, root: str = "../", files: Mapping[str, bool] | None =
                     f'({len(d.figures)} rows: each metric with n and range).</p>')
         body += [sweep_summary(k, v) for k, v in sweeps.items()]
     if plain:
-        body.append(_table(("target", "setup", "benchmark", "params", "metric", "n", "median", "range"),
-                           _figure_rows(plain)))
+        body.append(_table(FIGURE_HEAD, _figure_rows(plain)))
     elif not d.figures:
         body.append("<p>no measured values</p>")
+    body.append(flagged_section(d.figures))
     if d.failed:
         body.append("<p class=\"failure\">failed benchmarks: " + e(", ".join(
             sorted({f"{x.suite}.{x.benchmark} {x.target}/{x.setup}" for x in d.failed}))) + "</p>")
     if d.boots:
-        body.append("<h2>Boots</h2>" + _table(("target", "setup", "repeat", "kernel", "image key", "cpus", "boot s"), (
-            [_td(b.target), _td(b.setup), _td(b.repeat, "num"), _td(b.kernel), _td(b.image_key[:16]),
-             _td(b.cpus, "num"), _td(_num(b.boot_seconds), "num")] for b in d.boots)))
+        body.append("<h2>Boots</h2>" + experiment_text(d) + _table(
+            ("target", "setup", "repeat", "kernel", "image key", "cpus", "boot s", "settled"), (
+                [_td(b.target), _td(b.setup), _td(b.repeat, "num"), _td(b.kernel), _td(b.image_key[:16]),
+                 _td(b.cpus, "num"), _td(_num(b.boot_seconds), "num"), _settle_cell(settle)]
+                for b, settle in zip(d.boots, _settle_of_boots(d)))))
     body.append(archive_section(r.run_id, d.images, d.reproductions, archive, root, linked))
     for i, c in enumerate(d.consoles):
         anchor = _console_anchor(c.target)
@@ -520,12 +542,45 @@ def run_page(d: RunDetail, root: str = "../", files: Mapping[str, bool] | None =
     return layout(f"Run {r.run_id}", "".join(body), root)
 
 
+def experiment_text(d: RunDetail) -> str:
+    """The run's experiment design in one paragraph (run.json's experiment), "" when it has none."""
+    x = d.experiment
+    if not x:
+        return ""
+    boots = x.get("boots") if isinstance(x.get("boots"), dict) else {}
+    seed = f" (seed {x['seed']})" if x.get("seed") is not None else ""
+    settle = x.get("settle")
+    rule = (f"; a boot settles when every core is below {settle.get('cpu_below')} % for {settle.get('for')} s "
+            f"(at most {settle.get('within')} s)" if isinstance(settle, dict) else "; no settling rule")
+    return (f"<p>boots per setup: {e(', '.join(f'{k} {v}' for k, v in boots.items()))}, order "
+            f"{e(x.get('order', '?'))}{e(seed)}{e(rule)}.</p>")
+
+
+def _settle_of_boots(d: RunDetail) -> list[dict | None]:
+    """Each stored boot's settle record, by its target, setup and repeat (run.json's label)."""
+    by_label = dict(d.settling)
+    out = []
+    for b in d.boots:
+        label = f"{b.target}/{b.setup}"
+        out.append(by_label.get(f"{label}/{b.repeat}", by_label.get(label)))
+    return out
+
+
+def _settle_cell(settle: dict | None) -> str:
+    if not settle:
+        return _td("")
+    if settle.get("skipped"):
+        return _td(f"not read: {settle['skipped']}")
+    seconds = settle.get("seconds")
+    took = f" in {seconds:.1f} s" if isinstance(seconds, (int, float)) else ""
+    return _td(f"yes{took}") if settle.get("settled") else _td(f"NO{took}: flagged unsettled", "flagged")
+
+
 def figures_page(d: RunDetail, root: str = "../../") -> str:
     """Every key figure of a run, a row per metric (a sweep's every metric at every load)."""
     body = [f'<p><a href="{e(run_href(root, d.run.run_id))}">back to the run</a>. Each metric under each target, '
             f"setup and parameters: n values, their median and range.</p>",
-            _table(("target", "setup", "benchmark", "params", "metric", "n", "median", "range"),
-                   _figure_rows(d.figures), "figures") if d.figures else "<p>no measured values</p>"]
+            _table(FIGURE_HEAD, _figure_rows(d.figures), "figures") if d.figures else "<p>no measured values</p>"]
     return layout(f"Key figures of {d.run.run_id}", "".join(body), root)
 
 
@@ -677,22 +732,38 @@ def compare_page(a: RunDetail, b: RunDetail, pairs: Sequence[Pair], only_a: Sequ
                  setups: tuple[str | None, str | None] = (None, None)) -> str:
     ra, rb = a.run, b.run
     sa_, sb_ = (setups[0] or ra.setups), (setups[1] or rb.setups)
+    rule = pairs[0].rule if pairs else a.rule
+    band = f"1 ± {rule.threshold:.1%}" if rule.threshold else "1.0"
+    estimates = [p.estimate for p in pairs]
+    conclusive = sum(x.conclusive and x.ratio is not None for x in estimates)
     body = [f'<p>first: <a href="{e(run_href(root, ra.run_id))}">{e(ra.run_id)}</a> ({e(ra.targets)}/{e(sa_)}), '
             f'then: <a href="{e(run_href(root, rb.run_id))}">{e(rb.run_id)}</a> ({e(rb.targets)}/{e(sb_)}). '
-            "Ratio = then / first, of the medians.</p>"]
+            f"Ratio = then / first, of the medians over boots (n = boots: a boot's repeats reduced to their median), "
+            f"with its {rule.confidence * 100:g} % interval (Hodges-Lehmann, of the log ratio) and n a side; "
+            f"<b>inconclusive</b> below {rule.min_n} boots a side or when the interval straddles {e(band)}. "
+            f"{conclusive} of {len(pairs)} ratios conclusive.</p>"]
 
     def label(p: Pair) -> str:
         return f"{p.a.benchmark} {p.a.metric}" + (f" [{human_params(p.a.params)}]" if p.a.params else "")
 
     # a sweep's requested rate is a setting, its ratio always 1: not a bar
-    body.append(ratio_chart([(label(p), p.ratio, verdict(p.ratio, direction(p.a.metric, p.a.unit)))
-                             for p in pairs if p.a.metric != "requested_throughput"], f"{ra.run_id} vs {rb.run_id}"))
+    body.append(ratio_chart([(label(p), p.ratio, verdict(p.ratio, direction(p.a.metric, p.a.unit), x), x.interval)
+                             for p, x in zip(pairs, estimates) if p.a.metric != "requested_throughput"],
+                            f"{ra.run_id} vs {rb.run_id}"))
+
+    def ratio_cell(x) -> str:
+        if x.ratio is None:
+            return _td("–", "num")
+        text = f"{x.ratio:.3f} {x.interval_text()}"
+        return _td(text if x.conclusive else f"inconclusive: {text}", "num" if x.conclusive else "num inconclusive")
+
     body.append(_table(("benchmark", "params", "metric", "target/setup", "n first", "median first", "n then",
-                        "median then", "ratio"), (
+                        "median then", "ratio [95 % CI]", "verdict"), (
         [_td(f"{p.a.suite}.{p.a.benchmark}"), _td(human_params(p.a.params)), _td(p.a.metric),
          _td(f"{p.a.target}/{p.a.setup} → {p.b.target}/{p.b.setup}"), _td(len(p.a.values), "num"),
          _td(human(p.a.median, p.a.unit), "num"), _td(len(p.b.values), "num"), _td(human(p.b.median, p.b.unit), "num"),
-         _td(f"{p.ratio:.3f}", "num")] for p in pairs)))
+         ratio_cell(x), _td(x.verdict if x.conclusive else f"inconclusive: {x.why}",
+                            "" if x.conclusive else "inconclusive")] for p, x in zip(pairs, estimates))))
     for what, figs in (("only in the first", only_a), ("only in the second", only_b)):
         if figs:
             body.append(f"<h2>{e(what)}</h2>" + _table(("target", "setup", "benchmark", "params", "metric", "n",

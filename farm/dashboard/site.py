@@ -47,10 +47,10 @@ def _compare(c: sa.Connection, a_id: str, b_id: str, root: str, setups: tuple[st
     a, b = data.run_detail(c, a_id), data.run_detail(c, b_id)
     if a is None or b is None:
         return 404, pages.not_found_page(f"no run {a_id if a is None else b_id} in the store", root)
-    fa, fb = data.only_setup(a.figures, setups[0]), data.only_setup(b.figures, setups[1])
+    fa, fb = data.only_setup(a.boot_figures, setups[0]), data.only_setup(b.boot_figures, setups[1])
     if (setups[0] and not fa) or (setups[1] and not fb):
         return 404, pages.not_found_page(f"no setup {setups[0] if not fa else setups[1]} in that run", root)
-    return 200, pages.compare_page(a, b, *data.compare_figures(fa, fb), root=root, setups=setups)
+    return 200, pages.compare_page(a, b, *data.compare_figures(fa, fb, a.rule), root=root, setups=setups)
 
 
 def _setup_for_slug(c: sa.Connection, run_id: str, name: str) -> str | None:

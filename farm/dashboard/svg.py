@@ -117,12 +117,14 @@ def wrap_label(label: str, chars: int) -> list[str]:
     return lines + [rest] if rest or not lines else lines
 
 
-def ratio_chart(rows: Sequence[tuple[str, float, str]], title: str) -> str:
+def ratio_chart(rows: Sequence[tuple], title: str) -> str:
     """Horizontal bars of ratios (later / first) around a line at 1.0, one per metric; each row is
-    ``(label, ratio, verdict)``, the verdict (better, worse, same, unknown:
-    :func:`farm.results.compare.verdict`) its bar's class and colour, named in a legend. Labels are
-    shown whole (wrapped over lines when long), each bar ends in its ratio."""
-    finite = [(label, r, v) for label, r, v in rows if math.isfinite(r)]
+    ``(label, ratio, verdict)`` or ``(label, ratio, verdict, interval)``, the verdict (better, worse,
+    same, unknown, inconclusive: :func:`farm.results.compare.verdict`) its bar's class and colour,
+    named in a legend, the interval (low, high) drawn as a line with caps. Labels are shown whole
+    (wrapped over lines when long), each bar ends in its ratio."""
+    finite = [(row[0], row[1], row[2]) for row in rows if math.isfinite(row[1])]
+    intervals = [row[3] if len(row) > 3 else None for row in rows if math.isfinite(row[1])]
     if not finite:
         return ""
     width, line_h, bar_h = WIDTH + 140, 13, 18
@@ -134,12 +136,12 @@ def ratio_chart(rows: Sequence[tuple[str, float, str]], title: str) -> str:
     bottom = TOP + sum(heights)
     height = bottom + 52
     value_w = 48  # room for the ratio written after the longest bar
-    top = max(2.0, max(r for _, r, _ in finite) * 1.05)
+    top = max(2.0, max(max(r, (ci or (0, 0))[1]) for (_, r, _), ci in zip(finite, intervals)) * 1.05)
     scale = (width - left - RIGHT - value_w) / top
     out = [f'<svg class="chart ratio" viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
            f'aria-label="{escape(title)}" xmlns="http://www.w3.org/2000/svg"><title>{escape(title)}</title>']
     yy = TOP
-    for (label, r, verdict), lines, h in zip(finite, wrapped, heights):
+    for (label, r, verdict), lines, h, ci in zip(finite, wrapped, heights, intervals):
         first = yy + (h - line_h * len(lines)) / 2 + 10
         text = "".join(f'<tspan x="{left - 6}" y="{first + i * line_h:.1f}">{escape(line)}</tspan>'
                        for i, line in enumerate(lines))
@@ -147,15 +149,22 @@ def ratio_chart(rows: Sequence[tuple[str, float, str]], title: str) -> str:
         out.append(f'<text text-anchor="end" class="label">{text}</text>'
                    f'<rect x="{left}" y="{bar_y:.1f}" width="{r * scale:.1f}" height="{bar_h - 4}" '
                    f'class="bar {escape(verdict)}"><title>{escape(f"{label}: {r:.4g} ({verdict})")}</title></rect>'
-                   f'<text x="{left + r * scale + 4:.1f}" y="{bar_y + 11:.1f}" class="value">{r:.3g}</text>')
+                   f'<text x="{left + max(r, (ci or (0, 0))[1]) * scale + 4:.1f}" y="{bar_y + 11:.1f}" '
+                   f'class="value">{r:.3g}' + (f' [{ci[0]:.3g}–{ci[1]:.3g}]' if ci else "") + '</text>')
+        if ci is not None:
+            mid, x0, x1 = bar_y + (bar_h - 4) / 2, left + ci[0] * scale, left + ci[1] * scale
+            out.append(f'<g class="ci"><title>{escape(f"{label}: 95 % interval {ci[0]:.4g} – {ci[1]:.4g}")}</title>'
+                       f'<line x1="{x0:.1f}" x2="{x1:.1f}" y1="{mid:.1f}" y2="{mid:.1f}" class="ci"/>'
+                       f'<line x1="{x0:.1f}" x2="{x0:.1f}" y1="{mid - 4:.1f}" y2="{mid + 4:.1f}" class="ci"/>'
+                       f'<line x1="{x1:.1f}" x2="{x1:.1f}" y1="{mid - 4:.1f}" y2="{mid + 4:.1f}" class="ci"/></g>')
         yy += h
     one = left + scale
     out.append(f'<line x1="{one:.1f}" x2="{one:.1f}" y1="{TOP}" y2="{bottom + 4}" class="one"/>'
                f'<text x="{one:.1f}" y="{bottom + 16}" text-anchor="middle">1.0</text>')
     x = left
-    for verdict in ("better", "worse", "same", "unknown"):
+    for verdict in ("better", "worse", "same", "unknown", "inconclusive"):
         if any(v == verdict for _, _, v in finite):
-            text = {"same": "within 1 % of 1.0", "unknown": "no better direction"}.get(verdict, verdict)
+            text = {"same": "the same", "unknown": "no better direction"}.get(verdict, verdict)
             out.append(f'<rect x="{x}" y="{bottom + 28}" width="12" height="12" class="bar {verdict}"/>'
                        f'<text x="{x + 16}" y="{bottom + 38}" class="legend">{escape(text)}</text>')
             x += 30 + 7 * len(text)

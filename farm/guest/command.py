@@ -35,6 +35,17 @@ GUEST_LEASE = "farm.ip=10.0.3.15:255.255.255.0:10.0.3.2"
 #: q35 adds a VGA card (and asks for its ROM) even with -nographic; the guest's console is serial
 NO_DISPLAY = {"arm64": (), "amd64": ("-vga", "none")}
 NICS = {"arm64": "virtio-net-device,netdev=n0", "amd64": "virtio-net-pci,netdev=n0,romfile="}
+#: the guest NIC's MAC on a tap network (QEMU's default, 52:54:00:12:34:56, is the twin's own NIC's: on
+#: one bridge the two would collide); locally administered, farm's
+GUEST_MAC = "52:54:00:fa:4d:01"
+#: the host's bridge and the guest's tap on it (network: tap)
+BRIDGE, TAP = "farmbr0", "farmtap0"
+#: the kernel modules of a tap network on the host (their dependencies come with them)
+TAP_MODULES = ("bridge", "tun", "vhost_net")
+#: printed by the bridge's setup on the host (tap_setup): what it moved where; digits and dots only, so
+#: the typed line's echo never matches
+TAP_LINE = re.compile(rb"FARM-TAP dev=([A-Za-z0-9_.-]+) addr=([0-9./]+) gw=([0-9.]*) vhost=(yes|no)")
+TAP_FAILED = re.compile(rb"FARM-TAP-FAILED[^\r\n]*")
 #: printed by the line that starts QEMU: the pinning of each vCPU thread, and QEMU's exit status
 PIN_LINE = re.compile(rb"FARM-PIN vcpu=(\d+) tid=(\d+) cpu=(\d+)")
 PIN_FAILED = re.compile(rb"FARM-PIN-FAILED vcpu=\d+ core=\d+")  # digits: never the typed line's echo
@@ -65,14 +76,63 @@ def qemu_command(spec: GuestSpec, kernel: str, initrd: str, forwards: Mapping[in
     if arch not in QEMU_BINARIES:
         raise ValueError(f"no guest command line for architecture {arch!r}")
     accel = ["-enable-kvm"] if spec.accel == "kvm" else ["-accel", "tcg"]
-    append = " ".join([f"console={CONSOLES[arch]}", "quiet", GUEST_LEASE, *spec.bootargs, *bootargs])
-    netdev = f"user,id=n0,net={GUEST_NET}" + "".join(f",hostfwd={proto}::{host}-:{guest}"
-                                    for host, guest in sorted(forwards.items()) for proto in ("tcp", "udp"))
+    # a user network leases its only guest a fixed address (GUEST_LEASE); on a bridge the guest asks DHCP
+    lease = [] if spec.network == "tap" else [GUEST_LEASE]
+    append = " ".join([f"console={CONSOLES[arch]}", "quiet", *lease, *spec.bootargs, *bootargs])
+    if spec.network == "tap":
+        # the tap the host made on its bridge (tap_setup); vhost-net moves the packets in the host's
+        # kernel, which needs KVM's ioeventfd/irqfd: under tcg QEMU's own virtio back end does it
+        vhost = "on" if spec.accel == "kvm" else "off"
+        netdev = f"tap,id=n0,ifname={TAP},script=no,downscript=no,vhost={vhost}"
+        nic = f"{NICS[arch]},mac={GUEST_MAC}"
+    else:
+        netdev = f"user,id=n0,net={GUEST_NET}" + "".join(f",hostfwd={proto}::{host}-:{guest}"
+                                        for host, guest in sorted(forwards.items()) for proto in ("tcp", "udp"))
+        nic = NICS[arch]
     return [QEMU_BINARIES[arch], "-M", MACHINES[arch], "-cpu", spec.cpu, *accel,
             "-smp", str(spec.vcpus), "-m", f"{spec.memory_mb}M", "-nographic", "-serial", "mon:stdio",
             "-no-reboot", "-name", "guest,debug-threads=on",
             "-kernel", kernel, "-initrd", initrd, "-append", append,
-            "-netdev", netdev, "-device", NICS[arch], *NO_DISPLAY[arch], *spec.extra_args]
+            "-netdev", netdev, "-device", nic, *NO_DISPLAY[arch], *spec.extra_args]
+
+
+def tap_setup() -> str:
+    """The host's shell line (busybox sh: brctl, tunctl, ip) that puts its NIC on a bridge with a tap
+    for the guest beside it (network: tap). The bridge takes the NIC's MAC, address and default
+    route, so the board keeps its place on its network (the lab's; a twin's QEMU user network, whose
+    forwards and DHCP see the same MAC and address), and the guest, bridged with its own MAC, asks
+    that network's DHCP for an address of its own. No NAT: nothing of netfilter in the host image,
+    no hop but the bridge. Prints ``FARM-TAP dev=eth0 addr=10.0.2.15/24 gw=10.0.2.2 vhost=yes``
+    (vhost: /dev/vhost-net is there), or ``FARM-TAP-FAILED`` when a step failed."""
+    q = '"'
+    steps = [
+        "dev=$(ip -4 -o addr show scope global | awk 'NR==1{print $2}')",
+        f"addr=$(ip -4 -o addr show dev {q}$dev{q} scope global | awk 'NR==1{{print $4}}')",
+        "gw=$(ip route show default | awk 'NR==1{print $3}')",
+    ]
+    bridge = [
+        f"[ -n {q}$dev{q} ] && [ -n {q}$addr{q} ]",
+        # busybox's brctl has no setfd/stp: sysfs (STP is off on a new bridge; no forward delay either)
+        f"brctl addbr {BRIDGE}", f"echo 0 > /sys/class/net/{BRIDGE}/bridge/forward_delay",
+        f"ip link set {BRIDGE} address {q}$(cat /sys/class/net/$dev/address){q}",
+        f"brctl addif {BRIDGE} {q}$dev{q}", f"ip addr flush dev {q}$dev{q}", f"ip addr add {q}$addr{q} dev {BRIDGE}",
+        f"ip link set {BRIDGE} up", f"{{ [ -z {q}$gw{q} ] || ip route add default via {q}$gw{q} dev {BRIDGE}; }}",
+        f"tunctl -t {TAP} >/dev/null", f"brctl addif {BRIDGE} {TAP}", f"ip link set {TAP} up",
+        f"echo {q}FARM-TAP dev=$dev addr=$addr gw=$gw vhost=$([ -c /dev/vhost-net ] && echo yes || echo no){q}",
+    ]
+    # the quotes split the marker in the typed line, so its echo never reads as the answer
+    return "; ".join(steps) + "; " + " && ".join(bridge) + " || echo FARM-TAP-''FAILED at $dev $addr"
+
+
+def parse_tap(lines: Iterable[str]) -> dict[str, str | bool]:
+    """What :func:`tap_setup` printed: ``{"dev", "address", "gateway", "vhost"}``; ValueError when it failed."""
+    text = "\n".join(lines).encode()
+    if (found := TAP_LINE.search(text)) is None:
+        failed = TAP_FAILED.search(text)
+        raise ValueError((failed.group(0).decode() if failed else "no FARM-TAP line")
+                         + f" (the host said: {text.decode(errors='replace')[-300:]!r})")
+    dev, addr, gw, vhost = (g.decode() for g in found.groups())
+    return {"dev": dev, "address": addr, "gateway": gw, "vhost": vhost == "yes"}
 
 
 def pin_script(pin: tuple[int, ...] | None, vcpus: int, tries: int = 100) -> str:

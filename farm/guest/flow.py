@@ -25,9 +25,10 @@ from ..boot.flow import BootRequest, FlowSetup, NetbootFlow
 from ..boot.session import BootedTarget
 from ..images.host import guest_files
 from ..images.request import ImageRequest
-from .command import guest_forwards
+from ..images.needs import Needs
+from .command import BRIDGE, GUEST_MAC, GUEST_NET, TAP, TAP_MODULES, guest_forwards, parse_tap, tap_setup
 from .spec import GuestSpec
-from .start import start_guest, stop_guest
+from .start import GuestSetupError, start_guest, stop_guest
 
 
 @attrs.frozen
@@ -40,9 +41,11 @@ class GuestFlow:
 
     def images(self, image: ImageRequest) -> ImageRequest:
         """The host image of the setup's recipe, carrying the guest's image: the guest's own recipe, else
-        the setup's image (the run's ``--image`` too); the benchmarks' needs go to the guest's."""
+        the setup's image (the run's ``--image`` too); the benchmarks' needs go to the guest's, a tap
+        network's kernel modules (bridge, tun, vhost_net) to the host's."""
         guest = ImageRequest(recipe=self.spec.image, needs=image.needs) if self.spec.image else image
-        return ImageRequest(recipe=image.recipe, carries=guest)
+        host_needs = Needs(modules=TAP_MODULES) if self.spec.network == "tap" else Needs()
+        return ImageRequest(recipe=image.recipe, carries=guest, needs=host_needs)
 
     @contextlib.contextmanager
     def boot(self, request: BootRequest) -> Iterator[BootedTarget]:
@@ -50,9 +53,12 @@ class GuestFlow:
         with self.host.boot(request) as host:
             host_facts = read_facts(host.shell)
             console = host.target.get_driver("ConsoleProtocol")
-            forwards = guest_forwards(tuple(dict.fromkeys([*self.ports, *self.spec.ports])))
+            network, forwards = self._network(host.shell)
             t0 = time.monotonic()
             info = start_guest(host.shell, console, self.spec, kernel, initrd, forwards, arch=request.env.arch)
+            tap = self.spec.network == "tap"
+            if tap:  # the guest's own address on the board's network (its DHCP lease), where it is reached
+                network["guest_address"] = read_facts(host.shell).address
             guest = request.image.manifest.get("guest", {})
             topology = {
                 "flow": self.kind,
@@ -60,14 +66,36 @@ class GuestFlow:
                          "kernel": host_facts.kernel, "cpus": host_facts.cpus, "address": host_facts.address,
                          "boot_seconds": round(host.boot_seconds, 3)},
                 "guest": {**info.to_json(), "image": guest.get("name"), "image_key": guest.get("key"),
-                          "artifacts": guest.get("artifacts"), "spec": self.spec.to_json()},
+                          "artifacts": guest.get("artifacts"), "spec": self.spec.to_json(), "network": network},
             }
             try:
-                yield attrs.evolve(host, topology=topology, reach_address=host_facts.address,
+                # a user-network guest is reached through its host's forwards, a tap guest at its own address
+                yield attrs.evolve(host, topology=topology, reach_address=None if tap else host_facts.address,
+                                   cpu_scope="vcpus",
                                    recorded={**host.recorded, "guest_seconds": round(time.monotonic() - t0, 3)})
             finally:
                 with contextlib.suppress(Exception):  # the board is powered off next, whatever happened
                     stop_guest(host.shell, console)
+
+
+    def _network(self, shell) -> tuple[dict, dict[int, int]]:
+        """The guest's network on the host (run.json's topology) and the host ports forwarded into it:
+        ``user``, the benchmarks' ports (identity forwards, QEMU's user network); ``tap``, a bridge of
+        the host's NIC with the guest's tap on it (farm.guest.command.tap_setup), no forwards."""
+        if self.spec.network != "tap":
+            forwards = guest_forwards(tuple(dict.fromkeys([*self.ports, *self.spec.ports])))
+            return {"mode": "user", "net": GUEST_NET, "forwards": {str(k): v for k, v in forwards.items()}}, forwards
+        out, _, _ = shell.run(tap_setup(), timeout=30)
+        try:
+            made = parse_tap(out)
+        except ValueError as exc:
+            raise GuestSetupError(f"network: tap: the host could not put its NIC on a bridge: {exc}") from None
+        if self.spec.accel == "kvm" and not made["vhost"]:
+            raise GuestSetupError("network: tap: the host has no /dev/vhost-net (the vhost_net module): build the "
+                                  "host image again (its recipe gains the tap network's modules)")
+        return {"mode": "tap", "bridge": BRIDGE, "tap": TAP, "guest_mac": GUEST_MAC, "vhost": made["vhost"]
+                and self.spec.accel == "kvm", "host_nic": made["dev"], "host_address": made["address"],
+                "gateway": made["gateway"]}, {}
 
 
 def guest_flow(spec: GuestSpec, setup: FlowSetup) -> GuestFlow:

@@ -10,6 +10,8 @@
       rt: {policy: fifo, priority: 50, cpus: [1]}   # the target-side benchmark servers under chrt/taskset
       bootargs: [maxcpus=2]                   # the guest kernel's extra arguments
       ports: [8000]                           # host ports forwarded into the guest besides the benchmarks'
+      network: user                           # user (QEMU's user network, hostfwd; default) or tap (a bridge
+                                              # on the host with vhost-net: the guest on the board's network)
       boot_timeout: 120                       # seconds from QEMU's start to the guest's FARM-READY
       extra_args: [-overcommit, mem-lock=on]  # more QEMU arguments, passed as they are
 
@@ -29,6 +31,9 @@ from ..config import Node, field, reject_unknown
 from ..values import bootarg_problem, number_problem
 
 ACCELS = ("kvm", "tcg")
+#: the guest's network: QEMU's user network (slirp: NAT, host ports forwarded into the guest), or a tap
+#: on a bridge of the host's NIC (vhost-net: the guest has an address of its own on the board's network)
+NETWORKS = ("user", "tap")
 RT_POLICIES = ("rr", "fifo")
 MAX_VCPUS = 64
 MIN_MEMORY_MB = 64  # Debian's arm64 kernel and a farm initrd need about this much to reach FARM-READY
@@ -56,7 +61,7 @@ def qemu_option(arg: str) -> str | None:
         return None
     return arg[1:] if arg.startswith("--") else arg
 FIELDS = ("image", "vcpus", "memory", "cpu", "accel", "pin", "rt", "bootargs", "ports", "boot_timeout",
-          "extra_args")
+          "extra_args", "network")
 
 
 @attrs.frozen
@@ -88,12 +93,14 @@ class GuestSpec:
     ports: tuple[int, ...] = ()  # extra host ports forwarded into the guest (identity)
     boot_timeout: float = 120.0
     extra_args: tuple[str, ...] = ()
+    network: Literal["user", "tap"] = "user"
 
     def to_json(self) -> dict:
         return {"image": str(self.image) if self.image else None, "vcpus": self.vcpus, "memory_mb": self.memory_mb,
                 "cpu": self.cpu, "accel": self.accel, "pin": list(self.pin) if self.pin else None,
                 "rt": attrs.asdict(self.rt) if self.rt else None, "bootargs": list(self.bootargs),
-                "ports": list(self.ports), "boot_timeout": self.boot_timeout, "extra_args": list(self.extra_args)}
+                "ports": list(self.ports), "boot_timeout": self.boot_timeout, "extra_args": list(self.extra_args),
+                "network": self.network}
 
 
 def load_guest(node: Node, base: Path) -> GuestSpec:
@@ -146,9 +153,16 @@ def load_guest(node: Node, base: Path) -> GuestSpec:
             raise node.error("extra_args", f"item {i} {arg!r}: farm sets {option} itself{said} (use the guest's "
                                            "own fields: vcpus, memory, cpu, accel; run.json records what they say)")
         extra.append(arg)
+    network = field(node, "network", str, "user")
+    if network not in NETWORKS:
+        raise node.error("network", f"{network!r}: expected user (QEMU's user network, the default) or tap "
+                                    "(a bridge on the host with vhost-net)")
+    if network == "tap" and ports:
+        raise node.error("ports", "forwards are for network: user; a tap guest has an address of its own on the "
+                                  "board's network, every port of it reached there")
     return GuestSpec(image=image_path, vcpus=vcpus, memory_mb=memory_mb, cpu=cpu, accel=accel,  # type: ignore[arg-type]
                      pin=pin, rt=_rt(node), bootargs=tuple(bootargs), ports=tuple(ports),
-                     boot_timeout=boot_timeout, extra_args=tuple(extra))
+                     boot_timeout=boot_timeout, extra_args=tuple(extra), network=network)  # type: ignore[arg-type]
 
 
 def guest_of(setup: Node, base: Path, key: str = "guest") -> GuestSpec | None:

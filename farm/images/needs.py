@@ -17,21 +17,23 @@ from .programs import Program
 
 @attrs.frozen
 class Needs:
-    """Debian packages, the files of them the initrd holds, and programs of ours (images/src)."""
+    """Debian packages, the files of them the initrd holds, programs of ours (images/src), and kernel
+    modules /init loads (a guest's tap network on its host: bridge, tun, vhost_net)."""
 
     packages: tuple[str, ...] = ()
     files: tuple[str, ...] = ()
     programs: tuple[Program, ...] = ()
+    modules: tuple[str, ...] = ()
 
     def __or__(self, other: "Needs") -> "Needs":
         return Needs(_union(self.packages, other.packages), _union(self.files, other.files),
-                     _programs(self.programs, other.programs))
+                     _programs(self.programs, other.programs), _union(self.modules, other.modules))
 
     def __bool__(self) -> bool:
-        return bool(self.packages or self.files or self.programs)
+        return bool(self.packages or self.files or self.programs or self.modules)
 
     def describe(self) -> str:
-        return ", ".join([*self.packages, *(p.name for p in self.programs)]) or "nothing"
+        return ", ".join([*self.packages, *(p.name for p in self.programs), *self.modules]) or "nothing"
 
 
 def _union(first: tuple[str, ...], more: tuple[str, ...]) -> tuple[str, ...]:
@@ -47,7 +49,7 @@ def _programs(first: tuple[Program, ...], more: tuple[Program, ...]) -> tuple[Pr
 def with_needs(recipe, needs: Needs):
     """``recipe`` (farm.images.recipe.Recipe) with what ``needs`` adds to it; itself when it has it all."""
     packages, files = _union(recipe.packages, needs.packages), _union(recipe.files, needs.files)
-    programs = _programs(recipe.programs, needs.programs)
-    if (packages, files, programs) == (recipe.packages, recipe.files, recipe.programs):
+    programs, modules = _programs(recipe.programs, needs.programs), _union(recipe.modules, needs.modules)
+    if (packages, files, programs, modules) == (recipe.packages, recipe.files, recipe.programs, recipe.modules):
         return recipe
-    return attrs.evolve(recipe, packages=packages, files=files, programs=programs)
+    return attrs.evolve(recipe, packages=packages, files=files, programs=programs, modules=modules)

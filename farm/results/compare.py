@@ -13,12 +13,17 @@ measurement and repeat (two setups that shared a name) are refused, not pooled. 
 input holds several targets it is ``target/setup``; a label that another column already has gets
 ``@<input name>`` (the directory name) appended, then ``#2``, ``#3`` if that still collides.
 
-**Values.** Repeats (and several runs in one directory) are reduced to their median, with ``n``
-beside it: a median of 1 value and one of 10 are not equally trustworthy. ``ratio`` is last
-column / first column (for two inputs: candidate / baseline); with three or more columns each later
-one also gets ``<label>/<first label>``. A ratio is left empty when either median is missing or the
-first is 0. Whether a ratio above 1 is good depends on the unit (throughput up, cycles down):
-this module reports, :mod:`farm.results.qualify` judges.
+**Values.** The values of one boot are first reduced to their median (run.json's
+``repeats_in_boot``: :func:`farm.results.ratio.per_boot`), so n is the number of boots, and the
+column's value is the median of those, with ``n`` beside it. ``ratio`` is last column / first column
+(for two inputs: candidate / baseline); with three or more columns each later one also gets
+``<label>/<first label>``. Each ratio carries n a side, the 95 % Hodges–Lehmann interval of the log
+ratio and a verdict (:mod:`farm.results.ratio`: ``higher``, ``lower``, ``same`` or
+``inconclusive``, under the rule of the first input's pipeline or the command's
+``--min-boots``/``--threshold``); an inconclusive ratio is written as such, never as a bare number.
+A ratio is left empty when either side is missing or the first is 0. Whether a ratio above 1 is
+good depends on the unit (throughput up, cycles down): this module reports, :mod:`farm.results.qualify`
+judges.
 
 **Missing.** A key present in some columns only is kept as a row with empty cells, and listed in
 :attr:`Comparison.missing` and in its own section of ``compare.md``: a benchmark that silently
@@ -39,15 +44,16 @@ import math
 import os
 import statistics
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 import attrs
 
 from farm.errors import JobError
-from farm.results.stats import cv, median_interval, ratio_interval
+from farm.results.ratio import HIGHER, INCONCLUSIVE, METHOD, SAME, RatioEstimate, Rule, estimate_ratio, per_boot, sig
+from farm.results.stats import cv, median_interval
 from farm.results.csvout import read_records, spreadsheet_safe
 from farm.results.ipbench import BENCHMARK as SWEEP_BENCHMARK
-from farm.results.identity import MetricKey
+from farm.results.identity import FLAG, MetricKey
 from farm.results.record import Record, check_unique, format_params, open_atomic, parse_params, write_text_atomic
 from farm.results.sweeps import run_sweeps
 from farm.measure.units import human
@@ -75,9 +81,13 @@ class Column:
 class Row:
     key: MetricKey
     medians: tuple[float | None, ...]  # per column, None where the column lacks the key
-    counts: tuple[int, ...]            # values behind each median
+    counts: tuple[int, ...]            # values behind each median: one per boot
     ratios: tuple[float | None, ...]   # column i / column 0, for i = 1 .. len(columns) - 1
-    values: tuple[tuple[float, ...], ...] = ()  # per column, the values behind the median
+    values: tuple[tuple[float, ...], ...] = ()  # per column, the values behind the median (one per boot)
+    #: per later column, its ratio to column 0 with n, interval and verdict (farm.results.ratio)
+    estimates: tuple[RatioEstimate, ...] = ()
+    #: per column, how many of its values were flagged (farm.results.sanity: a remark on the record)
+    flagged: tuple[int, ...] = ()
 
     @property
     def cvs(self) -> tuple[float | None, ...]:
@@ -91,13 +101,17 @@ class Row:
 
     @property
     def ratio_intervals(self) -> tuple[tuple[float, float] | None, ...]:
-        """Per later column, the conservative 95 % interval of its ratio to column 0 (None below 7
-        values on either side): :func:`~farm.results.stats.ratio_interval`."""
-        return tuple(ratio_interval(self.values[0], v) if self.values else None for v in self.values[1:])
+        """Per later column, the 95 % interval of its ratio to column 0 (:mod:`farm.results.ratio`)."""
+        return tuple(e.interval for e in self.estimates)
 
     @property
     def ratio_interval(self) -> tuple[float, float] | None:
         return self.ratio_intervals[-1] if self.ratio_intervals else None
+
+    @property
+    def estimate(self) -> RatioEstimate | None:
+        """Last column / first column, judged."""
+        return self.estimates[-1] if self.estimates else None
 
     @property
     def ratio(self) -> float | None:
@@ -128,6 +142,8 @@ class Comparison:
     #: per column with a network sweep, its label and the sweep's wide rows (repeats folded):
     #: drawn as curves (compare-sweep.png), not as bars of ratios
     sweeps: tuple[tuple[str, tuple[dict, ...]], ...] = ()
+    #: how each ratio was judged (farm.results.ratio.Rule)
+    rule: Rule = Rule()
 
     @property
     def labels(self) -> tuple[str, ...]:
@@ -148,9 +164,24 @@ def load_result_dir(path: PathLike) -> tuple[str, list[Record]]:
     return path.resolve().name or str(path), read_records(results)
 
 
-def compare(inputs: Sequence[tuple[str, Sequence[Record]]]) -> Comparison:
+def load_result_dirs(paths: Sequence[PathLike]) -> tuple[list[tuple[str, list[Record]]], dict[str, int], Rule | None]:
+    """The inputs of :func:`compare` from result directories, the ``repeats_in_boot`` of each run
+    (run.json: the boots behind the values) and the comparison rule the first one's pipeline set."""
+    from farm.results.ratio import recorded_rule, repeats_in_boot
+
+    inputs = [load_result_dir(p) for p in paths]
+    boots: dict[str, int] = {}
+    for p in paths:
+        boots.update(repeats_in_boot(p))
+    return inputs, boots, recorded_rule(paths[0]) if paths else None
+
+
+def compare(inputs: Sequence[tuple[str, Sequence[Record]]], *, rule: Rule = Rule(),
+            repeats_in_boot: Mapping[str, int] | int = 1) -> Comparison:
     """Join the records of several inputs, each ``(name, records)``, into a :class:`Comparison`
-    (see the module docstring for columns, medians, ratios and missing keys).
+    (see the module docstring for columns, medians, ratios and missing keys). ``repeats_in_boot``:
+    per run id, how many values of a benchmark one boot gave (run.json's; a run not named: 1);
+    ``rule``: how each ratio is judged.
 
     At least two columns are needed, and every input must hold a record: an empty input or a
     single column raises :class:`~farm.errors.JobError`, since there would be nothing to compare.
@@ -158,6 +189,7 @@ def compare(inputs: Sequence[tuple[str, Sequence[Record]]]) -> Comparison:
     if not inputs:
         raise JobError("compare: no inputs given")
     groups: dict[tuple[int, str, str], dict[MetricKey, list[float]]] = {}
+    flags: dict[tuple[int, str, str], dict[MetricKey, int]] = {}
     order: list[MetricKey] = []
     seen: set[MetricKey] = set()
     for index, (name, records) in enumerate(inputs):
@@ -165,6 +197,10 @@ def compare(inputs: Sequence[tuple[str, Sequence[Record]]]) -> Comparison:
             raise JobError(f"compare: {name}: no records")
         check_unique(records, f"compare: {name}")  # two setups of one name are not one column
         for record in records:
+            if FLAG in parse_params(record.params):
+                column = flags.setdefault((index, record.target, record.setup), {})
+                column[MetricKey.of(record).anywhere] = column.get(MetricKey.of(record).anywhere, 0) + 1
+        for record in per_boot(records, repeats_in_boot):  # one value per boot: between-boot spread
             key = MetricKey.of(record).anywhere
             groups.setdefault((index, record.target, record.setup), {}).setdefault(key, []).append(
                 record.value)
@@ -183,7 +219,9 @@ def compare(inputs: Sequence[tuple[str, Sequence[Record]]]) -> Comparison:
         medians = tuple(statistics.median(v) if v else None for v in per_column)
         counts = tuple(len(v) for v in per_column)
         ratios = tuple(_ratio(m, medians[0]) for m in medians[1:])
-        rows.append(Row(key, medians, counts, ratios, tuple(tuple(v) for v in per_column)))
+        estimates = tuple(estimate_ratio(per_column[0], v, rule) for v in per_column[1:])
+        flagged = tuple(flags.get(group, {}).get(key, 0) for group in groups)
+        rows.append(Row(key, medians, counts, ratios, tuple(tuple(v) for v in per_column), estimates, flagged))
         if not all(counts):
             missing.append(Missing(
                 key, tuple(c.label for c, n in zip(columns, counts) if n),
@@ -196,7 +234,7 @@ def compare(inputs: Sequence[tuple[str, Sequence[Record]]]) -> Comparison:
             label = label_of[index, sweep.target, sweep.setup]
             several = sum(s.target == sweep.target and s.setup == sweep.setup for s in found) > 1
             sweeps.append((f"{label} ({sweep.method})" if several else label, tuple(sweep.rows)))
-    return Comparison(tuple(columns), tuple(rows), tuple(missing), tuple(sweeps))
+    return Comparison(tuple(columns), tuple(rows), tuple(missing), tuple(sweeps), rule)
 
 
 def methods_apart(comparison: Comparison) -> tuple[Apart, ...]:
@@ -274,31 +312,54 @@ def csv_header(comparison: Comparison) -> list[str]:
         header += [f"{label}/{labels[0]}" for label in labels[1:]]
     for label in labels:
         header += [f"{label}_cv", f"{label}_ci_low", f"{label}_ci_high"]
-    header += ["ratio_ci_low", "ratio_ci_high", "ratio_ci_includes_1"]
+    header += ["ratio_estimate", "ratio_ci_low", "ratio_ci_high", "ratio_verdict"]
+    if len(labels) > 2:
+        for label in labels[1:]:
+            name = f"{label}/{labels[0]}"
+            header += [f"{name}_estimate", f"{name}_ci_low", f"{name}_ci_high", f"{name}_verdict"]
+    header.append("flagged")
     return header
 
 
+def ratio_cell(estimate: RatioEstimate | None) -> str:
+    """A ratio as compare.csv writes it: the number when conclusive, ``inconclusive`` otherwise
+    (never a bare number a spreadsheet would take for a result), empty when there is none."""
+    if estimate is None or estimate.ratio is None:
+        return ""
+    return repr(estimate.ratio) if estimate.conclusive else INCONCLUSIVE
+
+
 def to_csv(comparison: Comparison) -> str:
-    """compare.csv: key columns, then ``<label>`` (median) and ``<label>_n`` per column, then
-    ``ratio`` (last/first) and, for three or more columns, ``<label>/<first label>`` for each
-    later one; then per column ``<label>_cv`` and the 95 % interval of its median
-    ``<label>_ci_low``/``_ci_high``, and the ratio's conservative 95 % interval with
-    ``ratio_ci_includes_1`` (``true``: the data do not show a difference). Missing values (also an
-    interval that needs more repeats) are empty cells; numbers are ``repr`` (read back bit for bit)."""
+    """compare.csv: key columns, then ``<label>`` (median of per-boot values) and ``<label>_n`` (boots)
+    per column, then ``ratio`` (last/first: the number when conclusive, else ``inconclusive``) and, for
+    three or more columns, ``<label>/<first label>`` for each later one; then per column ``<label>_cv``
+    and the 95 % interval of its median ``<label>_ci_low``/``_ci_high``; then the last ratio's estimate
+    (always a number), its 95 % interval and verdict (``higher``, ``lower``, ``same``,
+    ``inconclusive``: :mod:`farm.results.ratio`), the same for each later column with three or more
+    (``<label>/<first label>_estimate``, ``_ci_low``, ``_ci_high``, ``_verdict``),
+    and ``flagged``: values of the row that a sanity rule flagged (farm.results.sanity). Missing
+    values (also an interval that needs more boots) are empty cells; numbers are ``repr`` (read back
+    bit for bit)."""
     buf = io.StringIO()
     writer = _SafeWriter(csv.writer(buf, lineterminator="\n"))
     writer.writerow(csv_header(comparison))
+    several = len(comparison.columns) > 2
     for row in comparison.rows:
         cells: list[str] = [getattr(row.key, f) for f in KEY_FIELDS]
         for median, count in zip(row.medians, row.counts):
             cells += [_repr(median), str(count)]
-        cells.append(_repr(row.ratio))
-        if len(comparison.columns) > 2:
-            cells += [_repr(r) for r in row.ratios]
+        cells.append(ratio_cell(row.estimate))
+        if several:
+            cells += [ratio_cell(e) for e in row.estimates]
         for c, interval in zip(row.cvs, row.intervals):
             cells += [_repr(c), *(_repr(x) for x in (interval or (None, None)))]
-        ci = row.ratio_interval
-        cells += [*(_repr(x) for x in (ci or (None, None))), "" if ci is None else str(ci[0] <= 1 <= ci[1]).lower()]
+        last = row.estimate
+        cells += [_repr(row.ratio), *(_repr(x) for x in (row.ratio_interval or (None, None))),
+                  last.verdict if last is not None and row.ratio is not None else ""]
+        if several:
+            for e, r in zip(row.estimates, row.ratios):
+                cells += [_repr(r), *(_repr(x) for x in (e.interval or (None, None))), e.verdict if r is not None else ""]
+        cells.append(str(sum(row.flagged)))
         writer.writerow(cells)
     return buf.getvalue()
 
@@ -315,34 +376,50 @@ class _SafeWriter:
 
 
 def to_markdown(comparison: Comparison) -> str:
-    """compare.md: one table (medians in units people read, :func:`~farm.measure.units.human`; ratios
-    to 3 significant digits), then the missing
+    """compare.md: one table (medians in units people read, :func:`~farm.measure.units.human`; each
+    ratio with its interval and n, an inconclusive one marked **inconclusive**), then the missing
     keys. Plain GitHub-flavoured Markdown, so it can go into a CI job summary as is."""
     labels = comparison.labels
     first = labels[0]
+    rule = comparison.rule
     lines = [f"# Comparison: {' vs '.join(labels)}", ""]
     sources = "; ".join(f"`{c.label}` = {c.source} (target {c.target}, setup {c.setup})"
                         for c in comparison.columns)
-    lines += [f"Columns: {sources}. Values are medians over repeats (n = values). "
-              f"Ratio = {labels[-1]} / {first}. CV: coefficient of variation; 95 % intervals of the "
-              "medians are exact (order statistics, from 6 values) and of the ratio conservative "
-              "(from 7 values a side); **includes 1.0** marks a ratio the data do not tell from 1.", ""]
-    ratio_heads = ["ratio"] if len(labels) == 2 else [f"{label}/{first}" for label in labels[1:]]
+    band = (f"the band {sig(1 - rule.threshold)}–{sig(1 + rule.threshold)}" if rule.threshold else "1.0")
+    lines += [f"Columns: {sources}. Values are medians over boots (n = boots; the repeats inside one boot "
+              f"are first reduced to their median). Ratio = {labels[-1]} / {first}, with its "
+              f"{rule.confidence * 100:g} % interval ({METHOD}) and n a side. A ratio is **inconclusive** when a "
+              f"side has fewer than {rule.min_n} boots or its interval straddles {band}"
+              + (f"; **same** when the interval lies within {band}" if rule.threshold else "")
+              + ". CV: coefficient of variation; the 95 % interval of a median is exact (order statistics, "
+              "from 6 boots).", ""]
+    ratio_heads = ["ratio [95 % CI], n"] if len(labels) == 2 else [f"{label}/{first} [95 % CI], n"
+                                                                   for label in labels[1:]]
     head = ["suite", "benchmark", "params", "metric", "unit",
             *(f"{label} (n)" for label in labels), *ratio_heads,
-            *(f"{label} CV, 95 % CI" for label in labels), "ratio 95 % CI"]
+            *(f"{label} CV, 95 % CI" for label in labels)]
+    flagged = any(sum(r.flagged) for r in comparison.rows)
+    if flagged:
+        head.append("flagged")
     lines.append(_md_row(head))
     lines.append(_md_row(["---"] * 5 + ["---:"] * (len(head) - 5)))
     for row in comparison.rows:
         cells = [getattr(row.key, f) for f in KEY_FIELDS]
         cells += [f"{human(m, row.key.unit)} ({n})" if m is not None else "—"
                   for m, n in zip(row.medians, row.counts)]
-        cells += [_sig(r, 3) if r is not None else "—" for r in row.ratios]
+        cells += [_ratio_text(e, r) for e, r in zip(row.estimates, row.ratios)]
         cells += [_spread(c, interval, row.key.unit) for c, interval in zip(row.cvs, row.intervals)]
-        ci = row.ratio_interval
-        cells.append("—" if ci is None else
-                     f"{_sig(ci[0], 3)}–{_sig(ci[1], 3)}" + (" **includes 1.0**" if ci[0] <= 1 <= ci[1] else ""))
+        if flagged:
+            cells.append(" / ".join(str(f) for f in row.flagged) if sum(row.flagged) else "")
         lines.append(_md_row(cells))
+    inconclusive = sum(1 for r in comparison.rows for e, x in zip(r.estimates, r.ratios)
+                       if x is not None and not e.conclusive)
+    total = sum(1 for r in comparison.rows for x in r.ratios if x is not None)
+    lines += ["", f"{total - inconclusive} of {total} ratios conclusive, {inconclusive} inconclusive."]
+    if flagged:
+        lines += ["", "**flagged**: values a sanity rule flagged per column (a light-load RTT above the "
+                  "saturated one, received above sent, a boot that did not settle: the `flag` param in "
+                  "results.csv); they are in the figures, and worth a look."]
     lines += ["", "## Missing", ""]
     if comparison.missing:
         lines.append("Measured in some columns only (kept in the table above with —):")
@@ -367,6 +444,13 @@ def to_markdown(comparison: Comparison) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _ratio_text(estimate: RatioEstimate, ratio: float | None) -> str:
+    if ratio is None:
+        return "—"
+    text = f"{sig(ratio, 3)} {estimate.interval_text()}, {estimate.n_text}"
+    return text if estimate.conclusive else f"**inconclusive** {text} ({estimate.why})"
+
+
 @attrs.frozen
 class Bar:
     """One bar of compare.png: a row's ratio of one later column to the first, judged."""
@@ -374,12 +458,27 @@ class Bar:
     row: Row
     series: int          # which later column (0: the second column)
     ratio: float
-    verdict: str         # better | worse | same | unknown (no known better direction)
+    verdict: str         # better | worse | same | unknown (no known better direction) | inconclusive
+    estimate: RatioEstimate | None = None
+
+    @property
+    def interval(self) -> tuple[float, float] | None:
+        return self.estimate.interval if self.estimate is not None else None
 
 
-def verdict(ratio: float, better: int) -> str:
-    """``better``/``worse`` by the metric's direction (:func:`farm.results.qualify.direction`), ``same``
-    within :data:`SAME_BAND` of 1, ``unknown`` when the metric has no better direction."""
+def verdict(ratio: float, better: int, estimate: RatioEstimate | None = None) -> str:
+    """How a bar is coloured. With the ratio's ``estimate`` (:mod:`farm.results.ratio`):
+    ``inconclusive``, ``same`` (within the rule's band), else ``better``/``worse`` by the metric's
+    direction (:func:`farm.results.qualify.direction`) or ``unknown`` when it has none. Without one
+    (a bare ratio): ``same`` within :data:`SAME_BAND` of 1, else by direction."""
+    if estimate is not None:
+        if not estimate.conclusive:
+            return INCONCLUSIVE
+        if estimate.verdict == SAME:
+            return "same"
+        if not better:
+            return "unknown"
+        return "better" if (estimate.verdict == HIGHER) == (better > 0) else "worse"
     if abs(ratio - 1) < SAME_BAND:
         return "same"
     if not better:
@@ -398,22 +497,28 @@ def ratio_bars(comparison: Comparison) -> dict[tuple[str, str], list[Bar]]:
         if comparison.sweeps and row.key.benchmark == SWEEP_BENCHMARK:
             continue
         better = direction(row.key.metric, row.key.unit)
-        for s, r in enumerate(row.ratios):
+        for s, (r, e) in enumerate(zip(row.ratios, row.estimates or (None,) * len(row.ratios))):
             if r is not None and math.isfinite(r):
-                panels.setdefault((row.key.metric, row.key.unit), []).append(Bar(row, s, r, verdict(r, better)))
+                panels.setdefault((row.key.metric, row.key.unit), []).append(
+                    Bar(row, s, r, verdict(r, better, e), e))
     return panels
 
 
-#: bar colours by verdict: the lab's green/red, grey for no change or no known direction
-VERDICT_COLOURS = {"better": "#2e9e44", "worse": "#d0342c", "same": "#9a9a9a", "unknown": "#5b7fb5"}
+#: bar colours by verdict: the lab's green/red, grey for no change or no known direction, pale and
+#: outlined for an inconclusive ratio (its interval bar shows why)
+VERDICT_COLOURS = {"better": "#2e9e44", "worse": "#d0342c", "same": "#9a9a9a", "unknown": "#5b7fb5",
+                   INCONCLUSIVE: "#e4e4e4"}
 _HATCHES = ("", "//", "..", "xx", "\\\\", "++")
 
 
 def plot_ratios(comparison: Comparison, path: PathLike) -> None:
     """compare.png: horizontal bars of each row's ratio(s) to the first column, one panel per
-    metric and unit, a vertical line at 1.0; a bar is green when the later column is better, red when
-    worse (by the metric's direction), grey within 1 % of 1.0, blue when the metric has no better
-    direction. With three or more columns each later one has its own hatching. Rows without a
+    metric and unit, a vertical line at 1.0, each bar with its 95 % interval drawn as an error bar
+    and written beside it with n; a bar is green when the later column is better, red when worse
+    (by the metric's direction and the ratio's verdict, :mod:`farm.results.ratio`), grey when the
+    same within the rule's band, blue when the metric has no better direction, and pale with a dashed
+    outline, labelled "inconclusive", when the ratio is inconclusive. With three or more columns each
+    later one has its own hatching. Rows without a
     ratio are left out (the Markdown lists them), and so are a sweep's (compare-sweep.png draws
     them as curves); with none at all the picture says so rather than being blank."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg  # here: the dashboard imports this module
@@ -441,9 +546,21 @@ def plot_ratios(comparison: Comparison, path: PathLike) -> None:
             rows = {id(b.row): b.row for b in bars}
             for b in bars:
                 y = order.index(id(b.row)) - 0.4 + width * (b.series + 0.5)
+                pale = b.verdict == INCONCLUSIVE
                 ax.barh([y], [b.ratio], height=width * 0.9, color=VERDICT_COLOURS[b.verdict],
-                        hatch=_HATCHES[b.series % len(_HATCHES)] if len(series) > 1 else None, edgecolor="white")
-                ax.annotate(_sig(b.ratio, 3), (b.ratio, y), xytext=(3, 0), textcoords="offset points",
+                        hatch=_HATCHES[b.series % len(_HATCHES)] if len(series) > 1 else None,
+                        edgecolor="#555555" if pale else "white", linestyle="--" if pale else "-")
+                end = b.ratio
+                if b.interval is not None:
+                    lo, hi = b.interval
+                    ax.errorbar([b.ratio], [y], xerr=[[max(0.0, b.ratio - lo)], [max(0.0, hi - b.ratio)]],
+                                fmt="none", ecolor="black", elinewidth=1, capsize=3)
+                    end = max(end, hi)
+                text = _sig(b.ratio, 3) + (f" [{_sig(b.interval[0], 3)}–{_sig(b.interval[1], 3)}]"
+                                           if b.interval is not None else "")
+                if b.estimate is not None:
+                    text += f" {b.estimate.n_text}" + (" inconclusive" if pale else "")
+                ax.annotate(text, (end, y), xytext=(3, 0), textcoords="offset points",
                             va="center", fontsize="x-small")
             ax.axvline(1.0, color="black", linewidth=1.2)
             ax.set_yticks(range(len(order)), [mask(_row_label(rows[i].key)) for i in order], fontsize="small")
@@ -452,14 +569,17 @@ def plot_ratios(comparison: Comparison, path: PathLike) -> None:
             ax.grid(True, axis="x", alpha=0.3)
             ax.set_xlabel(f"ratio to {labels[0]}")
         seen = {b.verdict for bars in panels.values() for b in bars}
-        handles = [Patch(color=VERDICT_COLOURS[v], label=text) for v, text in (
-            ("better", "better"), ("worse", "worse"), ("same", "within 1 % of 1.0"),
-            ("unknown", "no better direction")) if v in seen]
+        same = (f"same (interval within {_sig(1 - comparison.rule.threshold, 3)}–"
+                f"{_sig(1 + comparison.rule.threshold, 3)})" if comparison.rule.threshold else "same")
+        handles = [Patch(facecolor=VERDICT_COLOURS[v], edgecolor="#555555" if v == INCONCLUSIVE else None,
+                         linestyle="--" if v == INCONCLUSIVE else "-", label=text) for v, text in (
+            ("better", "better"), ("worse", "worse"), ("same", same),
+            ("unknown", "no better direction"), (INCONCLUSIVE, "inconclusive")) if v in seen]
         if len(series) > 1:
             handles += [Patch(facecolor="white", edgecolor="black", hatch=_HATCHES[s % len(_HATCHES)],
                               label=f"{label} / {labels[0]}") for s, label in enumerate(series)]
         fig.legend(handles=handles, loc="outside lower center", ncols=min(4, len(handles)), fontsize="small")
-        fig.suptitle(f"{' vs '.join(labels[1:])} relative to {labels[0]}")
+        fig.suptitle(f"{' vs '.join(labels[1:])} relative to {labels[0]} (bars: 95 % interval, n boots a side)")
     path = Path(path)
     with open_atomic(path, "wb") as f:
         fig.savefig(f, format="png", dpi=100)

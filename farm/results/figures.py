@@ -26,9 +26,16 @@ FigureKey = MetricKey
 @attrs.frozen
 class KeyFigure(MetricKey, Summary):
     """The summary of one metric of one run: all repeats of it under one key (n, median, range, CV and
-    interval from :class:`~farm.results.stats.Summary`)."""
+    interval from :class:`~farm.results.stats.Summary`), and how many of its values carry which sanity
+    flag (farm.results.sanity; a flag is never part of the key)."""
 
     values: tuple[float, ...]
+    flags: tuple[tuple[str, int], ...] = ()  # (flag, values flagged with it), by flag
+
+    @property
+    def flagged(self) -> str:
+        """``"2 rtt_above_saturation"``, ``""`` when no value is flagged."""
+        return ", ".join(f"{n} {flag}" for flag, n in self.flags)
 
 
 def group_figures(rows: Iterable[Any], *, failed: bool = False) -> list[KeyFigure]:
@@ -36,9 +43,17 @@ def group_figures(rows: Iterable[Any], *, failed: bool = False) -> list[KeyFigur
     :class:`~farm.results.identity.MetricKey`, in the order first measured. Values that are not finite
     are no measurement; failed-benchmark markers are left out unless ``failed`` (a run's metrics.txt
     counts them)."""
+    from farm.results.sanity import flags_of
+
     groups: dict[MetricKey, list[float]] = {}
+    flags: dict[MetricKey, dict[str, int]] = {}
     for r in rows:
         if (r.metric == _FAILED and not failed) or not math.isfinite(r.value):
             continue
-        groups.setdefault(MetricKey.of(r), []).append(r.value)
-    return [KeyFigure(*key.key, values=tuple(values)) for key, values in groups.items()]
+        key = MetricKey.of(r)
+        groups.setdefault(key, []).append(r.value)
+        for flag in flags_of(r):
+            counts = flags.setdefault(key, {})
+            counts[flag] = counts.get(flag, 0) + 1
+    return [KeyFigure(*key.key, values=tuple(values), flags=tuple(sorted(flags.get(key, {}).items())))
+            for key, values in groups.items()]

@@ -7,7 +7,7 @@ A record's params say what was measured and how long: only the first are its ide
 params class says which of its params are run lengths (farm.bench.params: ``duration``, ``seconds``,
 ``samples``, ``warmup``, ``cooldown``, ...); those, and the counts and indexes a record may carry
 (:data:`MEASURED_COUNTS`: a sweep point's sample count ``n``, the ``run`` of an imported capture),
-are never part of it, so runs of other lengths join, and two runs of one pipeline give one history
+and a sanity rule's remark on a value (:data:`FLAG`), are never part of it, so runs of other lengths join, and two runs of one pipeline give one history
 series per point. What stays is identity: the method, the implementation, the point, and how a
 cycles/byte figure was found (``cycles=pmu|cpufreq|cpuinfo|nominal``, and ``clock=twin`` when the
 counter or clock was a QEMU twin's: such a figure never joins a board's).
@@ -25,6 +25,9 @@ from farm.measure.params import format_params, parse_params
 
 #: counts and indexes records carried in their params (older ones still do): never identity
 MEASURED_COUNTS = frozenset({"n", "run"})
+#: a remark on a value, not what it measures: the sanity rules' flags (farm.results.sanity), e.g.
+#: ``flag=unsettled`` or ``flag=rtt_above_saturation``; a flagged value joins its series, marked
+FLAG = "flag"
 #: the param of a cycles/byte figure saying how its cycles were found (farm.measure.isal, farm.results.cycles)
 CYCLES = "cycles"
 #: the param saying the cycles were a twin's (QEMU's virtual counter or clock), not a board's
@@ -38,7 +41,7 @@ def identity_params(benchmark: str, text: str) -> str:
     measured counts), canonical (farm.measure.params)."""
     from farm.bench.registry import run_length
 
-    return _without(run_length(benchmark) | MEASURED_COUNTS, text)
+    return _without(run_length(benchmark) | MEASURED_COUNTS | {FLAG}, text)
 
 
 @functools.lru_cache(maxsize=65536)

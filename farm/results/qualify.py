@@ -8,9 +8,11 @@ are compared by median, min–max range and the two-sided Mann–Whitney U test
 
 **Regression**, by the first rule that applies (every comparison records which one decided it):
 
-* rule ``interval``, whenever both sides have enough values for an interval of the ratio
-  candidate median / baseline median at confidence ``1 - alpha``
-  (:func:`~farm.results.stats.ratio_interval`: 7 values a side at alpha 0.05): a **regression**
+* rule ``interval``, whenever both sides have at least ``min_boots`` values (one per boot: the
+  values of one boot are first reduced to their median, :func:`farm.results.ratio.per_boot`; 5 by
+  default) and an interval of the ratio candidate median / baseline median at confidence
+  ``1 - alpha`` exists (:func:`~farm.results.stats.ratio_interval`, the Hodges–Lehmann interval of
+  the log ratio: the same rule as ``farm compare``'s, :mod:`farm.results.ratio`): a **regression**
   only when that whole interval lies beyond the threshold in the bad direction (below
   ``1 - threshold`` where higher is better, above ``1 + threshold`` where lower is better), an
   improvement when it lies wholly beyond it in the good direction, unchanged when it lies within
@@ -79,6 +81,7 @@ from farm.results.identity import MetricKey
 from farm.results.record import FAILED_METRIC, Record, check_unique, write_text_atomic
 from farm.results.report import human
 from farm.results.report import md_escape as _md
+from farm.results.ratio import HIGHER, LOWER, MIN_BOOTS, SAME, band_verdict, per_boot
 from farm.results.stats import Summary, mann_whitney_u, median, ranges_overlap, ratio_interval
 
 # every unit a registered benchmark measures has its direction in the benchmark's registration
@@ -256,6 +259,7 @@ class Qualification:
     alpha: float
     allow_missing: bool = False  # a baseline metric the candidate did not measure is listed, not failed
     broken: tuple[Broken, ...] = ()  # candidate metrics that are not measurements, failed benchmarks
+    min_boots: int = MIN_BOOTS  # the interval rule's fewest boots a side
 
     @property
     def missing(self) -> tuple[Unmatched, ...]:
@@ -322,13 +326,14 @@ def relative_change(baseline: float, candidate: float) -> float:
 
 
 def compare(key: MetricKey, baseline_setup: str, candidate_setup: str, baseline: Sequence[float],
-            candidate: Sequence[float], *, threshold: float, alpha: float) -> Comparison:
-    """Compare one metric's two samples (see the module docstring for the rules)."""
+            candidate: Sequence[float], *, threshold: float, alpha: float, min_boots: int = MIN_BOOTS) -> Comparison:
+    """Compare one metric's two samples, one value per boot (see the module docstring for the rules)."""
     base, cand = Sample(tuple(baseline)), Sample(tuple(candidate))
     sign = direction(key.metric, key.unit, key.benchmark)
     change = relative_change(base.median, cand.median)
     test = mann_whitney_u(base.values, cand.values)
-    ratio_ci = ratio_interval(base.values, cand.values, 1 - alpha) if base.median > 0 else None
+    enough = min(base.n, cand.n) >= min_boots and base.median > 0
+    ratio_ci = ratio_interval(base.values, cand.values, 1 - alpha) if enough else None
     if ratio_ci is not None:
         rule, significant = RULE_INTERVAL, not ratio_ci[0] <= 1 <= ratio_ci[1]
         verdict = interval_verdict(ratio_ci, sign, threshold, change)
@@ -354,15 +359,12 @@ def compare(key: MetricKey, baseline_setup: str, candidate_setup: str, baseline:
 def interval_verdict(ratio_ci: tuple[float, float], sign: int, threshold: float, change: float) -> str:
     """Rule ``interval`` (module docstring): where the interval of candidate / baseline lies
     against the band ``[1 - threshold, 1 + threshold]``, judged in the metric's direction."""
-    lo, hi = ratio_ci
-    below, above = hi < 1 - threshold, lo > 1 + threshold
     if sign == UNKNOWN_DIRECTION:
         return NO_DIRECTION if abs(change) > threshold else UNCHANGED
-    if below or above:
-        return IMPROVEMENT if (sign == HIGHER_IS_BETTER) == above else REGRESSION
-    if 1 - threshold <= lo and hi <= 1 + threshold:
-        return UNCHANGED
-    return INCONCLUSIVE
+    where = band_verdict(ratio_ci, threshold)
+    if where in (HIGHER, LOWER):
+        return IMPROVEMENT if (sign == HIGHER_IS_BETTER) == (where == HIGHER) else REGRESSION
+    return UNCHANGED if where == SAME else INCONCLUSIVE
 
 
 Samples = dict[tuple[str, str], dict[MetricKey, list[float]]]
@@ -373,11 +375,11 @@ def _key(record: Record) -> MetricKey:
     return MetricKey.of(record).on(record.target)
 
 
-def _samples(records: Iterable[Record]) -> Samples:
-    """target, setup -> metric -> values (every repeat, every run given); NaN values and failed
-    benchmarks left out (NaN has no rank; the candidate's are reported by :func:`_broken`)."""
+def _samples(records: Iterable[Record], repeats_in_boot: Mapping[str, int] | int = 1) -> Samples:
+    """target, setup -> metric -> values, one per boot (every boot of every run given); NaN values and
+    failed benchmarks left out (NaN has no rank; the candidate's are reported by :func:`_broken`)."""
     out: Samples = defaultdict(lambda: defaultdict(list))
-    for r in records:
+    for r in per_boot(records, repeats_in_boot):
         if math.isnan(r.value) or r.metric == FAILED_METRIC:
             continue
         out[r.target, r.setup][_key(r)].append(r.value)
@@ -427,8 +429,10 @@ def pair_setups(baseline: Iterable[tuple[str, str]], candidate: Iterable[tuple[s
 
 def qualify(baseline_records: Iterable[Record], candidate_records: Iterable[Record], *,
             threshold: float = 0.05, alpha: float = 0.05, setups: Mapping[str, str] | None = None,
-            allow_missing: bool = False) -> Qualification:
-    """Compare every metric present in both record sets; see the module docstring."""
+            allow_missing: bool = False, repeats_in_boot: Mapping[str, int] | int = 1,
+            min_boots: int = MIN_BOOTS) -> Qualification:
+    """Compare every metric present in both record sets; see the module docstring. ``repeats_in_boot``:
+    per run id, the values one boot gave of a benchmark (run.json's; a run not named: 1)."""
     if not threshold >= 0:
         raise JobError(f"threshold {threshold}: must be 0 or more")
     if not 0 < alpha < 1:
@@ -437,7 +441,7 @@ def qualify(baseline_records: Iterable[Record], candidate_records: Iterable[Reco
     check_unique(baseline_records, "baseline")
     check_unique(candidate_records, "candidate")
     broken = _broken(candidate_records)
-    base, cand = _samples(baseline_records), _samples(candidate_records)
+    base, cand = _samples(baseline_records, repeats_in_boot), _samples(candidate_records, repeats_in_boot)
     pairs = pair_setups(base, cand, setups)
     comparisons: list[Comparison] = []
     used_base: set[tuple[str, str, MetricKey]] = set()
@@ -445,7 +449,8 @@ def qualify(baseline_records: Iterable[Record], candidate_records: Iterable[Reco
     for target, bsetup, csetup in pairs:
         bm, cm = base[target, bsetup], cand[target, csetup]
         for key in sorted(bm.keys() & cm.keys()):
-            comparisons.append(compare(key, bsetup, csetup, bm[key], cm[key], threshold=threshold, alpha=alpha))
+            comparisons.append(compare(key, bsetup, csetup, bm[key], cm[key], threshold=threshold, alpha=alpha,
+                                       min_boots=min_boots))
             used_base.add((target, bsetup, key))
             used_cand.add((target, csetup, key))
 
@@ -462,7 +467,8 @@ def qualify(baseline_records: Iterable[Record], candidate_records: Iterable[Reco
     renamed = tuple(p for p in pairs if p[1] != p[2])
     return Qualification(comparisons=tuple(comparisons), only_in_baseline=unmatched(base, used_base),
                          only_in_candidate=unmatched(cand, used_cand), setup_pairs=renamed,
-                         threshold=threshold, alpha=alpha, allow_missing=allow_missing, broken=broken)
+                         threshold=threshold, alpha=alpha, allow_missing=allow_missing, broken=broken,
+                         min_boots=min_boots)
 
 
 # --- outputs ---------------------------------------------------------------------------------
@@ -545,8 +551,10 @@ def markdown(q: Qualification, *, baseline_label: str = "baseline", candidate_la
              f"- baseline: {_md(baseline_label)}", f"- candidate: {_md(candidate_label)}",
              f"- threshold {q.threshold:.1%} on the change of the median, alpha {q.alpha:g} "
              f"({1 - q.alpha:.0%} intervals)", "",
-             f"Where both sides have enough repeats (7 a side at alpha 0.05) the {1 - q.alpha:.0%} interval of "
-             "the ratio candidate/baseline median decides (rule `interval`): a **regression** only when the "
+             f"Values are one per boot (the repeats inside a boot reduced to their median). Where both sides "
+             f"have enough boots ({q.min_boots} a side) the {1 - q.alpha:.0%} interval of the ratio candidate/baseline median "
+             "(the Hodges-Lehmann interval of the log ratio, as farm compare's) decides (rule `interval`): a "
+             "**regression** only when the "
              "whole interval lies beyond the threshold in the bad direction, **inconclusive** when it straddles "
              "the threshold (listed, does not fail), unchanged when it lies within it. With fewer repeats a "
              "regression is a change of the median beyond the threshold in the bad direction that is "

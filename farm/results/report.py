@@ -198,6 +198,7 @@ def summary_markdown(run: RunData, plots: Sequence[Path] = ()) -> str:
     if run.missing:
         lines.append(f"- not in the run directory: {', '.join(run.missing)}")
     lines.append("")
+    lines += experiment_lines(info)
 
     if stages:
         lines += ["## Stages", "", "| stage | result | time | message |", "|---|---|---:|---|"]
@@ -216,9 +217,111 @@ def summary_markdown(run: RunData, plots: Sequence[Path] = ()) -> str:
         lines += key_figure_sections(figures)
     else:
         lines += ["No measurements.", ""]
+    lines += setup_comparison_lines(run)
     if plots:
         lines += ["## Plots", ""] + [f"- [{_md(p.name)}]({p.relative_to(run.path).as_posix()})" for p in plots] + [""]
     return "\n".join(lines)
+
+
+def experiment_lines(info: dict[str, Any]) -> list[str]:
+    """The experiment's design (run.json's ``experiment``) and how each boot settled: a section of
+    summary.md, empty for a run that recorded none."""
+    experiment = info.get("experiment")
+    if not isinstance(experiment, dict) or not experiment:
+        return []
+    boots = experiment.get("boots") if isinstance(experiment.get("boots"), dict) else {}
+    order = str(experiment.get("order", "?"))
+    seed = experiment.get("seed")
+    lines = ["## Experiment", ""]
+    per = ", ".join(f"{_md(name)} {n}" for name, n in boots.items())
+    lines.append(f"- boots per setup: {per or '?'}; order {_md(order)}"
+                 + (f" (seed {_md(seed)})" if seed is not None else "")
+                 + f"; {_md(experiment.get('repeats_in_boot', 1))} run(s) of each benchmark per boot")
+    rule = experiment.get("compare") if isinstance(experiment.get("compare"), dict) else {}
+    if rule:
+        threshold = rule.get("threshold") or 0
+        band = f"1 ± {threshold:.1%}" if isinstance(threshold, (int, float)) and threshold else "1.0"
+        confidence = rule.get("confidence", 0.95)
+        level = f"{confidence * 100:g} %" if isinstance(confidence, (int, float)) else "?"
+        lines.append(f"- ratios between setups: {_md(rule.get('interval', '?'))}, "
+                     f"{level}; inconclusive below "
+                     f"{_md(rule.get('min_boots', '?'))} boots a side or when the interval straddles {_md(band)}")
+    lengths = []
+    for bench in experiment.get("benchmarks") or []:
+        if not isinstance(bench, dict) or not isinstance(bench.get("params"), dict):
+            continue
+        from farm.bench.registry import run_length
+
+        given = {k: v for k, v in bench["params"].items() if k in run_length(str(bench.get("benchmark"))) and v is not None}
+        if given:
+            lengths.append(f"{bench.get('benchmark')} " + ", ".join(f"{k} {v}" for k, v in given.items()))
+    if lengths:
+        lines.append(f"- run lengths (not part of a figure's identity): {_md('; '.join(lengths))}")
+    settle = experiment.get("settle")
+    if isinstance(settle, dict):
+        lines.append(f"- settling before the first benchmark of a boot: every core below {_md(settle.get('cpu_below'))} % "
+                     f"for {_md(settle.get('for'))} s, at most {_md(settle.get('within'))} s")
+        settled, times, unsettled = 0, [], []
+        for target in (info.get("targets") or {}).values():
+            for boot in (target.get("boots") or []) if isinstance(target, dict) else []:
+                s = boot.get("settle") if isinstance(boot, dict) else None
+                if not isinstance(s, dict):
+                    continue
+                if s.get("settled"):
+                    settled += 1
+                    if isinstance(s.get("seconds"), (int, float)):
+                        times.append(float(s["seconds"]))
+                else:
+                    unsettled.append(f"{boot.get('label', '?')}" + (f" ({s['skipped']})" if s.get("skipped") else ""))
+        if settled or unsettled:
+            took = f" in {min(times):.1f}–{max(times):.1f} s" if times else ""
+            lines.append(f"- {settled} boot(s) settled{took}" + (
+                f"; **not settled** (records flagged `unsettled`): {', '.join(_md(u) for u in unsettled)}"
+                if unsettled else ""))
+    elif "settle" in experiment:
+        lines.append("- no settling rule (settle: false)")
+    return lines + [""]
+
+
+def setup_comparison_lines(run: RunData) -> list[str]:
+    """Per target with two or more setups, each later setup's ratio to the first for every shared
+    metric, with n a side, its 95 % interval and verdict (farm.results.ratio, between boots): the
+    answer a vm-vs-bare run is for. Empty when no target has two setups."""
+    from farm.results.compare import compare
+    from farm.results.ratio import Rule, sig
+
+    experiment = run.info.get("experiment") if isinstance(run.info.get("experiment"), dict) else {}
+    rule = Rule.from_json(experiment.get("compare"))
+    n = run.info.get("repeats_in_boot", 1)
+    per_boot = {str(run.info.get("run_id")): n} if isinstance(n, int) and n >= 1 else {}
+    records = [r for r in run.records if r.metric != "failed"]
+    lines: list[str] = []
+    for target in dict.fromkeys(r.target for r in records):
+        mine = [r for r in records if r.target == target]
+        if len({r.setup for r in mine}) < 2:
+            continue
+        c = compare([(target, mine)], rule=rule, repeats_in_boot=per_boot)
+        first = c.labels[0]
+        rows = [(row, e, col) for row in c.rows if row.key.metric != "requested_throughput"
+                for e, r, col in zip(row.estimates, row.ratios, c.labels[1:]) if r is not None]
+        if not rows:
+            continue
+        conclusive = sum(e.conclusive for _, e, _ in rows)
+        lines += [f"## Setups compared on {_md(target)}: ratio to {_md(first)}", "",
+                  f"{conclusive} of {len(rows)} ratios conclusive. n = boots a side (a boot's repeats reduced to "
+                  f"their median); the interval is the {rule.confidence * 100:g} % Hodges-Lehmann interval of the log "
+                  "ratio; **inconclusive**: too few boots, or the interval straddles "
+                  + (f"1 ± {rule.threshold:.1%}" if rule.threshold else "1.0") + ".", "",
+                  "| benchmark | params | metric | setup | ratio [95 % CI] | n | verdict |",
+                  "|---|---|---|---|---:|---:|---|"]
+        for row, e, col in rows:
+            shown = f"{sig(e.ratio)} {e.interval_text()}" if e.ratio is not None else "—"
+            verdict = e.verdict if e.conclusive else f"**inconclusive** ({e.why})"
+            lines.append("| " + " | ".join(_md(v) for v in (
+                f"{row.key.suite}.{row.key.benchmark}", human_params(row.key.params) or "-", row.key.metric, col,
+                shown, f"{e.n_base}/{e.n_other}")) + f" | {_md(verdict) if e.conclusive else verdict} |")
+        lines.append("")
+    return lines
 
 
 #: per-core CPU utilisation of a sweep point: in results.csv, too many columns for a summary
@@ -246,19 +349,27 @@ def key_figure_sections(figures: Sequence[KeyFigure]) -> list[str]:
         else:
             lines += _long_table(figs)
         lines.append("")
+    seen = sorted({flag for f in figures for flag, _ in f.flags})
+    if seen:
+        from farm.results.sanity import MEANING
+
+        lines += ["**Flagged** values (how many of a figure's values carry the flag; they are in the figures): "
+                  + "; ".join(f"`{flag}`: {_md(MEANING.get(flag, flag))}" for flag in seen) + ".", ""]
     return lines
 
 
 def _long_table(figures: Sequence[KeyFigure]) -> list[str]:
-    lines = ["| target | setup | params | metric | median | n | min–max | CV | 95 % CI |",
-             "|---|---|---|---|---:|---:|---|---:|---|"]
+    flagged = any(f.flags for f in figures)
+    lines = ["| target | setup | params | metric | median | n | min–max | CV | 95 % CI |" + (" flagged |" if flagged else ""),
+             "|---|---|---|---|---:|---:|---|---:|---|" + ("---|" if flagged else "")]
     for f in figures:
         spread = f"{human(f.low, f.unit)} – {human(f.high, f.unit)}" if f.n > 1 else "-"
         interval = f.interval
         lines.append("| " + " | ".join(_md(v) for v in (
             f.target, f.setup, human_params(f.params) or "-", f.metric, human(f.median, f.unit), f.n, spread,
             "-" if f.cv is None else f"{f.cv * 100:.1f} %",
-            "-" if interval is None else f"{human(interval[0], f.unit)} – {human(interval[1], f.unit)}")) + " |")
+            "-" if interval is None else f"{human(interval[0], f.unit)} – {human(interval[1], f.unit)}"))
+            + " |" + ((f" **{_md(f.flagged)}** |" if f.flags else "  |") if flagged else ""))
     return lines
 
 
@@ -272,14 +383,21 @@ def _wide_table(points: dict[tuple[str, str, str], list[KeyFigure]]) -> list[str
         lines += [f"All points: {_md(human_params(format_params(common)))}.", ""]
     if len(metrics) < len({f.metric for figs in points.values() for f in figs}):
         lines += ["Per-core CPU utilisation (cpuN_utilisation) is in results.csv.", ""]
-    lines += ["| " + " | ".join(["target", "setup", "point", "n", *map(_md, metrics)]) + " |",
-              "|---|---|---|---:|" + "---:|" * len(metrics)]
+    flagged = any(f.flags for figs in points.values() for f in figs)
+    lines += ["| " + " | ".join(["target", "setup", "point", "n", *map(_md, metrics)]) + " |" + (" flagged |" if flagged else ""),
+              "|---|---|---|---:|" + "---:|" * len(metrics) + ("---|" if flagged else "")]
     for (target, setup, text), figs in points.items():
         by_metric = {f.metric: f for f in figs}
         varying = format_params({k: v for k, v in parse_params(text).items() if k not in common})
         cells = [human(by_metric[m].median, by_metric[m].unit) if m in by_metric else "-" for m in metrics]
+        flags: dict[str, int] = {}
+        for f in figs:  # a point's flags are its metrics' (a flag marks the whole point: the most values)
+            for flag, n in f.flags:
+                flags[flag] = max(flags.get(flag, 0), n)
         lines.append("| " + " | ".join(_md(v) for v in (
-            target, setup, human_params(varying) or "-", max(f.n for f in figs), *cells)) + " |")
+            target, setup, human_params(varying) or "-", max(f.n for f in figs), *cells)) + " |"
+            + ((" **" + _md(", ".join(f"{n} {flag}" for flag, n in sorted(flags.items()))) + "** |" if flags else " |")
+               if flagged else ""))
     return lines
 
 

@@ -110,9 +110,34 @@ def resumed_work(run: RunDir) -> frozenset[tuple[str, str]]:
     return frozenset((s.label, s.benchmark) for s in run.passed() if s.label and s.benchmark)
 
 
-def _reopen(path: Path, pipeline: Pipeline, envs: list[EnvFile]) -> RunDir:
+def _json_params(params: Any) -> dict[str, Any]:
+    """A benchmark's typed params as run.json records them (every field, its defaults too)."""
+    if not attrs.has(type(params)):
+        return {}
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in attrs.asdict(params, recurse=False).items()}
+
+
+def run_seed(pipeline: Pipeline) -> int | None:
+    """The seed of a new run's boot order: the pipeline's, else (shuffled) one drawn now."""
+    from .experiment import SHUFFLED, draw_seed
+
+    if pipeline.experiment.order != SHUFFLED:
+        return None
+    return pipeline.experiment.seed if pipeline.experiment.seed is not None else draw_seed()
+
+
+def recorded_seed(run_dir: Path) -> int | None:
+    """The seed run.json recorded (a resumed run keeps its order)."""
+    try:
+        seed = RunInfo.read(run_dir / "run.json").experiment.get("seed")
+    except JobError:
+        return None
+    return seed if isinstance(seed, int) and not isinstance(seed, bool) else None
+
+
+def _reopen(path: Path, pipeline: Pipeline, envs: list[EnvFile], seed: int | None) -> RunDir:
     """--resume: keep the benchmarks that passed, and the boots whose benchmarks all passed."""
-    plans = plan_boots(pipeline, envs)
+    plans = plan_boots(pipeline, envs, seed)
 
     def keep(info: RunInfo) -> Callable[[Stage], bool]:
         passed = {(s.label, s.benchmark) for s in info.stages if s.case.kind == "pass"}
@@ -218,10 +243,19 @@ def run_pipeline(pipeline_path: str | Path, *, out: Path | None = None, env_over
     given = given_images(image_dirs or [], {e.arch for e in env_files})  # --image: built already, verified now
     progress = progress or Progress()
     if resume is not None:
-        run = _reopen(resume, pipeline, env_files)
+        seed = recorded_seed(resume) if pipeline.experiment.order == "shuffled" else None
+        if pipeline.experiment.order == "shuffled" and seed is None:
+            raise JobError(f"--resume {resume}: run.json has no seed of its shuffled boot order (cannot resume "
+                           "in the same order); start a new run")
+        run = _reopen(resume, pipeline, env_files, seed)
         progress.say(f"resume run {run.run_id} in {resume}: {len(run.info.stages)} stages done")
     else:
-        run = new_run(pipeline, envs, out, force)
+        seed = run_seed(pipeline)
+        plan = [p.label for p in plan_boots(pipeline, env_files, seed)]
+        boots = {s.name: pipeline.boots_of(s) for s in pipeline.setups}
+        given = [{"benchmark": b.name, "params": _json_params(b.params)} for b in pipeline.benchmarks]
+        run = new_run(pipeline, envs, out, force,
+                      experiment=pipeline.experiment.describe(seed, boots, pipeline.repeats_in_boot, plan, given))
         if run.info.replaced:
             progress.say(f"--force: the old content of {run.path} moved to {run.info.replaced}")
         progress.say(f"run {run.run_id} -> {run.path}")
@@ -237,7 +271,7 @@ def run_pipeline(pipeline_path: str | Path, *, out: Path | None = None, env_over
         try:
             image_for = runner.build_images(env_files, given)
             with _place(runner, farm):
-                for plan in plan_boots(pipeline, env_files):
+                for plan in plan_boots(pipeline, env_files, seed):
                     runner.boot_and_bench(plan, image_for(plan.env, plan.setup), console)
         except FarmError as exc:
             runner.fail(exc)

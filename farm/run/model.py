@@ -17,6 +17,7 @@ from ..errors import JobError
 from ..flows import SetupFlow, flow_types, setup_fields, setup_flow
 from ..images.recipe import ARCHES
 from ..values import bootarg_problem, name_problem, number_problem
+from .experiment import Experiment, load_experiment, read_boots
 
 MAX_REPEATS = 1000
 MAX_BOOT_ATTEMPTS = 20
@@ -46,11 +47,13 @@ class Setup:
     image: Path | None = None
     cpu_frequency_khz: int | None = None  # pinned through cpufreq after boot, where the board has it
     flow: SetupFlow = attrs.field(factory=_default_flow)
+    boots: int | None = None  # how often it boots; None: the pipeline's ``boots``
 
     def describe(self) -> dict[str, Any]:
         """The setup as run.json records it."""
         return {"bootargs": list(self.bootargs), "image": str(self.image) if self.image else None,
-                "cpu_frequency_khz": self.cpu_frequency_khz, **self.flow.describe()}
+                "cpu_frequency_khz": self.cpu_frequency_khz, **self.flow.describe(),
+                **({"boots": self.boots} if self.boots is not None else {})}
 
 
 ANY_ARCH = "*"
@@ -64,10 +67,19 @@ class Pipeline:
     envs: tuple[Path, ...]
     setups: tuple[Setup, ...]
     benchmarks: tuple[Benchmark, ...]
-    repeats: int
     cpu_frequency_hz: float | None = None
     boot_attempts: int = 2
-    repeats_in_boot: int = 1  # each benchmark run this often per boot; record repeat = boot repeat * N + i
+    repeats_in_boot: int = 1  # each benchmark run this often per boot; record repeat = boot * N + i
+    #: boots per setup, their order, settling, the comparison's rule (farm.run.experiment)
+    experiment: Experiment = Experiment()
+
+    @property
+    def repeats(self) -> int:
+        """Boots of a setup that gives none of its own (the older name of ``boots``)."""
+        return self.experiment.boots
+
+    def boots_of(self, setup: Setup) -> int:
+        return setup.boots if setup.boots is not None else self.experiment.boots
 
     def recipe_for(self, arch: str, setup: Setup) -> Path:
         if setup.image is not None:
@@ -96,7 +108,8 @@ def load_pipeline(path: str | Path, registry: Mapping[str, Any] | None = None) -
     registry = BENCHMARKS if registry is None else registry
     doc = load_yaml(path, "pipeline file")
     reject_unknown(doc, {"name", "description", "image", "images", "targets", "setups", "benchmarks", "repeats",
-                         "repeats_in_boot", "cpu_frequency_hz", "boot_attempts"})
+                         "boots", "order", "seed", "settle", "compare", "repeats_in_boot", "cpu_frequency_hz",
+                         "boot_attempts"})
     name = _name(doc, "name", require(doc, "name", str), "pipeline name")
     field(doc, "description", str, "")
     if ("image" in doc) == ("images" in doc):
@@ -122,7 +135,7 @@ def load_pipeline(path: str | Path, registry: Mapping[str, Any] | None = None) -
             raise doc.error("setups", f"item {i} must be a mapping with a name")
         if not hasattr(item, "key_lines"):
             item.key_lines, item.file, item.path = {}, str(path), f"setups[{i}]"
-        reject_unknown(item, {"name", "bootargs", "image", "cpu_frequency_khz", *setup_fields()})
+        reject_unknown(item, {"name", "bootargs", "image", "cpu_frequency_khz", "boots", *setup_fields()})
         setup_image = field(item, "image", str, None)
         khz = field(item, "cpu_frequency_khz", int, None)
         if khz is not None and (problem := number_problem(khz, 0, MAX_FREQUENCY_HZ / 1e3, whole=True, low_open=True,
@@ -134,7 +147,8 @@ def load_pipeline(path: str | Path, registry: Mapping[str, Any] | None = None) -
                              "keyed by setup name, two setups of one name would be pooled into one median")
         setups.append(Setup(setup_name, tuple(string_list(item, "bootargs", check=bootarg_problem)),
                             _relative(item, "image", setup_image) if setup_image else None, khz,
-                            setup_flow(item, Path(path).parent)))
+                            setup_flow(item, Path(path).parent),
+                            read_boots(item, "boots", 1) if item.get("boots") is not None else None))
     benchmarks = []
     for i, item in enumerate(require(doc, "benchmarks", list)):
         if not isinstance(item, Node) or len(item) != 1:
@@ -157,9 +171,7 @@ def load_pipeline(path: str | Path, registry: Mapping[str, Any] | None = None) -
         except JobError as exc:
             raise item.error(bench_name, str(exc)) from None
         benchmarks.append(Benchmark(bench_name, typed, dict(params)))
-    repeats = field(doc, "repeats", int, 1)
-    if not 1 <= repeats <= MAX_REPEATS:
-        raise doc.error("repeats", f"must be 1-{MAX_REPEATS}")
+    experiment = load_experiment(doc)
     repeats_in_boot = field(doc, "repeats_in_boot", int, 1)
     if not 1 <= repeats_in_boot <= MAX_REPEATS:
         raise doc.error("repeats_in_boot", f"must be 1-{MAX_REPEATS}")
@@ -170,6 +182,6 @@ def load_pipeline(path: str | Path, registry: Mapping[str, Any] | None = None) -
     if not 1 <= boot_attempts <= MAX_BOOT_ATTEMPTS:
         raise doc.error("boot_attempts", f"must be 1-{MAX_BOOT_ATTEMPTS} (1: never retry a failed boot)")
     return Pipeline(name=name, source=Path(path), images=images, envs=tuple(envs), setups=tuple(setups),
-                    benchmarks=tuple(benchmarks), repeats=repeats, cpu_frequency_hz=frequency,
-                    boot_attempts=boot_attempts, repeats_in_boot=repeats_in_boot)
+                    benchmarks=tuple(benchmarks), cpu_frequency_hz=frequency,
+                    boot_attempts=boot_attempts, repeats_in_boot=repeats_in_boot, experiment=experiment)
 

@@ -88,6 +88,9 @@ class RunInfo:
     envs: list[str]
     setups: dict[str, dict[str, Any]]
     repeats_in_boot: int = 1
+    #: the experiment's design: boots per setup, order and seed, settle and compare rules, the plan
+    #: (farm.run.experiment); {} in a run.json written before it was recorded
+    experiment: dict[str, Any] = attrs.field(factory=dict)
     finished: str | None = None
     status: str = "running"  # running, passed, failed, infrastructure-error, job-error, interrupted
     current_stage: str | None = None
@@ -122,7 +125,7 @@ class RunInfo:
         values = {k: v for k, v in data.items() if k in known}
         values["stages"] = [Stage.from_dict(s, f"{path}: stages[{i}]") for i, s in enumerate(stages)]
         for name, kind in (("targets", dict), ("images", dict), ("setups", dict), ("envs", list),
-                           ("failures", list), ("resumed", list), ("phases", dict)):
+                           ("failures", list), ("resumed", list), ("experiment", dict), ("phases", dict)):
             if not isinstance(values.get(name, kind()), kind):
                 raise JobError(f"{path}: {name}: expected a {'mapping' if kind is dict else 'list'}")
         for name in ("pipeline", "pipeline_name", "pipeline_sha256", "who", "started", "farm_version"):
@@ -229,9 +232,11 @@ class RunDir:
         self.save()
 
 
-def new_run(pipeline: Pipeline, envs: tuple[Path, ...], out: Path | None, force: bool = False) -> RunDir:
+def new_run(pipeline: Pipeline, envs: tuple[Path, ...], out: Path | None, force: bool = False,
+            experiment: dict[str, Any] | None = None) -> RunDir:
     """A new run in ``out`` (default ``results/<run-id>``), which must be new or empty: a directory
-    holding anything is refused, or with ``force`` its old content moved aside (farm.results.outdir)."""
+    holding anything is refused, or with ``force`` its old content moved aside (farm.results.outdir).
+    ``experiment``: its design as run.json records it (farm.run.experiment.Experiment.describe)."""
     run_id = new_run_id()
     prepared = prepare_out_dir(out or Path("results") / run_id, force=force, hint=RUN_HINT)
     info = RunInfo(
@@ -242,7 +247,7 @@ def new_run(pipeline: Pipeline, envs: tuple[Path, ...], out: Path | None, force:
         git_sha=git_sha(Path.cwd()) or git_sha(Path(__file__).parent),
         ci_job=os.environ.get("CI_JOB_ID") or os.environ.get("GITHUB_RUN_ID"),
         envs=[str(e) for e in envs], setups={s.name: s.describe() for s in pipeline.setups},
-        repeats_in_boot=pipeline.repeats_in_boot,
+        repeats_in_boot=pipeline.repeats_in_boot, experiment=dict(experiment or {}),
         replaced=str(prepared.moved_to) if prepared.moved_to is not None else None)
     run = RunDir(prepared.path, info)
     run.save()

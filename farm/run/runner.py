@@ -30,10 +30,14 @@ from ..images.request import ImageRequest
 from ..results.cycles import cycles_per_byte
 from ..results.identity import CYCLE_SOURCE_OF_FREQUENCY, with_cycle_source
 from ..results.junit import Case
+from ..results.sanity import UNSETTLED, flag_records, flags_of
 from ..measure import Measurement
+from ..measure.ipbench import BENCHMARK as SWEEP
 from ..measure.units import human
 from ..results.record import RunContext
 from .events import Hooks
+from .experiment import boot_order
+from .settle import Settled, settle
 from .model import Benchmark, Pipeline, Setup
 from .rundir import RunDir, Stage
 
@@ -44,12 +48,13 @@ def build(request: ImageRequest, carried: Image | None = None) -> Image:
 
 @attrs.frozen
 class BootPlan:
-    """One boot of the run: a target, a setup, a repeat, and the labels of its benchmark runs."""
+    """One boot of the run: a target, a setup, its boot number (``repeat``), and the labels of its
+    benchmark runs."""
 
     env: EnvFile
     setup: Setup
     repeat: int
-    label: str  # target/setup[/repeat]
+    label: str  # target/setup[/boot]
     bench_labels: tuple[str, ...]  # label, or label#i per repeat inside the boot
 
     @property
@@ -57,15 +62,20 @@ class BootPlan:
         return f"{self.env.target_name}-{self.setup.name}-{self.repeat}"
 
 
-def plan_boots(pipeline: Pipeline, envs: list[EnvFile]) -> list[BootPlan]:
+def plan_boots(pipeline: Pipeline, envs: list[EnvFile], seed: int | None = None) -> list[BootPlan]:
+    """The run's boots in the order they run: per target, each setup ``boots`` times, interleaved or
+    shuffled per round from ``seed`` (farm.run.experiment.boot_order). A boot's label does not
+    depend on the order (resume finds what was done by label)."""
     plans = []
+    experiment = pipeline.experiment
+    counts = [pipeline.boots_of(s) for s in pipeline.setups]
     for env in envs:
-        for setup in pipeline.setups:
-            for repeat in range(pipeline.repeats):
-                label = f"{env.target_name}/{setup.name}" + (f"/{repeat}" if pipeline.repeats > 1 else "")
-                n = pipeline.repeats_in_boot
-                plans.append(BootPlan(env, setup, repeat, label,
-                                      tuple(f"{label}#{i}" for i in range(n)) if n > 1 else (label,)))
+        for index, boot in boot_order(counts, experiment.order, seed):
+            setup = pipeline.setups[index]
+            label = f"{env.target_name}/{setup.name}" + (f"/{boot}" if counts[index] > 1 else "")
+            n = pipeline.repeats_in_boot
+            plans.append(BootPlan(env, setup, boot, label,
+                                  tuple(f"{label}#{i}" for i in range(n)) if n > 1 else (label,)))
     return plans
 
 
@@ -204,10 +214,13 @@ class Runner:
             with flow.boot(request) as booted:
                 facts = booted.read_facts()
                 frequency, source = cpu_frequency(facts, self.pipeline, env)
+                ctx = BenchContext(booted, facts, lambda text: self.hooks.say(text=text))
+                settled = self.settle(ctx, label)
                 self.hooks.boot_recorded(target=env.target_name, env=str(env.path), arch=env.arch, boot={
                     "label": label, "setup": setup.name, "repeat": plan.repeat, "image": image.name,
                     "image_key": image.manifest["key"], "flow": flow.kind, **booted.record(), **facts.as_dict(),
-                    "frequency_hz": frequency, "frequency_source": source})
+                    "frequency_hz": frequency, "frequency_source": source,
+                    **({"settle": settled.as_dict()} if settled is not None else {})})
                 self.hooks.stage_ended(stage=Stage(Case(boot_name, "farm.boot", time.monotonic() - t0, "pass", output="\n".join(
                     [*(f"retried after {f}" for f in booted.failed_attempts),
                      *(f"retyped (echo differed): {line}" for line in booted.retyped)])), label))
@@ -215,7 +228,7 @@ class Runner:
                 self.hooks.say(text=f"boot {label} ok in {booted.boot_seconds:.1f}s: {facts.cpus} cpus, "
                                f"{facts.kernel}, address {facts.address or '-'}")
                 self.hooks.boot_outcome(label=label, booted=True, infrastructure_failure=False)
-                ctx = BenchContext(booted, facts, lambda text: self.hooks.say(text=text))
+                boot_flags = (UNSETTLED,) if settled is not None and not settled.settled and not settled.skipped else ()
                 n = self.pipeline.repeats_in_boot
                 for bench in self.pipeline.benchmarks:
                     spec = self.registry[bench.name]
@@ -223,7 +236,8 @@ class Runner:
                         self.run_benchmark(ctx, bench, frequency, RunContext(
                             run_id=self.run.run_id, target=env.target_name, arch=env.arch, setup=setup.name,
                             image=image.name, suite=spec.suite, repeat=plan.repeat * n + i), in_boot,
-                            cycle_source=CYCLE_SOURCE_OF_FREQUENCY.get(source), twin=booted.emulated)
+                            cycle_source=CYCLE_SOURCE_OF_FREQUENCY.get(source), twin=booted.emulated,
+                            flags=boot_flags)
         except JobError as exc:
             if not booted_ok:  # bad input found only at boot (e.g. a value the bootloader refuses): the boot's case says so
                 self.hooks.stage_ended(stage=Stage(Case(boot_name, "farm.boot", time.monotonic() - t0, "error",
@@ -250,11 +264,22 @@ class Runner:
                 "failed": str(exc).splitlines()[0], "failed_attempts": attempts})
             self.hooks.say(text=f"boot {label} {kind.upper()}: {exc}")
 
+    def settle(self, ctx: BenchContext, label: str) -> Settled | None:
+        """Wait for the boot to settle by the pipeline's rule (farm.run.settle); None without one."""
+        rule = self.pipeline.experiment.settle
+        if rule is None:
+            return None
+        settled = settle(ctx.cpu_windows(), rule)
+        self.hooks.say(text=f"boot {label}: {settled.describe()}")
+        return settled
+
     def run_benchmark(self, ctx: BenchContext, bench: Benchmark, frequency: float | None, rc: RunContext,
-                      label: str, *, cycle_source: str | None = None, twin: bool = False) -> None:
+                      label: str, *, cycle_source: str | None = None, twin: bool = False,
+                      flags: tuple[str, ...] = ()) -> None:
         """One benchmark run's stage; its cycles/byte figures say where their cycles came from: its own
         (a counter, the clock read around it), else ``cycle_source`` (the run's frequency: ``frequency``),
-        and ``twin`` (a QEMU twin's counter or clock: never joined with a board's)."""
+        and ``twin`` (a QEMU twin's counter or clock: never joined with a board's). Its records carry
+        the sanity flags (farm.results.sanity): the boot's ``flags`` and what breaks physical sense."""
         spec = self.registry[bench.name]
         name = bench_case_name(spec.suite, bench.name, label)
         classname = f"farm.bench.{spec.suite}"
@@ -297,6 +322,10 @@ class Runner:
         if frequency and spec.cycles_per_byte:  # the registration says whether cycles/byte applies
             records += cycles_per_byte(records, {rc.target: frequency})
         records = with_cycle_source(records, cycle_source, twin=twin)
+        window = getattr(bench.params, "seconds", None) if bench.name == SWEEP else None
+        records = flag_records(records, window_seconds=window, boot_flags=flags)
+        if (flagged := sorted({f for r in records for f in flags_of(r)})):
+            self.hooks.say(text=f"{name}: flagged {', '.join(flagged)} (farm.results.sanity)")
         self.hooks.records(records=records)
         if not records:
             ended("failure", "no measurements")

@@ -120,7 +120,7 @@ def test_crypto_suite_and_compare_between_setups(maaxboard_image, tftp_root, tmp
     with open(tmp_path / "cmp" / "compare.csv") as f:
         rows = list(csv.DictReader(f))
     assert {"four-cores", "one-core", "ratio"} <= set(rows[0])
-    ratios = [float(r["ratio"]) for r in rows if r["metric"] == "throughput" and r["ratio"]]
+    ratios = [float(r["ratio_estimate"]) for r in rows if r["metric"] == "throughput" and r["ratio_estimate"]]
     assert len(ratios) >= 20 and all(r > 0 for r in ratios)
     assert (tmp_path / "cmp" / "compare.png").read_bytes()[:4] == b"\x89PNG"
 
@@ -178,7 +178,8 @@ def test_crypto_ci_gives_every_function_n_cv_and_intervals(maaxboard_image, tftp
         n, cv, ci = row[5], row[7], row[8].rstrip(" |")  # target, setup, params, metric, median, n, min–max, CV, CI
         assert n == "7" and cv.endswith(" %") and " – " in ci, row
 
-    # compare of this run with a copy of it: n, CV and the intervals per column, ratio 1 inside its interval
+    # compare of this run with a copy of it: the 7 repeats of one boot are one value a side (the spread
+    # that matters is between boots), so every ratio is 1 and inconclusive, never a bare number
     copy = tmp_path / "copy"
     copy.mkdir()
     shutil.copy(out / "results.csv", copy / "results.csv")
@@ -188,9 +189,7 @@ def test_crypto_ci_gives_every_function_n_cv_and_intervals(maaxboard_image, tftp
         table = list(csv.DictReader(f))
     assert len(table) == len(values)
     for row in table:
-        low, high = float(row["ratio_ci_low"]), float(row["ratio_ci_high"])
-        assert low <= float(row["ratio"]) == 1.0 <= high and row["ratio_ci_includes_1"] == "true"
+        assert float(row["ratio_estimate"]) == 1.0 and row["ratio"] == row["ratio_verdict"] == "inconclusive"
         for column in ("default@ci", "default@copy"):  # both labelled by their directory: one setup name
-            assert row[f"{column}_n"] == "7" and row[f"{column}_cv"] != ""
-            assert float(row[f"{column}_ci_low"]) <= float(row[column]) <= float(row[f"{column}_ci_high"])
+            assert row[f"{column}_n"] == "1"
     assert took < 180, f"crypto-ci took {took:.0f} s on the twin"

@@ -86,17 +86,22 @@ def test_write_compare_files(dirs, tmp_path):
                         "default@board", "default@board_n", "default@twin", "default@twin_n", "ratio",
                         "default@board_cv", "default@board_ci_low", "default@board_ci_high",
                         "default@twin_cv", "default@twin_ci_low", "default@twin_ci_high",
-                        "ratio_ci_low", "ratio_ci_high", "ratio_ci_includes_1"]
-    assert table[1][:10] == [*AES, "250.0", "4", "500.0", "1", "2.0"]
-    assert table[2][:10] == [*CRC, "15.0", "2", "40.0", "3", repr(40 / 15)]
+                        "ratio_estimate", "ratio_ci_low", "ratio_ci_high", "ratio_verdict", "flagged"]
+    # fewer than 5 boots a side: the ratio is exported as inconclusive, its number apart
+    assert table[1][:10] == [*AES, "250.0", "4", "500.0", "1", "inconclusive"]
+    assert table[1][16:] == ["2.0", "", "", "inconclusive", "0"]
+    assert table[2][:10] == [*CRC, "15.0", "2", "40.0", "3", "inconclusive"]
+    assert table[2][16] == repr(40 / 15)
     assert table[3][:10] == [*CPUID, "3374.0", "1", "", "0", ""]
     assert table[4][:10] == [*XOR, "", "0", "7.0", "1", ""]
-    assert table[3][10:] == [""] * 9  # one value: no CV, no interval
+    assert table[3][10:] == [""] * 10 + ["0"]  # one value: no CV, no interval, no ratio
     assert len(table) == 5
 
     md = paths["md"].read_text()
-    assert "| crypto | openssl-speed | algorithm=aes-128-gcm;block=16384 | throughput | bytes/s | 250 B/s (4) | 500 B/s (1) | 2.00 |" in md
-    assert "| 15 B/s (2) | 40 B/s (3) | 2.67 |" in md
+    assert ("| crypto | openssl-speed | algorithm=aes-128-gcm;block=16384 | throughput | bytes/s | 250 B/s (4) | "
+            "500 B/s (1) | **inconclusive** 2.00 no interval, n 4/1 (fewer than 5 boots a side) |") in md
+    assert "| 15 B/s (2) | 40 B/s (3) | **inconclusive** 2.67 no interval, n 2/3 (fewer than 5 boots a side) |" in md
+    assert "0 of 2 ratios conclusive, 2 inconclusive." in md
     assert "## Missing" in md
     assert "- virt / vmexit `test=cpuid` cycles (cycles): only in default@board; not in default@twin" in md
     assert "- storage / isal `function=xor_gen;mode=warm` throughput (bytes/s): only in default@twin; not in default@board" in md
@@ -119,11 +124,16 @@ def test_three_inputs_get_a_ratio_per_later_column(dirs, tmp_path):
     assert table[0][5:14] == ["default@board", "default@board_n", "default@twin", "default@twin_n",
                               "patched", "patched_n", "ratio",
                               "default@twin/default@board", "patched/default@board"]
-    assert table[1][11:14] == ["4.0", "2.0", "4.0"]  # ratio = last/first = 1000/250
-    assert table[2][11:14] == ["2.0", repr(40 / 15), "2.0"]
+    assert table[1][11:14] == ["inconclusive"] * 3  # one boot of patched: ratio = last/first = 1000/250
+    assert table[0][23:] == ["ratio_estimate", "ratio_ci_low", "ratio_ci_high", "ratio_verdict",
+                             "default@twin/default@board_estimate", "default@twin/default@board_ci_low",
+                             "default@twin/default@board_ci_high", "default@twin/default@board_verdict",
+                             "patched/default@board_estimate", "patched/default@board_ci_low",
+                             "patched/default@board_ci_high", "patched/default@board_verdict", "flagged"]
+    assert table[1][23] == "4.0" and table[2][23] == "2.0"
     assert paths["png"].read_bytes()[:4] == b"\x89PNG"
     md = paths["md"].read_text()
-    assert "| default@twin/default@board | patched/default@board |" in md
+    assert "| default@twin/default@board [95 % CI], n | patched/default@board [95 % CI], n |" in md
     assert "`test=cpuid` cycles (cycles): only in default@board; not in default@twin, patched" in md
 
 
@@ -191,15 +201,21 @@ def _sweep(target, setup, received_factor, rtt_factor):
     return out
 
 
+def boots(key, centre, *, target, setup, n=5, spread=0.01):
+    """``n`` boots of one value each, spread by +-``spread`` around ``centre``."""
+    return [rec(key, centre * (1 + spread * (i - n // 2) / n), target=target, setup=setup, repeat=i)
+            for i in range(n)]
+
+
 def test_sweeps_are_curves_and_ratios_are_coloured_better_or_worse(tmp_path):
     """compare.png was 1000x3994 px of bars including requested_throughput (always 1.00), all one colour."""
     mpimg = pytest.importorskip("matplotlib.image")
     bare = result_dir(tmp_path, "bare", [*_sweep("board", "bare-linux", 1.0, 1.0),
-                                        rec(AES, 100.0, target="board", setup="bare-linux"),
-                                        rec(CPUID, 1000.0, target="board", setup="bare-linux")])
+                                        *boots(AES, 100.0, target="board", setup="bare-linux"),
+                                        *boots(CPUID, 1000.0, target="board", setup="bare-linux")])
     guest = result_dir(tmp_path, "guest", [*_sweep("board", "kvm-guest", 0.8, 2.0),
-                                          rec(AES, 150.0, target="board", setup="kvm-guest"),  # faster: better
-                                          rec(CPUID, 3000.0, target="board", setup="kvm-guest")])  # more cycles: worse
+                                          *boots(AES, 150.0, target="board", setup="kvm-guest"),  # faster: better
+                                          *boots(CPUID, 3000.0, target="board", setup="kvm-guest")])  # more cycles: worse
     c = compare([load_result_dir(bare), load_result_dir(guest)])
     assert [label for label, _ in c.sweeps] == ["bare-linux", "kvm-guest"]
     assert [len(rows) for _, rows in c.sweeps] == [3, 3]

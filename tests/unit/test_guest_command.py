@@ -127,3 +127,31 @@ def test_a_long_start_line_is_written_in_pieces_then_run_as_the_same_text(tmp_pa
     direct = subprocess.run(["busybox", "sh", "-c", line], capture_output=True, timeout=10).stdout
     assert subprocess.run(["busybox", "sh", "-c", typed], capture_output=True, timeout=10).stdout == direct
     assert b"arg'149\"$x end" in direct
+
+
+def test_a_tap_guest_has_its_own_mac_on_the_hosts_tap_with_vhost_under_kvm():
+    from farm.guest.command import GUEST_MAC, TAP
+
+    line = qemu_command(GuestSpec(network="tap"), "/guest/Image", "/guest/initrd", {})
+    assert line[line.index("-netdev") + 1] == f"tap,id=n0,ifname={TAP},script=no,downscript=no,vhost=on"
+    assert line[line.index("-device") + 1] == f"virtio-net-device,netdev=n0,mac={GUEST_MAC}"
+    assert GUEST_MAC != "52:54:00:12:34:56"  # QEMU's default: the twin's own NIC's, on the same bridge
+    tcg = qemu_command(GuestSpec(network="tap", accel="tcg", cpu="max"), "/k", "/i", {}, arch="amd64")
+    assert tcg[tcg.index("-netdev") + 1].endswith(",vhost=off")  # vhost-net needs KVM's irqfd
+    assert tcg[tcg.index("-device") + 1] == f"virtio-net-pci,netdev=n0,romfile=,mac={GUEST_MAC}"
+
+
+def test_the_hosts_bridge_setup_and_what_it_says():
+    from farm.guest.command import BRIDGE, TAP, parse_tap, tap_setup
+
+    text = tap_setup()
+    for step in (f"brctl addbr {BRIDGE}", f"brctl addif {BRIDGE} \"$dev\"", f"ip addr add \"$addr\" dev {BRIDGE}",
+                 f"tunctl -t {TAP}", f"brctl addif {BRIDGE} {TAP}", "ip route add default via"):
+        assert step in text
+    assert parse_tap(["FARM-TAP dev=eth0 addr=10.0.2.15/24 gw=10.0.2.2 vhost=yes"]) == {
+        "dev": "eth0", "address": "10.0.2.15/24", "gateway": "10.0.2.2", "vhost": True}
+    assert parse_tap(["FARM-TAP dev=end0 addr=192.168.1.7/24 gw= vhost=no"])["vhost"] is False
+    with pytest.raises(ValueError, match="FARM-TAP-FAILED at eth0"):
+        parse_tap(["brctl: bridge farmbr0: Package not installed", "FARM-TAP-FAILED at eth0 10.0.2.15/24"])
+    with pytest.raises(ValueError, match="no FARM-TAP line"):
+        parse_tap([text])  # the line itself (its echo) never reads as its answer

@@ -97,7 +97,9 @@ def test_no_guest_is_none(tmp_path):
     ("extra_args: [-enable-kvm]", 5, "extra_args", "itself"),
     ("extra_args: [3]", 5, "extra_args", "QEMU argument"),
     ("image: missing.yaml", 5, "image", "not found"),
-    ("network: tap", 5, "network", "unknown field"),
+    ("network: bridge", 5, "network", "expected user (QEMU's user network, the default) or tap"),
+    ("{network: tap, ports: [8000]}", 5, "ports", "forwards are for network: user"),
+    ("netwrk: tap", 5, "netwrk", "unknown field"),
 ])
 def test_bad_value_names_file_line_and_field(tmp_path, body, line, field, words):
     with pytest.raises(JobError) as info:

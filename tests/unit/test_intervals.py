@@ -50,13 +50,16 @@ def test_cv():
     assert cv([5.0]) is None and cv([-1.0, 1.0]) is None
 
 
-def test_ratio_interval_is_conservative_and_needs_seven_a_side():
+def test_ratio_interval_is_the_hodges_lehmann_interval_of_the_log_ratio():
     base = [100.0, 101, 99, 100, 102, 98, 100]
     twice = [200.0, 202, 198, 200, 204, 196, 200]
     low, high = ratio_interval(base, twice)
-    assert low == pytest.approx(196 / 102) and high == pytest.approx(204 / 98)
-    assert ratio_interval(base[:6], twice) is None
-    assert ratio_interval([0.0] * 7, twice) is None
+    # 7 + 7: k = 9 (P(U <= 8) = 0.0087 * ... <= 0.025 < P(U <= 9)); the 9th smallest and largest of 49 ratios
+    ratios = sorted(t / b for b in base for t in twice)
+    assert (low, high) == pytest.approx((ratios[8], ratios[-9]))
+    assert low < 2 < high
+    assert ratio_interval(base[:3], twice[:3]) is None  # 3 + 3 can never reject at 5 %: no interval
+    assert ratio_interval([0.0] * 7, twice) is None  # no log of 0
 
 
 def test_compare_marks_a_ratio_whose_interval_includes_one(tmp_path):
@@ -68,16 +71,17 @@ def test_compare_marks_a_ratio_whose_interval_includes_one(tmp_path):
     paths = write_compare(compare([("a", a), ("b", b)]), tmp_path / "ab")
     md = paths["md"].read_text()
     (line,) = [line for line in md.splitlines() if line.startswith("| storage | isal |")]
-    assert line.endswith(" | 0.970–1.05 **includes 1.0** |")  # 98 * 1.01 / 102 .. 102 * 1.01 / 98
+    assert "| **inconclusive** 1.01 [0.990–1.03], n 7/7 (the interval straddles 1.0) |" in line
     assert "98 B/s – 102 B/s" in line  # a's median interval: [x(1), x(7)] of 7 values, in human units
     row = next(csv.DictReader(open(paths["csv"])))
-    assert row["ratio_ci_includes_1"] == "true"
+    assert row["ratio"] == "inconclusive" and row["ratio_verdict"] == "inconclusive"
+    assert float(row["ratio_estimate"]) == pytest.approx(1.01)
     assert float(row["a_ci_low"]) == 98.0 and float(row["a_ci_high"]) == 102.0
     assert float(row["a_cv"]) == pytest.approx(cv(same))
     paths = write_compare(compare([("a", a), ("c", c)]), tmp_path / "ac")
     row = next(csv.DictReader(open(paths["csv"])))
-    assert row["ratio_ci_includes_1"] == "false"
-    assert paths["md"].read_text().count("**includes 1.0**") == 1  # the legend only
+    assert row["ratio_verdict"] == "higher" and float(row["ratio"]) == 1.5
+    assert "**inconclusive** 1" not in paths["md"].read_text()
 
 
 def test_qualify_says_each_sides_interval_where_there_are_enough_repeats():

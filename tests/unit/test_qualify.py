@@ -11,8 +11,8 @@ import pytest
 from farm.cli import main
 from farm.errors import EXIT_JOB_ERROR, EXIT_OK, EXIT_TEST_FAILURE, JobError
 from farm.results.csvout import write_records
-from farm.results.qualify import (HIGHER_IS_BETTER, IMPROVEMENT, LOWER_IS_BETTER, NO_DIRECTION,
-                                  NOT_SIGNIFICANT, REGRESSION, RULE_MWU, RULE_RANGES, UNCHANGED,
+from farm.results.qualify import (HIGHER_IS_BETTER, IMPROVEMENT, INCONCLUSIVE, LOWER_IS_BETTER, NO_DIRECTION,
+                                  NOT_SIGNIFICANT, REGRESSION, RULE_INTERVAL, RULE_MWU, RULE_RANGES, UNCHANGED,
                                   UNKNOWN_DIRECTION, direction, parse_alpha, parse_threshold, qualify,
                                   write_outputs)
 from farm.results.record import Record
@@ -51,7 +51,8 @@ def test_truly_worse_candidate_fails_naming_the_metric():
     q = qualify(records(BASE5), records(cand, run_id="r2"))
     (c,) = q.regressions
     assert not q.passed
-    assert c.rule == RULE_MWU and c.test_method == "exact"
+    # 5 boots a side: the ratio's interval decides, as farm compare's does
+    assert c.rule == RULE_INTERVAL and c.ratio_interval[1] < 0.95
     assert c.p_value == pytest.approx(2 / 252)  # complete separation of 5 and 5 values
     assert c.change == pytest.approx(-0.2)
     assert "received_throughput" in q.headline()
@@ -59,13 +60,23 @@ def test_truly_worse_candidate_fails_naming_the_metric():
     assert "Mann-Whitney U p=0.00794" in c.explain(q.threshold, q.alpha)
 
 
+def test_four_boots_a_side_use_mann_whitney():
+    cand = [v * 0.8 for v in BASE5[:4]]
+    (c,) = qualify(records(BASE5[:4]), records(cand, run_id="r2")).regressions
+    assert c.rule == RULE_MWU and c.test_method == "exact" and c.ratio_interval is None
+    assert c.p_value == pytest.approx(2 / 70)
+
+
 def test_large_change_within_the_noise_is_not_significant():
     base = [100, 200, 300, 400, 500]
     cand = [90, 150, 250, 380, 480]  # median -17 %, but the samples interleave
     q = qualify(records(base), records(cand, run_id="r2"))
     (c,) = q.comparisons
-    assert c.rule == RULE_MWU and c.p_value > 0.05
-    assert c.verdict == NOT_SIGNIFICANT and q.passed
+    assert c.rule == RULE_INTERVAL and c.p_value > 0.05
+    assert c.verdict == INCONCLUSIVE and q.passed
+    q = qualify(records(base[:4]), records(cand[:4], run_id="r2"))  # too few boots for the interval
+    (c,) = q.comparisons
+    assert c.rule == RULE_MWU and c.verdict == NOT_SIGNIFICANT and q.passed
 
 
 def test_small_n_uses_ranges():
@@ -271,7 +282,7 @@ def test_outputs(tmp_path):
     assert "received_throughput" in md and "release-1" in md and "| **regression** |" in md
     rows = list(csv.DictReader(paths["csv"].open()))
     assert [(r["metric"], r["verdict"], r["rule"]) for r in rows] == [
-        ("received_throughput", "regression", "mann-whitney"), ("rtt_median", "unchanged", "mann-whitney")]
+        ("received_throughput", "regression", "interval"), ("rtt_median", "unchanged", "interval")]
     assert float(rows[0]["change"]) == pytest.approx(-0.2)
     suite = ET.parse(paths["junit"]).getroot().find("testsuite")
     assert (suite.get("tests"), suite.get("failures")) == ("2", "1")

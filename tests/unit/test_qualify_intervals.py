@@ -12,13 +12,13 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from farm.results.qualify import (IMPROVEMENT, INCONCLUSIVE, REGRESSION, RULE_INTERVAL, RULE_MWU, UNCHANGED,
+from farm.results.qualify import (IMPROVEMENT, INCONCLUSIVE, REGRESSION, RULE_INTERVAL, RULE_MWU, RULE_RANGES, UNCHANGED,
                                   compare, qualify)
 from farm.results.stats import mann_whitney_u
 
 from .test_qualify import records, run_dir
 
-SPREAD = [-4, -3, -2, -1, 0, 1, 2, 3, 4]  # 9 repeats: the ratio's interval is [min/max, max/min]
+SPREAD = [-4, -3, -2, -1, 0, 1, 2, 3, 4]  # 9 boots a side: the ratio's interval is r_(18), r_(64) of 81
 
 
 def around(centre, spread=1.0):
@@ -33,7 +33,9 @@ def test_median_beyond_the_threshold_but_interval_straddling_it_is_inconclusive(
     (c,) = q.comparisons
     assert c.change == pytest.approx(-0.06)
     assert c.rule == RULE_INTERVAL and c.verdict == INCONCLUSIVE
-    assert c.ratio_interval == pytest.approx((90 / 104, 98 / 96))  # straddles 0.95
+    ratios = sorted(b / a for a in base for b in cand)
+    assert c.ratio_interval == pytest.approx((ratios[17], ratios[-18]))  # the Hodges-Lehmann interval, 9 + 9
+    assert c.ratio_interval[0] < 0.95 < c.ratio_interval[1]  # straddles the threshold
     assert q.passed and not q.regressions and q.inconclusive == (c,)
     assert "1 inconclusive" in q.headline()
     assert "straddles the threshold band 0.95 – 1.05" in c.explain(q.threshold, q.alpha)
@@ -66,18 +68,19 @@ def test_interval_within_the_threshold_is_unchanged():
     assert c.rule == RULE_INTERVAL and c.verdict == UNCHANGED and c.significant
 
 
-def test_too_few_repeats_for_the_interval_keep_the_median_rules():
-    base, cand = around(100)[2:7], around(80)[2:7]  # 5 a side: no interval of the ratio
+def test_too_few_boots_for_the_interval_keep_the_median_rules():
+    base, cand = around(100)[2:6], around(80)[2:6]  # 4 a side: fewer than the 5 boots the interval rule needs
     c = compare(qualify(records(base), records(cand, run_id="r2")).comparisons[0].key, "default", "default",
                 base, cand, threshold=0.05, alpha=0.05)
     assert c.ratio_interval is None and c.rule == RULE_MWU and c.verdict == REGRESSION
 
 
 def test_alpha_sets_the_intervals_confidence():
-    base, cand = around(100, 0.1)[1:8], around(90, 0.1)[1:8]  # 7 a side: enough at 95 %, too few at 99 %
+    base, cand = around(100, 0.1)[2:6], around(90, 0.1)[2:6]  # 4 a side: an interval at 95 %, none at 99 %
     key = qualify(records(base), records(cand, run_id="r2")).comparisons[0].key
-    assert compare(key, "d", "d", base, cand, threshold=0.05, alpha=0.05).rule == RULE_INTERVAL
-    assert compare(key, "d", "d", base, cand, threshold=0.05, alpha=0.01).rule == RULE_MWU
+    assert compare(key, "d", "d", base, cand, threshold=0.05, alpha=0.05, min_boots=4).rule == RULE_INTERVAL
+    # at 99 % no interval, and Mann-Whitney cannot reach 0.01 with 4 + 4 (its smallest p is 2/70): ranges
+    assert compare(key, "d", "d", base, cand, threshold=0.05, alpha=0.01, min_boots=4).rule == RULE_RANGES
 
 
 def test_cli_shows_the_interval_and_inconclusive_in_markdown_csv_and_junit(tmp_path, monkeypatch):
@@ -93,11 +96,11 @@ def test_cli_shows_the_interval_and_inconclusive_in_markdown_csv_and_junit(tmp_p
     assert "Traceback" not in proc.stderr
     md = (out / "qualify.md").read_text()
     assert "## Inconclusive" in md and "## Regressions" in md
-    assert "ratio (95% CI)" in md and "0.940 (0.865 – 1.021)" in md and "| interval |" in md
+    assert "ratio (95% CI)" in md and "0.940 (0.911 – 0.970)" in md and "| interval |" in md
     with open(out / "qualify.csv") as f:
         rows = {r["metric"]: r for r in csv.DictReader(f)}
     assert rows["received_throughput"]["verdict"] == INCONCLUSIVE
-    assert float(rows["received_throughput"]["ratio_low"]) == pytest.approx(90 / 104)
+    assert float(rows["received_throughput"]["ratio_low"]) == pytest.approx(0.9108910891089108)
     assert rows["rtt_median"]["verdict"] == REGRESSION and rows["rtt_median"]["rule"] == RULE_INTERVAL
     cases = {c.get("name").split()[1].split("[")[0]: c for c in ET.parse(out / "junit.xml").getroot().iter("testcase")}
     skipped = cases["received_throughput"].find("skipped")

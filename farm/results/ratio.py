@@ -1,0 +1,232 @@
+"""A ratio between two setups (or two runs) with its uncertainty: the one rule farm compare, farm
+qualify, summary.md, the dashboard and ``farm reproduce`` judge a ratio by.
+
+    base, other = per_boot_values(records_a), per_boot_values(records_b)   # one value per boot
+    r = estimate_ratio(base, other, threshold=0.02)
+    r.verdict     # "higher", "lower", "same" or "inconclusive"
+    r.text()      # "0.626 [0.551–0.712], n 5/5" or "inconclusive: 0.97 [0.88–1.07] straddles 1.0, n 5/5"
+
+**Between boots.** What varies from one boot to the next (caches, memory placement, what the board's
+host — or the twin's — is doing) is the spread a published ratio must carry; repeats inside one boot
+share it, so their spread understates it. Values of one boot are first reduced to their median
+(:func:`per_boot`: a record's boot is ``repeat // repeats_in_boot``, run.json's ``repeats_in_boot``),
+and n is the number of boots.
+
+**The interval** (:func:`farm.results.stats.ratio_interval`) is the Hodges–Lehmann interval of the
+log ratio: of the ``n_a × n_b`` ratios of a boot of B to a boot of A, the k-th smallest and k-th
+largest, k from the exact null distribution of Mann–Whitney's U; it is the set of factors a
+two-sided Mann–Whitney test at 5 % would not reject. 5 boots a side give ``[r_(3), r_(23)]`` of 25
+ratios (96.8 % exact coverage). The point shown is the ratio of the per-boot medians.
+
+**The verdict**, against the band ``[1 - threshold, 1 + threshold]`` (threshold 0: the point 1.0):
+``inconclusive`` when a side has fewer than ``min_n`` boots, when there is no interval (values of 0
+or below have no log ratio), or when the interval straddles an edge of the band; ``same`` when it
+lies within the band; ``higher``/``lower`` when it lies wholly above/below it. Whether higher is
+better is the metric's direction (farm qualify turns it into improvement/regression).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+import attrs
+
+from farm.results.identity import MetricKey
+from farm.results.stats import CONFIDENCE, ratio_interval
+
+#: the fewest boots a side for a conclusive ratio, unless a pipeline or command says otherwise
+MIN_BOOTS = 5
+#: what the interval is, as the outputs name it
+METHOD = "Hodges-Lehmann interval of the log ratio (exact Mann-Whitney), per-boot values"
+
+HIGHER, LOWER, SAME, INCONCLUSIVE = "higher", "lower", "same", "inconclusive"
+VERDICTS = (HIGHER, LOWER, SAME, INCONCLUSIVE)
+
+
+@attrs.frozen
+class Rule:
+    """How a ratio is judged: the fewest values a side, the band of "the same", the confidence."""
+
+    min_n: int = MIN_BOOTS
+    threshold: float = 0.0
+    confidence: float = CONFIDENCE
+
+    def describe(self) -> dict[str, Any]:
+        return {"min_boots": self.min_n, "threshold": self.threshold, "confidence": self.confidence,
+                "interval": METHOD}
+
+    @classmethod
+    def from_json(cls, data: Any) -> "Rule":
+        """The rule run.json's ``experiment.compare`` recorded (defaults where it says nothing)."""
+        if not isinstance(data, dict):
+            return cls()
+        min_n, threshold = data.get("min_boots", MIN_BOOTS), data.get("threshold", 0.0)
+        ok_n = isinstance(min_n, int) and not isinstance(min_n, bool) and min_n >= 1
+        ok_t = isinstance(threshold, (int, float)) and not isinstance(threshold, bool) and 0 <= threshold < 1
+        return cls(min_n if ok_n else MIN_BOOTS, float(threshold) if ok_t else 0.0)
+
+
+@attrs.frozen
+class RatioEstimate:
+    """``other / base`` with n a side, its interval and its verdict (module docstring)."""
+
+    ratio: float | None  # median(other) / median(base); None when a side is empty or base's median is 0
+    interval: tuple[float, float] | None
+    n_base: int
+    n_other: int
+    verdict: str
+    why: str  # why the verdict, in words
+    rule: Rule = Rule()
+
+    @property
+    def conclusive(self) -> bool:
+        return self.verdict != INCONCLUSIVE
+
+    @property
+    def n_text(self) -> str:
+        return f"n {self.n_base}/{self.n_other}"
+
+    def interval_text(self, digits: int = 3) -> str:
+        if self.interval is None:
+            return "no interval"
+        return f"[{sig(self.interval[0], digits)}–{sig(self.interval[1], digits)}]"
+
+    def text(self, digits: int = 3) -> str:
+        """One cell: ``0.626 [0.551–0.712], n 5/5``; an inconclusive one says so first, and why."""
+        if self.ratio is None:
+            return f"no ratio ({self.why})"
+        shown = f"{sig(self.ratio, digits)} {self.interval_text(digits)}, {self.n_text}"
+        return shown if self.conclusive else f"inconclusive: {shown} ({self.why})"
+
+
+def band_verdict(interval: tuple[float, float], threshold: float = 0.0) -> str:
+    """Where an interval of a ratio lies against ``[1 - threshold, 1 + threshold]``."""
+    lo, hi = interval
+    if lo > 1 + threshold:
+        return HIGHER
+    if hi < 1 - threshold:
+        return LOWER
+    if 1 - threshold <= lo and hi <= 1 + threshold and threshold > 0:
+        return SAME
+    if threshold == 0 and lo == hi == 1:  # every value equal on both sides
+        return SAME
+    return INCONCLUSIVE
+
+
+def estimate_ratio(base: Sequence[float], other: Sequence[float], rule: Rule = Rule()) -> RatioEstimate:
+    """The ratio ``other / base`` of two samples of per-boot values, judged by ``rule``."""
+    base = [v for v in base if math.isfinite(v)]
+    other = [v for v in other if math.isfinite(v)]
+    nb, no = len(base), len(other)
+    if not nb or not no:
+        return RatioEstimate(None, None, nb, no, INCONCLUSIVE, "a side has no value", rule)
+    mb, mo = statistics.median(base), statistics.median(other)
+    ratio = mo / mb if mb else None
+    interval = ratio_interval(base, other, rule.confidence)
+    band = (f"the band {sig(1 - rule.threshold, 3)}–{sig(1 + rule.threshold, 3)}" if rule.threshold
+            else "1.0")
+    if min(nb, no) < rule.min_n:
+        why = f"fewer than {rule.min_n} boots a side"
+        return RatioEstimate(ratio, interval, nb, no, INCONCLUSIVE, why, rule)
+    if ratio is None or interval is None:
+        why = "a value of 0 or below: no log ratio" if any(v <= 0 for v in (*base, *other)) else "no interval"
+        return RatioEstimate(ratio, interval, nb, no, INCONCLUSIVE, why, rule)
+    verdict = band_verdict(interval, rule.threshold)
+    why = {HIGHER: f"the interval lies above {band}", LOWER: f"the interval lies below {band}",
+           SAME: f"the interval lies within {band}", INCONCLUSIVE: f"the interval straddles {band}"}[verdict]
+    return RatioEstimate(ratio, interval, nb, no, verdict, why, rule)
+
+
+# --- one value per boot ------------------------------------------------------------------------
+
+
+def boot_of(repeat: int, repeats_in_boot: int) -> int:
+    """The boot a record's ``repeat`` belongs to (the runner numbers repeat = boot * N + i)."""
+    return repeat // max(1, repeats_in_boot)
+
+
+def per_boot(records: Iterable[Any], repeats_in_boot: Mapping[str, int] | int = 1) -> list[Any]:
+    """``records`` with the values of one boot (run, target, setup, record identity, boot) reduced
+    to their median: one record per boot, its ``repeat`` the boot's number, in the order first
+    seen. ``repeats_in_boot``: per run id (run.json's), or one number for all; a run it does not
+    name has 1. Values that are not finite are left out (a boot of NaN alone gives none)."""
+    def n_of(run_id: str) -> int:
+        return repeats_in_boot if isinstance(repeats_in_boot, int) else repeats_in_boot.get(run_id, 1)
+
+    groups: dict[tuple, list[Any]] = {}
+    for r in records:
+        if not math.isfinite(r.value):
+            continue
+        run_id = _run_id(r)
+        groups.setdefault((run_id, MetricKey.of(r), boot_of(r.repeat, n_of(run_id))), []).append(r)
+    out = []
+    for (_, _, boot), group in groups.items():
+        value = float(group[0].value if len(group) == 1 else statistics.median(r.value for r in group))
+        first = group[0]
+        if attrs.has(type(first)):
+            out.append(attrs.evolve(first, value=value, repeat=boot))
+        else:  # a store row
+            out.append(BootValue(_run_id(first), first.target, first.setup, first.suite, first.benchmark,
+                                 first.params, first.metric, first.unit, boot, value))
+    return out
+
+
+def _run_id(row: Any) -> str:
+    """A record's run id (a store row has its run's number instead)."""
+    run_id = getattr(row, "run_id", None)
+    return run_id if isinstance(run_id, str) else str(getattr(row, "run", ""))
+
+
+@attrs.frozen
+class BootValue:
+    """One boot's value of a metric, made from rows that are not records (the store's)."""
+
+    run_id: str
+    target: str
+    setup: str
+    suite: str
+    benchmark: str
+    params: str
+    metric: str
+    unit: str
+    repeat: int
+    value: float
+
+
+def repeats_in_boot(run_dir: str | Path) -> dict[str, int]:
+    """run id -> ``repeats_in_boot`` of a run directory's run.json (empty when it has none: an
+    import, a pytest session's records: every repeat is then a boot of its own)."""
+    path = Path(run_dir) / "run.json"
+    try:
+        info = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(info, dict) or not isinstance(info.get("run_id"), str):
+        return {}
+    n = info.get("repeats_in_boot", 1)
+    return {info["run_id"]: n if isinstance(n, int) and not isinstance(n, bool) and n >= 1 else 1}
+
+
+def recorded_rule(run_dir: str | Path) -> Rule | None:
+    """The comparison rule a run's pipeline set (run.json ``experiment.compare``), if it set one."""
+    try:
+        info = json.loads((Path(run_dir) / "run.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    experiment = info.get("experiment") if isinstance(info, dict) else None
+    if not isinstance(experiment, dict) or not isinstance(experiment.get("compare"), dict):
+        return None
+    return Rule.from_json(experiment["compare"])
+
+
+def sig(value: float, digits: int = 3) -> str:
+    """``value`` to ``digits`` significant digits, trailing zeros kept (1.00, 0.500, 12.3)."""
+    if value == 0 or not math.isfinite(value):
+        return f"{value:g}"
+    text = f"{value:#.{digits}g}"
+    mantissa, e, exponent = text.partition("e")
+    return mantissa.rstrip(".") + (e + exponent if e else "")
