@@ -112,6 +112,12 @@ class Params:
 
         return Needs()
 
+    def needs_shell(self) -> bool:
+        """Whether the benchmark runs commands on the target's shell with these parameters (by default it
+        does); one that needs only the network or the console runs on a shell-less target too (a system
+        image's), and a shell-less target is refused the others when the pipeline file is read."""
+        return True
+
     def given(self) -> dict[str, Any]:
         """The fields that differ from their defaults."""
         defaults = {f.name: f.default for f in attrs.fields(type(self))}
