@@ -48,3 +48,11 @@ class BenchContext:
         if key not in known:
             known[key] = reach(target, self.facts.address, port, protos)
         return known[key]
+
+
+def wait_listening(ctx: BenchContext, port: int, proto: str, tool: str) -> None:
+    """Poll the target's /proc/net until ``port`` is bound (no fixed sleep); UDP sockets show state 07,
+    listening TCP ones 0A."""
+    files, state = ("/proc/net/tcp /proc/net/tcp6", "0A") if proto == "tcp" else ("/proc/net/udp /proc/net/udp6", "07")
+    ctx.run(f"i=0; while [ $i -lt 100 ]; do grep -qi ':{port:04X} 0\\{{8,32\\}}:0000 {state}' {files} 2>/dev/null "
+            f"&& exit 0; i=$((i+1)); usleep 20000; done; exit 1", timeout=10, tool=tool)

@@ -120,13 +120,18 @@ _TESTS_PER_FILE = len(isal.IGZIP_TESTS)
 _TESTS_FIXED = 26  # 7 ISA-L functions and 6 crypto ones, cold and warm
 
 
+#: seconds per function: ISA-L's perf programs' BENCHMARK_TIME (include/test.h)
+ISAL_SECONDS = 3
+
+
 @attrs.frozen(kw_only=True)
 class IsalParams(Params):
     """``isal: {...}`` of a pipeline: ISA-L's perf tests and igzip over a corpus (images/src/isal_bench.c)."""
 
     LABEL = "isal"
 
-    seconds: int | float = param(1, kind=(int, float), run_length=True, doc="per test, 0 < s <= 60")
+    seconds: int | float = param(ISAL_SECONDS, kind=(int, float), run_length=True,
+                                 doc="per test, 0 < s <= 60 (default ISA-L's BENCHMARK_TIME, 3 s)")
     only: str | tuple[str, ...] = param("", kind=(str, list), doc="run the tests whose names contain one of these")
     corpus: tuple[str, ...] = param(DEFAULT_CORPUS, kind=list, doc="igzip's files on the target (absolute paths)")
 
@@ -164,9 +169,13 @@ def isal_command(params: IsalParams) -> str:
 def run_isal(ctx: BenchContext, params: IsalParams) -> list[Measurement]:
     """Our ISA-L program (images/src/isal_bench.c): ISA-L's perf tests, cold and warm, and igzip
     over a corpus (per file and the weighted average), with cycles/byte at the clock read around
-    each test where the target has cpufreq. Params of the records are the function's only (and
-    ``mode``, ``file``), so that they join an imported ``perf_report`` in ``farm compare``."""
+    each test where the target has cpufreq. Params of the records are the function's (and
+    ``mode``, ``file``) and ``seconds``, a run length that does not split keys, so that they join an
+    imported ``perf_report`` in ``farm compare``. ``seconds`` defaults to ISA-L's BENCHMARK_TIME (3 s,
+    ``include/test.h``), the time its perf programs give each function."""
     command = isal_command(params)
     tests = _TESTS_FIXED + _TESTS_PER_FILE * len(params.corpus)
     lines = ctx.run(command, timeout=tests * (params.seconds * 3 + 10) + 120, tool="isal_bench")
-    return isal.isal_measurements("\n".join(lines))
+    # how long each function was timed is on the record (a run length: it does not split keys)
+    return [attrs.evolve(m, params={**m.params, "seconds": params.seconds})
+            for m in isal.isal_measurements("\n".join(lines))]

@@ -96,11 +96,13 @@ def load_command(binary: str, host: str, port: int, spec: LoadSpec, *, dump: str
     return argv + (["-o", dump] if dump else [])
 
 
-def responder_command(port: int = ECHO_PORT, *, priority: int | None = None, cpu: int | None = None) -> str:
-    """The target's shell command: (re)start the responder as a daemon with these options."""
+def responder_command(port: int = ECHO_PORT, *, priority: int | None = None, cpu: int | None = None,
+                      single: bool = False) -> str:
+    """The target's shell command: (re)start the responder as a daemon with these options;
+    ``single``: one datagram per recvfrom/sendto, as ipbench's echo responder (method ``ipbench``)."""
     if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
         raise JobError(f"echo port {port!r}: expected 1-65535")
-    argv = [RESPONDER, "-d", "-p", str(port)]
+    argv = [RESPONDER, "-d", "-p", str(port)] + (["-s"] if single else [])
     if priority is not None:
         if isinstance(priority, bool) or not isinstance(priority, int) or not 1 <= priority <= 99:
             raise JobError(f"echo_priority {priority!r}: expected a SCHED_FIFO priority 1-99")

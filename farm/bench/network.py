@@ -1,16 +1,18 @@
 """The network suite: iperf3 between the lab host (client) and the target (server), and the
 ipbench-style load sweep.
 
-The sweep's default method, ``ipbench-echo``, is ipbench's latency test done by programs of ours
-(:mod:`farm.bench.echo`): ``farm_load`` on the lab host sends the load, ``farm_echo`` on the target
-echoes it, and the RTT of every load packet in the measured window is timed; the target's CPU
-utilisation comes from ``/proc/stat`` read at the window's edges. The older method,
-``iperf3-sockperf`` (iperf3 one way at each rate + a sockperf probe + CPU over the whole point),
-is kept for comparison.
+The sweep's default method, ``ipbench``, is ipbench's latency test with ipbench's own definitions
+(:mod:`farm.bench.ipbench_sweep`: the window ended by a sample count, busy-polling clients, the
+one-datagram echo, the ``cpu_target_lukem`` CPU target over ipbench's protocol). ``ipbench-echo`` is
+farm's faster variant (:mod:`farm.bench.echo`): paced threads blocking in ``recv``, a window of a
+duration, RTT by send time, the batching responder. The oldest, ``iperf3-sockperf`` (iperf3 one way
+at each rate + a sockperf probe + CPU over the whole point), is kept for comparison. Their records
+carry ``method=`` and never join each other's.
 """
 
 from __future__ import annotations
 
+import contextlib
 import shlex
 import subprocess
 import tempfile
@@ -27,8 +29,9 @@ from ..images.programs import Program
 from ..measure import BenchmarkError, Measurement, cpustat, iperf3
 from ..measure.ipbench import BENCHMARK as SWEEP
 from ..measure.units import human
-from . import cputarget, echo, loadgen, rtt
-from .context import BenchContext
+from . import echo, ipbench_sweep, loadgen, lukem, rtt
+from .context import BenchContext, wait_listening
+from .ipbench_target import cpu_target as cpu_target_session
 from .params import Params, a_bool, one_of, param
 
 IPERF3_PORT = 5201
@@ -59,6 +62,8 @@ class Iperf3Params(Params):
     length: int | None = param(None, kind=int, identity=True, doc="bytes per write (-l)")
     reverse: bool = param(False, kind=bool, identity=True, check=a_bool, doc="target -> host (-R)")
     omit: int | float = param(0, kind=(int, float), run_length=True, doc="seconds left out at the start (-O)")
+    bidir: bool = param(False, kind=bool, identity=True, check=a_bool,
+                        doc="both directions at once (--bidir, as the lab runs it; not with reverse)")
 
     def check(self) -> None:
         iperf3_argv(self)
@@ -71,18 +76,20 @@ def iperf3_argv(params: Iperf3Params, host: str = "127.0.0.1", port: int = IPERF
     """The host-side client's argv for these params; checks every value (pure)."""
     return iperf3.client_command(host, port, duration=params.duration, protocol=params.protocol,
                                  bitrate=params.bitrate, length=params.length, reverse=params.reverse,
-                                 omit=params.omit)
+                                 omit=params.omit, bidir=params.bidir)
 
 
 def run_iperf3(ctx: BenchContext, params: Iperf3Params) -> list[Measurement]:
-    """One iperf3 run, host -> target (or target -> host with ``reverse: true``)."""
+    """One iperf3 run, host -> target (or target -> host with ``reverse: true``, both at once with
+    ``bidir: true``: the records' ``bidir=client-to-server`` is host -> target)."""
     protos = ("tcp", "udp") if params.protocol == "udp" else ("tcp",)
     start_iperf3_server(ctx)
     host, port = ctx.reach(IPERF3_PORT, protos)
     output = _host_iperf3(iperf3_argv(params, host, port), params.duration)
     recorded = {"protocol": params.protocol, "duration": params.duration,
-                "direction": "target-to-host" if params.reverse else "host-to-target",
                 **{key: value for key in ("bitrate", "length") if (value := getattr(params, key)) is not None}}
+    if not params.bidir:  # --bidir's records say their direction themselves (bidir=)
+        recorded["direction"] = "target-to-host" if params.reverse else "host-to-target"
     return iperf3.parse_json(output, params=recorded)
 
 
@@ -103,9 +110,9 @@ def _host_iperf3(argv: list[str], duration: float) -> str:
 DEFAULT_LOADS_MBPS = (10, 20, 50, 100, 200, 300, 400, 500, 600, 700, 800, 900, 1000)
 MAX_LOADS, MAX_LOAD_MBPS = 100, 400_000  # points of a sweep; 400 Gb/s, beyond any NIC of the lab
 SOCKPERF_PORT = rtt.DEFAULT_PORT
-ECHO, SOCKPERF = "ipbench-echo", "iperf3-sockperf"
+IPBENCH, ECHO, SOCKPERF = ipbench_sweep.METHOD, "ipbench-echo", "iperf3-sockperf"
 #: the sweep's methods, the default first (a new method: its name here, its fields' ``methods``, its run)
-SWEEP_METHODS = (ECHO, SOCKPERF)
+SWEEP_METHODS = (IPBENCH, ECHO, SOCKPERF)
 #: the window of a point when neither duration nor (ipbench-echo) samples is given, seconds
 DEFAULT_SECONDS = 5
 _SOURCES = Path(__file__).resolve().parents[2] / "images" / "src"
@@ -125,39 +132,61 @@ def _generator(name: str, value: Any) -> None:
 @attrs.frozen(kw_only=True)
 class SweepParams(Params):
     """``sweep: {...}`` of a pipeline: the ipbench-style load sweep, by its ``method``. A field's
-    ``methods`` says which methods take it (another method refuses it when the file is read)."""
+    ``methods`` says which methods take it (another method refuses it when the file is read), its
+    ``by_method`` where a method's default differs (``ipbench``'s are ipbench's own)."""
 
     LABEL = "sweep"
 
-    method: str = param(ECHO, kind=str, identity=True, check=one_of(*SWEEP_METHODS))
+    method: str = param(IPBENCH, kind=str, identity=True, check=one_of(*SWEEP_METHODS))
     loads: tuple[float, ...] = param(DEFAULT_LOADS_MBPS, kind=list, check=_loads, doc="requested rates, Mb/s")
-    packet_size: int = param(1472, kind=int, identity=True, doc="UDP payload bytes")
-    duration: int | float | None = param(None, kind=(int, float), run_length=True,
+    packet_size: int = param(ipbench_sweep.PACKET_SIZE, kind=int, identity=True, doc="UDP payload bytes")
+    duration: int | float | None = param(None, kind=(int, float), run_length=True, methods=(ECHO, SOCKPERF),
                                          doc=f"the measured window, seconds (default {DEFAULT_SECONDS}; "
                                              "ipbench-echo: unless samples is given)")
-    samples: int | None = param(None, kind=int, run_length=True, methods=(ECHO,),
-                                doc="the measured window as RTT samples (ipbench's 200,000)")
-    warmup: int | float = param(1, kind=(int, float), run_length=True, doc="seconds of load before the window")
-    cooldown: int | float = param(1, kind=(int, float), run_length=True, methods=(ECHO,),
-                                  doc="seconds of load after the window")
-    clients: int = param(4, kind=int, methods=(ECHO,), doc="generator clients sharing the load")
-    echo_priority: int | None = param(None, kind=int, methods=(ECHO,), doc="the responder's SCHED_FIFO priority")
-    echo_cpu: int | None = param(None, kind=int, methods=(ECHO,), doc="the core the responder is pinned to")
-    generator: str = param(loadgen.HOST, kind=str, methods=(ECHO,), check=_generator,
+    samples: int | None = param(None, kind=int, run_length=True, methods=(IPBENCH, ECHO),
+                                by_method={IPBENCH: ipbench_sweep.SAMPLES},
+                                doc="the measured window as RTT samples, over all clients (ipbench: default "
+                                    "200,000, the lab's; each client's window ends at samples // clients replies)")
+    warmup: int | float = param(1, kind=(int, float), run_length=True, by_method={IPBENCH: ipbench_sweep.WARMUP},
+                                doc="seconds of load before the window (ipbench: default 10, latency.c's)")
+    cooldown: int | float = param(1, kind=(int, float), run_length=True, methods=(IPBENCH, ECHO),
+                                  by_method={IPBENCH: ipbench_sweep.COOLDOWN},
+                                  doc="seconds of load after the window (ipbench: default 10, latency.c's)")
+    timeout: int | float | None = param(None, kind=(int, float), run_length=True, methods=(IPBENCH,),
+                                        doc="seconds a client's window may last short of its samples (then it "
+                                            "ends, recorded as window_timeouts); default 10x the window at the "
+                                            "requested rate, at least 60")
+    clients: int = param(ipbench_sweep.CLIENTS, kind=int, methods=(IPBENCH, ECHO),
+                         doc="generator clients sharing the load")
+    echo_priority: int | None = param(None, kind=int, methods=(IPBENCH, ECHO),
+                                      doc="the responder's SCHED_FIFO priority")
+    echo_cpu: int | None = param(None, kind=int, methods=(IPBENCH, ECHO), doc="the core the responder is pinned to")
+    generator: str = param(loadgen.HOST, kind=str, methods=(IPBENCH, ECHO), check=_generator,
                            doc="where the load comes from: the lab host, or a load generator resource")
-    cpu_target: bool = param(False, kind=bool, methods=(ECHO,), check=a_bool,
-                             doc="the idle-cycle CPU target (farm_spin) measures CPU, as ipbench's cpu_target")
+    cpu_target: bool = param(True, kind=bool, methods=(IPBENCH, ECHO), check=a_bool,
+                             doc="CPU from the cpu_target_lukem CPU target (farm_lukem, over ipbench's TCP "
+                                 "protocol); false: /proc/stat over the window")
     protocol: str = param("udp", kind=str, identity=True, methods=(SOCKPERF,), check=one_of(*iperf3.PROTOCOLS))
     rtt_rate: int = param(100, kind=int, methods=(SOCKPERF,), doc="sockperf probe packets/s")
 
     @property
     def seconds(self) -> float | None:
-        """The measured window of a point in seconds; None when it is given as samples."""
+        """The measured window of a point in seconds; None when it is given as samples (always, for ``ipbench``)."""
+        if self.method == IPBENCH:
+            return None
         if self.duration is not None:
             return self.duration
         return None if self.method == ECHO and self.samples is not None else DEFAULT_SECONDS
 
+    @property
+    def with_cpu_target(self) -> bool:
+        """The CPU target measures CPU (``ipbench``, ``ipbench-echo`` with ``cpu_target: true``)."""
+        return self.method in (IPBENCH, ECHO) and self.cpu_target
+
     def check(self) -> None:
+        if self.method == IPBENCH:
+            ipbench_sweep.check(self)
+            return
         if self.method == ECHO:
             for load in self.loads:
                 _echo_spec(self, load)
@@ -175,16 +204,9 @@ class SweepParams(Params):
         if self.method == SOCKPERF:
             return IPERF3 | Needs(packages=("sockperf",), files=("/usr/bin/sockperf",))
         programs = (Program(echo.RESPONDER, _SOURCES / "farm_echo.c", (), ()),)
-        if self.cpu_target:
-            programs += (Program(cputarget.TOOL, _SOURCES / "farm_spin.c", (), ()),)
+        if self.with_cpu_target:
+            programs += (Program(lukem.PROGRAM, _SOURCES / "farm_lukem.c", (), ()),)
         return Needs(programs=programs)
-
-
-def _wait_listening(ctx: BenchContext, port: int, proto: str, tool: str) -> None:
-    """Poll /proc/net until ``port`` is bound (no fixed sleep); UDP sockets show state 07."""
-    files, state = ("/proc/net/tcp /proc/net/tcp6", "0A") if proto == "tcp" else ("/proc/net/udp /proc/net/udp6", "07")
-    ctx.run(f"i=0; while [ $i -lt 100 ]; do grep -qi ':{port:04X} 0\\{{8,32\\}}:0000 {state}' {files} 2>/dev/null "
-            f"&& exit 0; i=$((i+1)); usleep 20000; done; exit 1", timeout=10, tool=tool)
 
 
 def _cpu_times(ctx: BenchContext) -> cpustat.CpuTimes:
@@ -205,78 +227,71 @@ SWEEP_RUNS: dict[str, Callable[[BenchContext, SweepParams], list[Measurement]]] 
 
 
 def run_sweep(ctx: BenchContext, params: SweepParams) -> list[Measurement]:
-    """The load sweep by its ``method`` (default ``ipbench-echo``, :func:`run_echo_sweep`)."""
+    """The load sweep by its ``method`` (default ``ipbench``, :func:`farm.bench.ipbench_sweep.run`)."""
     return SWEEP_RUNS[params.method](ctx, params)
 
 
 def run_echo_sweep(ctx: BenchContext, params: SweepParams, *,
                    observe: Callable[[float, echo.LoadResult, str, float], None] | None = None) -> list[Measurement]:
-    """For each requested load (Mb/s): ``farm_load`` from the lab host to ``farm_echo`` on the target,
-    ipbench's figures of the measured window (:class:`farm.bench.echo.LoadResult`), and the target's
-    CPU utilisation over that window: ``/proc/stat`` is read on the target when the generator says
-    the window opens and again when it closes (not over warm-up or cool-down), in total
-    (``cpu_utilisation``) and per core (``cpu<N>_utilisation``). With ``cpu_target: true`` the
-    idle-cycle target runs too (:mod:`farm.bench.cputarget`): ``idle_cycles``, ``total_cycles``, and
-    ``cpu_utilisation`` is the target's (param ``cpu=farm_spin``), as ipbench's CPU figure is; no
-    /proc/stat figures then (they would count the spinners as busy). The generator is ``generator`` (default the lab
-    host; :mod:`farm.bench.loadgen`).
+    """Method ``ipbench-echo``. For each requested load (Mb/s): ``farm_load`` from the lab host to
+    ``farm_echo`` on the target, the figures of the measured window (:class:`farm.bench.echo.LoadResult`),
+    and the target's CPU: by default the ``cpu_target_lukem`` CPU target (:mod:`farm.bench.lukem`,
+    from before the load to after it, as ipbench's), ``cpu_utilisation`` with param ``cpu=lukem``,
+    ``idle_cycles``/``total_cycles`` in counter ticks and ``counter_frequency``; with
+    ``cpu_target: false`` ``/proc/stat``, read on the target when the generator says the window opens
+    and again when it closes (not over warm-up or cool-down), in total (``cpu_utilisation``) and per
+    core (``cpu<N>_utilisation``). (No /proc/stat figures with the target: it would count its
+    spinning thread as busy.) The generator is ``generator`` (default the lab host;
+    :mod:`farm.bench.loadgen`).
 
     Every record's params are the point (``requested`` bit/s, ``packet_size``) and ``method=ipbench-echo``;
     the RTT samples of the window are a value of their own (``rtt_samples``).
     ``observe(load, result, samples_text, cpu_seconds)`` gets each point's result, its per-sample file
-    (``client seq tx rx``) and the host's time between the two ``/proc/stat`` reads, for tests.
+    (``client seq tx rx``) and the host's time between the two ``/proc/stat`` reads (0 with the CPU
+    target), for tests.
     """
     loads = [float(v) for v in params.loads]
     source = loadgen.generator(params.generator, getattr(getattr(ctx, "booted", None), "target", None))
     binary = source.prepare()
     ctx.run(echo.responder_command(echo.ECHO_PORT, priority=params.echo_priority, cpu=params.echo_cpu),
             tool=echo.RESPONDER)
-    _wait_listening(ctx, echo.ECHO_PORT, "udp", echo.RESPONDER)
+    wait_listening(ctx, echo.ECHO_PORT, "udp", echo.RESPONDER)
     host, port = ctx.reach(echo.ECHO_PORT, ("udp",))
-    spinning = params.cpu_target
-    rate = _start_cpu_target(ctx) if spinning else None
+    with_target = params.with_cpu_target
+    target = lukem.start(ctx) if with_target else None
     try:
-        points = _echo_points(ctx, params, loads, source, binary, host, port, rate, observe)
+        points = _echo_points(ctx, params, loads, source, binary, host, port, target, observe)
     except BaseException:
-        if spinning:  # best effort: the error that stopped the sweep is the one to report
-            try:
-                ctx.run(cputarget.STOP, tool=cputarget.TOOL)
-            except Exception:
-                pass
+        if with_target:  # best effort: the error that stopped the sweep is the one to report
+            lukem.stop(ctx, quiet=True)
         raise
-    if spinning:
-        ctx.run(cputarget.STOP, tool=cputarget.TOOL)
+    if with_target:
+        lukem.stop(ctx)
     return points
 
 
-def _start_cpu_target(ctx: BenchContext) -> float:
-    """Start farm_spin and calibrate its idle rate (the responder is idle: no load runs yet)."""
-    ctx.run(cputarget.START, tool=cputarget.TOOL)
-    reads = cputarget.parse_reads(ctx.run(cputarget.CALIBRATE, timeout=30, tool=cputarget.TOOL))
-    if len(reads) != 2:
-        raise BenchmarkError(cputarget.TOOL, f"calibration: {len(reads)} reads of the counters, expected 2")
-    return cputarget.idle_rate(*reads)
+#: the cpu= param of ipbench-echo's CPU figure from the CPU target (its untagged figure is /proc/stat's)
+CPU_LUKEM = "lukem"
 
 
 def _echo_points(ctx: BenchContext, params: SweepParams, loads: list[float], source: Any, binary: str,
-                 host: str, port: int, rate: float | None,
+                 host: str, port: int, target: tuple[str, int] | None,
                  observe: Callable[[float, echo.LoadResult, str, float], None] | None) -> list[Measurement]:
-    read = "grep '^cpu' /proc/stat" + (f"; {cputarget.READ}" if rate is not None else "")
     measurements: list[Measurement] = []
     for load in loads:
         spec = _echo_spec(params, load)
         edges: dict[str, tuple[float, dict[str, cpustat.CpuTimes]]] = {}
-        spins: dict[str, cputarget.SpinCounts] = {}
 
         def on_edge(edge: str) -> None:
-            now = time.monotonic()
-            lines = ctx.run(read, tool="cpu")
-            edges[edge] = (now, cpustat.parse_proc_stat_cores("\n".join(l for l in lines if l.startswith("cpu"))))
-            if rate is not None:
-                (spins[edge],) = cputarget.parse_reads(lines)
+            if target is None:
+                now = time.monotonic()
+                lines = ctx.run("grep '^cpu' /proc/stat", tool="cpu")
+                edges[edge] = (now, cpustat.parse_proc_stat_cores("\n".join(lines)))
 
         length = spec.duration if spec.duration is not None else spec.samples * spec.size * 8 / spec.rate_bps
-        with tempfile.TemporaryDirectory(prefix="farm-load-") as tmp:
+        with contextlib.ExitStack() as stack:
+            tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="farm-load-"))
+            session = stack.enter_context(cpu_target_session(*target)) if target is not None else None
             output, samples = source.run(echo.load_command(binary, host, port, spec), on_edge=on_edge,
                                          timeout=spec.warmup + length + spec.cooldown + 60,
                                          dump=f"{tmp}/samples.txt" if observe else None)
@@ -284,32 +299,30 @@ def _echo_points(ctx: BenchContext, params: SweepParams, loads: list[float], sou
             result = echo.parse_load(output)
         except BenchmarkError as exc:
             raise BenchmarkError(echo.TOOL, f"{source.where}: {exc.message}") from None
-        if set(edges) != {"start", "end"}:
+        if target is None and set(edges) != {"start", "end"}:
             raise BenchmarkError(echo.TOOL, f"{source.where}: the output has no window edges: {output[:200]!r}")
         if observe is not None:
-            observe(load, result, samples or "", edges["end"][0] - edges["start"][0])
+            observe(load, result, samples or "", edges["end"][0] - edges["start"][0] if target is None else 0.0)
         point = {"requested": int(load * 1e6), "packet_size": spec.size}
         found = result.measurements(point)
         tagged = {**point, "method": echo.METHOD}
-        (_, before), (_, after) = edges["start"], edges["end"]
-        if rate is None:
+        if target is None:
+            (_, before), (_, after) = edges["start"], edges["end"]
             cpu = cpustat.utilisation(before["cpu"], after["cpu"])
             found.append(Measurement(SWEEP, "cpu_utilisation", cpu, "percent", tagged))
             for core in sorted((c for c in before if c != "cpu"), key=lambda c: int(c[3:])):
                 if core in after:
                     found.append(Measurement(SWEEP, f"{core}_utilisation",
                                              cpustat.utilisation(before[core], after[core]), "percent", tagged))
-        else:  # the CPU figure is the target's, as ipbench's is; /proc/stat would count the spinners as busy
-            w = cputarget.window(rate, spins["start"], spins["end"])
-            cpu = w.utilisation
-            found += [Measurement(SWEEP, "cpu_utilisation", cpu, "percent", {**tagged, "cpu": cputarget.TOOL}),
-                      Measurement(SWEEP, "idle_cycles", w.idle, cputarget.UNIT, tagged),
-                      Measurement(SWEEP, "total_cycles", w.total, cputarget.UNIT, tagged)]
+        else:  # the CPU target's figures, as ipbench's; /proc/stat would count its thread as busy
+            assert session is not None and session.window is not None
+            cpu = session.window.utilisation
+            found += session.window.measurements(SWEEP, {**tagged, "cpu": CPU_LUKEM})
         measurements += found
         ctx.say(f"  sweep {human(load * 1e6, 'bit/s')}: sent {human(result.send, 'bit/s')}, received "
                 f"{human(result.receive, 'bit/s')}, RTT median {human(result.rtt_median, 'us')} (max "
                 f"{human(result.rtt_max, 'us')}, n {result.samples}), CPU {human(cpu, 'percent')}"
-                + (" (farm_spin)" if rate is not None else ""))
+                + (" (cpu_target_lukem)" if target is not None else ""))
     return measurements
 
 
@@ -329,8 +342,8 @@ def run_iperf3_sweep(ctx: BenchContext, params: SweepParams) -> list[Measurement
     ctx.run(f"pidof iperf3 >/dev/null || iperf3 -s -D -p {IPERF3_PORT}", tool="iperf3")
     ctx.run("pidof sockperf >/dev/null || " + shlex.join(rtt.server_command(SOCKPERF_PORT, daemonize=True))
             + " >/dev/null", tool="sockperf")
-    _wait_listening(ctx, IPERF3_PORT, "tcp", "iperf3")
-    _wait_listening(ctx, SOCKPERF_PORT, "udp", "sockperf")
+    wait_listening(ctx, IPERF3_PORT, "tcp", "iperf3")
+    wait_listening(ctx, SOCKPERF_PORT, "udp", "sockperf")
     ihost, iport = ctx.reach(IPERF3_PORT, ("tcp", "udp"))
     shost, sport = ctx.reach(SOCKPERF_PORT, ("udp",))
 
@@ -367,4 +380,4 @@ def run_iperf3_sweep(ctx: BenchContext, params: SweepParams) -> list[Measurement
     return measurements
 
 
-SWEEP_RUNS.update({ECHO: run_echo_sweep, SOCKPERF: run_iperf3_sweep})
+SWEEP_RUNS.update({IPBENCH: ipbench_sweep.run, ECHO: run_echo_sweep, SOCKPERF: run_iperf3_sweep})

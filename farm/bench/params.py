@@ -12,7 +12,10 @@ check (raising :class:`~farm.errors.JobError` with the problem), and what it is 
   carry it are keyed by it (farm.results.identity.MetricKey);
 * ``run_length``: it says how long or how much was measured (a duration, a sample count, a warm-up):
   never part of a record's key, so runs of other lengths join;
-* ``methods``: the methods (the ``method`` field's values) it is a parameter of; others refuse it.
+* ``methods``: the methods (the ``method`` field's values) it is a parameter of; others refuse it;
+* ``by_method``: its default under some methods, where it differs from ``default`` (the sweep's
+  ``warmup`` is 1 s, but 10 s, ipbench's, under method ``ipbench``). Not given, the field takes the
+  default of the object's ``method``; given, it is what was given (the same value too).
 
 The pipeline file's check (:func:`Params.of`, before anything is built), the run (it gets the typed
 object: ``params.duration``, never ``params.get("duration", 5)``) and the record key all read this
@@ -38,14 +41,22 @@ class ParamInfo:
     run_length: bool = False
     methods: tuple[str, ...] | None = None  # None: a parameter of every method
     doc: str = ""
+    #: the default of each method whose default differs from ``default`` (see :func:`param`)
+    by_method: tuple[tuple[str, Any], ...] = ()
+    default: Any = None  # the field's default when ``by_method`` is given (its attrs default is None then)
+
+    def default_for(self, method: str | None) -> Any:
+        return dict(self.by_method).get(method, self.default) if self.by_method else self.default
 
 
 def param(default: Any, *, kind: type | tuple[type, ...], identity: bool = False, run_length: bool = False,
-          methods: tuple[str, ...] | None = None, check: Callable[[str, Any], None] | None = None,
-          doc: str = "") -> Any:
+          methods: tuple[str, ...] | None = None, by_method: Mapping[str, Any] | None = None,
+          check: Callable[[str, Any], None] | None = None, doc: str = "") -> Any:
     """A parameter field (see the module docstring); ``check(name, value)`` raises JobError, ``name``
-    the benchmark's and the field's (``sweep loads``)."""
-    return attrs.field(default=default, metadata={META: ParamInfo(kind, identity, run_length, methods, doc)},
+    the benchmark's and the field's (``sweep loads``). With ``by_method`` the attrs default is None
+    (not given), and the object takes its method's default when it is made (:meth:`Params.__attrs_post_init__`)."""
+    info = ParamInfo(kind, identity, run_length, methods, doc, tuple((by_method or {}).items()), default)
+    return attrs.field(default=None if by_method else default, metadata={META: info},
                        validator=_validator(check) if check is not None else None, converter=_frozen)
 
 
@@ -67,6 +78,13 @@ class Params:
 
     #: how messages name the benchmark's parameters ("sweep", "isal")
     LABEL = "benchmark"
+
+    def __attrs_post_init__(self) -> None:
+        """A ``by_method`` field not given takes the default of this object's ``method``."""
+        method = getattr(self, "method", None)
+        for name, i in self.info().items():
+            if i.by_method and getattr(self, name) is None:
+                object.__setattr__(self, name, _frozen(i.default_for(method)))  # frozen: attrs' own way
 
     @classmethod
     def info(cls) -> dict[str, ParamInfo]:
@@ -118,10 +136,16 @@ class Params:
         image's), and a shell-less target is refused the others when the pipeline file is read."""
         return True
 
+    def default_of(self, name: str) -> Any:
+        """Field ``name``'s default for this object's method."""
+        info = self.info().get(name)
+        if info is not None and info.by_method:
+            return info.default_for(getattr(self, "method", None))
+        return attrs.fields_dict(type(self))[name].default
+
     def given(self) -> dict[str, Any]:
-        """The fields that differ from their defaults."""
-        defaults = {f.name: f.default for f in attrs.fields(type(self))}
-        return {k: v for k, v in attrs.asdict(self, recurse=False).items() if v != defaults[k]}
+        """The fields that differ from their defaults (their method's)."""
+        return {k: v for k, v in attrs.asdict(self, recurse=False).items() if v != self.default_of(k)}
 
 
 @attrs.frozen(kw_only=True)

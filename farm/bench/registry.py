@@ -25,7 +25,7 @@ import attrs
 from ..errors import JobError
 from ..images.needs import Needs
 from ..measure import (HIGHER_IS_BETTER, LOWER_IS_BETTER, UNKNOWN_DIRECTION, Measurement, check_measurements,
-                       farmload, ipbench, iperf3, isal, openssl, sockperf, vmexit)
+                       farmload, ipbench, iperf3, iperf3_notebook, isal, lukem, openssl, sockperf, vmexit)
 from . import echo
 from .console import ConsoleParams, parse_standin, run_console
 from .context import BenchContext
@@ -143,13 +143,16 @@ REGISTRATIONS: tuple[BenchmarkSpec, ...] = (
                             frozenset({"cpu_fraction"})),),
         # throughputs, RTTs, CPU utilisation (whole and per core); lost packets: a count, no direction
         units={"bit/s": HIGHER_IS_BETTER, "us": LOWER_IS_BETTER, "percent": LOWER_IS_BETTER,
-               "count": UNKNOWN_DIRECTION, "iterations": UNKNOWN_DIRECTION},  # the CPU target's counts
-        ports=(echo.ECHO_PORT, IPERF3_PORT, SOCKPERF_PORT)),  # ipbench-echo's; iperf3-sockperf's
+               "count": UNKNOWN_DIRECTION,
+               lukem.UNIT: UNKNOWN_DIRECTION, "Hz": UNKNOWN_DIRECTION},  # the CPU target's counts, its counter
+        # the echo's and the CPU target's (ipbench, ipbench-echo); iperf3-sockperf's
+        ports=(echo.ECHO_PORT, lukem.PORT, IPERF3_PORT, SOCKPERF_PORT)),
     BenchmarkSpec(
         iperf3.BENCHMARK, NETWORK, run_iperf3, Iperf3Params,
         parsers=(iperf3.parse_json, iperf3.parse_text),
-        importers=(Importer("iperf3", "-J JSON, or the text of one or more runs",
-                            by_param(iperf3.parse_output, "run")),),
+        importers=(Importer("iperf3", "-J JSON, or the text of one or more runs, a lab notebook's too "
+                            "(each run's load on its separator)",
+                            lambda text, o: iperf3_notebook.repeats(iperf3.parse_output(text))),),
         units=_IPERF3_UNITS, ports=(IPERF3_PORT,)),
     BenchmarkSpec(
         openssl.BENCHMARK, CRYPTO, run_openssl_speed, OpensslParams,
@@ -229,7 +232,7 @@ def importer(name: str) -> tuple[BenchmarkSpec, Importer]:
 
 #: how long or how much was measured, for benchmarks farm does not register (a pytest test's
 #: ``farm_record``): never part of a record's key
-RUN_LENGTH = frozenset({"duration", "seconds", "samples", "warmup", "cooldown"})
+RUN_LENGTH = frozenset({"duration", "seconds", "samples", "warmup", "cooldown", "timeout"})
 
 
 def run_length(benchmark: str) -> frozenset[str]:

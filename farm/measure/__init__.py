@@ -3,8 +3,11 @@
 This package sits below both :mod:`farm.bench` (which runs the tools on a target) and
 :mod:`farm.results` (which stamps measurements into records and publishes them): it imports
 neither. Each tool's module here holds its output parser and its command line builder, all pure:
-:mod:`.iperf3`, :mod:`.openssl`, :mod:`.isal`, :mod:`.vmexit`, :mod:`.cpustat` (``/proc/stat``),
-:mod:`.ipbench` (the lab's wide CSV) and :mod:`.clock` (the CPU clock around a measurement and
+:mod:`.iperf3` (and :mod:`.iperf3_notebook`, the lab's annotated runs), :mod:`.openssl`, :mod:`.isal`,
+:mod:`.vmexit`, :mod:`.cpustat` (``/proc/stat``), :mod:`.ipbench` (the lab's wide CSV),
+:mod:`.farmload` (``farm_load``'s output, both methods), :mod:`.sockperf`,
+:mod:`.ipbench_latency` (ipbench's latency figures as its code computes them), :mod:`.lukem` (the
+``cpu_target_lukem`` CPU target's replies) and :mod:`.clock` (the CPU clock around a measurement and
 the cycles/byte it gives).
 """
 

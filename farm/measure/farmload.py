@@ -1,6 +1,8 @@
 """``farm_load``'s output read (pure): the measured window of one load (:func:`parse_load`) and its
 per-sample file (:func:`parse_samples`). The generator (``images/src/farm_load.c``) and the responder
-are run by :mod:`farm.bench.echo`.
+are run by :mod:`farm.bench.echo` (method ``ipbench-echo``, farm_load's paced mode, described here)
+and :mod:`farm.bench.ipbench_sweep` (method ``ipbench``, ``farm_load -m ipbench``: its header says
+``mode=ipbench``, its result line adds ``late`` and ``timeouts``; its definitions are that module's).
 
 The method, and its figures, follow ipbench's latency test: N clients (default 4, as the lab's
 vb04..vb07) each send a share of the requested rate as paced UDP datagrams of ``size`` bytes
@@ -78,18 +80,26 @@ class LoadResult:
     clients: tuple[ClientCounts, ...]
     rtt_p10: float | None = None
     rtt_p90: float | None = None
+    #: ``-m ipbench`` only: replies in the window older than the send-time ring (ipbench's late
+    #: packets), and clients whose window the time-out ended before they had their samples
+    late: int | None = None
+    timeouts: int | None = None
+    mode: str = "paced"  # farm_load's -m: paced (ipbench-echo) or ipbench
 
-    def measurements(self, params: Mapping[str, Any] | None = None, *, benchmark: str = SWEEP) -> list[Measurement]:
+    def measurements(self, params: Mapping[str, Any] | None = None, *, benchmark: str = SWEEP,
+                     method: str = METHOD) -> list[Measurement]:
         """The sweep point's metrics under ``params`` (plus ``method``); the samples behind its RTTs are
         a value of their own (``rtt_samples``), never a param: a count is measured, not what was."""
-        point = {**(params or {}), "method": METHOD}
+        point = {**(params or {}), "method": method}
         values = (("requested_throughput", self.requested, "bit/s"), ("sent_throughput", self.send, "bit/s"),
                   ("received_throughput", self.receive, "bit/s"), ("rtt_min", self.rtt_min, "us"),
                   ("rtt_avg", self.rtt_avg, "us"), ("rtt_max", self.rtt_max, "us"),
                   ("rtt_stdev", self.rtt_stdev, "us"), ("rtt_median", self.rtt_median, "us"),
                   ("lost", float(self.lost), "count"), (SAMPLES, float(self.samples), "count"),
                   *((("rtt_p10", self.rtt_p10, "us"), ("rtt_p90", self.rtt_p90, "us"))
-                    if self.rtt_p10 is not None and self.rtt_p90 is not None else ()))
+                    if self.rtt_p10 is not None and self.rtt_p90 is not None else ()),
+                  *((("late", float(self.late), "count"),) if self.late is not None else ()),
+                  *((("window_timeouts", float(self.timeouts), "count"),) if self.timeouts is not None else ()))
         return [Measurement(benchmark, metric, float(value), unit, point) for metric, value, unit in values]
 
 
@@ -113,14 +123,16 @@ def parse_load(text: str) -> LoadResult:
     result: tuple[int, dict[str, float]] | None = None
     clients: list[ClientCounts] = []
     header = False
+    mode = "paced"
     for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
         if not line:
             continue
-        if _HEADER.match(line):
+        if m := _HEADER.match(line):
             if header:
                 raise ParseError(f"farm_load output line {number}: a second run's header (two runs pasted together?)")
             header = True
+            mode = "ipbench" if "mode=ipbench" in m["kv"].split() else "paced"
         elif _EDGE.match(line):
             continue
         elif m := _CLIENT.match(line):
@@ -137,7 +149,7 @@ def parse_load(text: str) -> LoadResult:
     if result is None:
         raise ParseError("farm_load output: no result line (was the run cut short?)")
     number, kv = result
-    for key in ("size", "n", "lost"):
+    for key in ("size", "n", "lost", *(k for k in ("late", "timeouts") if k in kv)):
         if not kv[key].is_integer():
             raise ParseError(f"farm_load output line {number}: {key}={kv[key]} is not a whole number")
     if clients and sum(c.samples for c in clients) != kv["n"]:
@@ -151,7 +163,9 @@ def parse_load(text: str) -> LoadResult:
                       rtt_stdev=kv["stdev"], rtt_median=kv["median"], window_start=kv["window_start"],
                       window_end=kv["window_end"], load_end=kv["load_end"], first_tx=kv["first_tx"],
                       last_rx=kv["last_rx"], lost=int(kv["lost"]), clients=tuple(clients),
-                      rtt_p10=kv.get("p10"), rtt_p90=kv.get("p90"))
+                      rtt_p10=kv.get("p10"), rtt_p90=kv.get("p90"),
+                      late=int(kv["late"]) if "late" in kv else None,
+                      timeouts=int(kv["timeouts"]) if "timeouts" in kv else None, mode=mode)
 
 
 def _pairs(number: int, text: str, keys: tuple[str, ...]) -> dict[str, float]:

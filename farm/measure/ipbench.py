@@ -12,11 +12,14 @@ Variants seen in public copies of those scripts, all accepted by :func:`parse_cs
 
 * the header says ``CPU_utilisation`` (lower-case u) in both au-ts scripts: columns are matched
   without regard to case;
-* trailing columns after the ten, e.g. ``Idle_Cycles,Total_Cycles`` or ``Bad_Packets``: ignored;
-* no ``CPU_Utilisation`` column but ``Idle_Cycles`` and ``Total_Cycles`` (a public Python wrapper
-  around ipbench, repository not identified by our search, writes the header
-  ``...,Median_RTT,Bad_Packets,Idle_Cycles,Total_Cycles``): the utilisation is computed as
-  ``100 * (1 - idle/total)``, the formula of ipbench's ``cpu_target_lukem``;
+* trailing ``Idle_Cycles,Total_Cycles`` (the CPU target's counts, in ticks of the target's counter)
+  and ``Bad_Packets``: imported too (:data:`EXTRA_COLUMNS`), and written back by the wide form; any
+  other column is named in a warning, not imported;
+* no ``CPU_Utilisation`` column, or an empty cell in it, but ``Idle_Cycles`` and ``Total_Cycles``
+  (the seL4/sDDF echo server's benchmark, au-ts/sddf ``examples/echo_server/benchmark.py``, writes
+  ``...,Median_RTT,Bad_Packets,Idle_Cycles,Total_Cycles``; ipbench's controller with that target
+  prints ``...,Median_RTT,,IDLE,TOTAL``): the utilisation is computed as ``100 * (1 - idle/total)``,
+  the formula of ipbench's ``cpu_target_lukem``;
 * ``latency.sh`` marks a row whose achieved rate is more than 20 % off the requested one with a
   leading ``*`` (its awk ``print "*"$IF``): the mark is dropped, the numbers kept.
 
@@ -56,7 +59,15 @@ METRICS: dict[str, tuple[str, str]] = {
     "CPU_Utilisation": ("cpu_utilisation", "percent"),
 }
 _IDLE, _TOTAL = "Idle_Cycles", "Total_Cycles"
-IMPORT_METHOD = "import:ipbench"
+#: the lab's columns beyond the ten, kept on import: column -> (metric, unit)
+EXTRA_COLUMNS: dict[str, tuple[str, str]] = {
+    _IDLE: ("idle_cycles", "ticks"),
+    _TOTAL: ("total_cycles", "ticks"),
+    "Bad_Packets": ("bad_packets", "count"),
+}
+#: the method of imported records: ipbench's own figures, which a live ``method: ipbench`` sweep
+#: measures with the same definitions (docs/network.md), so the two join in ``farm compare``
+IMPORT_METHOD = "ipbench"
 #: how the parser's messages name what they read (the importer puts the file's name before it)
 WHERE = "ipbench CSV"
 
@@ -66,9 +77,13 @@ def parse_csv(text: str, *, cpu_fraction: bool = False,
     """(repeat, measurement) of benchmark ``sweep`` for each value of a lab CSV in ipbench's wide
     form (variants: see the module docstring), as a live sweep would have measured them.
 
-    * params are ``requested=<Requested_Throughput>;packet_size=<Packet_Size>;method=import:ipbench``
-      (the method keeps history apart from live sweeps, whose method is ``ipbench-echo``); a point
-      that appears again (same load and size) gets the next ``repeat``.
+    * params are ``requested=<Requested_Throughput>;packet_size=<Packet_Size>;method=ipbench``
+      (ipbench's definitions: a live ``method: ipbench`` sweep joins them, farm's variants such as
+      ``ipbench-echo`` never do); a point that appears again (same load and size) gets the next
+      ``repeat``.
+    * every column of :data:`METRICS` and :data:`EXTRA_COLUMNS` the file has becomes a measurement
+      (``Idle_Cycles``/``Total_Cycles`` in ``ticks``, ``Bad_Packets`` a ``count``); another column
+      is named in one ``warn`` and not imported.
     * a row that lacks only trailing ``Idle_Cycles``/``Total_Cycles`` fields (the lab's DPDK files:
       10 fields under 11 names) is imported with a ``warn`` naming the line; when the utilisation
       had to come from those cycles, that row has no ``cpu_utilisation`` record.
@@ -85,6 +100,10 @@ def parse_csv(text: str, *, cpu_fraction: bool = False,
     if not header or not any(cell.strip() for cell in header):
         raise JobError(f"{WHERE} line 1: empty, expected the header {','.join(WIDE_COLUMNS)}")
     index = _columns(header)
+    known = {c.lower() for c in (*WIDE_COLUMNS, *EXTRA_COLUMNS)}
+    unknown = [name.strip() for name in header if name.strip() and name.strip().lower() not in known]
+    if unknown:
+        warn(f"{WHERE} line 1: column(s) {', '.join(unknown)} not imported (not ipbench's)")
     found: list[tuple[int, Measurement]] = []
     seen: dict[tuple[float, float], int] = {}
     for row in reader:
@@ -100,9 +119,11 @@ def parse_csv(text: str, *, cpu_fraction: bool = False,
                                  f"(missing {','.join(missing)})")
             warn(f"{WHERE} line {line}: {len(row)} fields, the header has {len(header)}: no "
                  f"{','.join(missing)}" + ("" if "CPU_Utilisation" in index else "; no CPU_Utilisation for this row"))
+        cycles_here = _IDLE in index and _TOTAL in index and index[_TOTAL] < len(row)
         values = {column: _number(line, column, row[i], first=(i == 0))
-                  for column, i in index.items() if i < len(row)}
-        if _TOTAL not in values and "CPU_Utilisation" not in index:
+                  for column, i in index.items()
+                  if i < len(row) and not (column == "CPU_Utilisation" and cycles_here and not row[i].strip())}
+        if _TOTAL not in values and "CPU_Utilisation" not in values:
             pass  # the cycle columns are missing from this row: no utilisation
         elif "CPU_Utilisation" not in values:
             try:
@@ -114,8 +135,10 @@ def parse_csv(text: str, *, cpu_fraction: bool = False,
         point = (values["Requested_Throughput"], values["Packet_Size"])
         repeat = seen[point] = seen.get(point, -1) + 1
         params = {"requested": number_text(point[0]), "packet_size": number_text(point[1]), "method": IMPORT_METHOD}
+        extras = sorted((c for c in EXTRA_COLUMNS if c in values), key=index.__getitem__)  # the file's order
         found += [(repeat, Measurement(BENCHMARK, metric, values[column], unit, params))
-                  for column, (metric, unit) in METRICS.items() if column in values]
+                  for column, (metric, unit) in (*METRICS.items(), *((c, EXTRA_COLUMNS[c]) for c in extras))
+                  if column in values]
     return found
 
 
@@ -125,17 +148,17 @@ def _columns(header: list[str]) -> dict[str, int]:
     for i, name in enumerate(header):
         position.setdefault(name.strip().lower(), i)
     wanted = [c for c in WIDE_COLUMNS if c != "CPU_Utilisation"]
-    if "cpu_utilisation" in position:
-        wanted.append("CPU_Utilisation")
-    elif _IDLE.lower() in position and _TOTAL.lower() in position:
-        wanted += [_IDLE, _TOTAL]
-    else:
-        wanted.append("CPU_Utilisation")  # reported missing below
+    cycles = _IDLE.lower() in position and _TOTAL.lower() in position
+    if "cpu_utilisation" in position or not cycles:
+        wanted.append("CPU_Utilisation")  # without it and without the cycles: reported missing below
     index: dict[str, int] = {}
     for column in wanted:
         if column.lower() not in position:
             raise JobError(f"{WHERE} line 1: no {column} column (header: {','.join(header)})")
         index[column] = position[column.lower()]
+    for column in EXTRA_COLUMNS:
+        if column.lower() in position and (column not in (_IDLE, _TOTAL) or cycles):
+            index[column] = position[column.lower()]
     return index
 
 

@@ -36,6 +36,7 @@ import attrs
 
 from farm.errors import JobError, ParseError
 from farm.measure import BenchmarkError, Measurement, check_value, merge_params
+from farm.measure.iperf3_notebook import parse_annotation
 
 BENCHMARK = "iperf3"
 PROTOCOLS = ("tcp", "udp")
@@ -177,7 +178,8 @@ def _number(obj: Mapping[str, Any], key: str, where: str) -> float:
 
 # --- human text output -----------------------------------------------------------------------
 
-_SEPARATOR = re.compile(r"^-(?: -){5,}\s*$")  # "- - - - ... -" before each run's summary
+_SEPARATOR = re.compile(r"^-(?: -){5,}(?P<note>.*)$")  # "- - - - ... -" before each run's summary
+# (a lab notebook's separators end in the run's requested load, written by hand: farm.measure.iperf3_notebook)
 _RUN_START = ("Connecting to host", "Server listening on", "Accepted connection from", "iperf Done.")
 _SERVER_OUTPUT = "Server output:"  # --get-server-output: a whole server log follows, not ours
 _SERVER_OUTPUT_END = ("iperf Done.", "Connecting to host")
@@ -231,6 +233,7 @@ class _Run:
     first_line: int
     lines: dict[tuple[str, str, str], _Line] = attrs.field(factory=dict)  # (stream, direction, role)
     cpu: tuple[float, float] | None = None
+    bitrate: str | None = None  # the requested load its separator was annotated with (a notebook)
 
     def directions(self) -> list[str]:
         """``[""]`` for a one-way run, ``[FORWARD, REVERSE]`` (those present) for --bidir."""
@@ -272,9 +275,11 @@ def parse_text(text: str, *, params: Mapping[str, Any] | None = None) -> list[Me
     ``receiver`` lines (TCP: bitrate and ``Retr``; UDP: bitrate, jitter, lost/total), preferring
     ``[SUM]`` over per-stream lines when ``-P`` was used, and the ``CPU Utilization`` line that
     ``-V`` adds. Every run's params get ``run=<n>`` (0-based, in order of appearance) so repeated
-    runs stay distinct records. The text rounds to 3 digits; prefer :func:`parse_json` when
-    you control the command. UDP loss is recomputed from lost/total (the printed percent is
-    ``%.2g``). ``--bidir`` runs give both directions (param ``bidir``); an ``iperf3: error - ...`` line raises
+    runs stay distinct records; a run whose separator line is annotated with its requested load (a
+    lab notebook, :mod:`farm.measure.iperf3_notebook`) gets ``bitrate=<load>`` instead. The text
+    rounds to 3 digits; prefer :func:`parse_json` when you control the command. UDP loss is
+    recomputed from lost/total (the printed percent is ``%.2g``). ``--bidir`` runs give both
+    directions (param ``bidir``); an ``iperf3: error - ...`` line raises
     :class:`~farm.measure.BenchmarkError`.
     """
     runs: list[_Run] = []
@@ -288,8 +293,10 @@ def parse_text(text: str, *, params: Mapping[str, Any] | None = None) -> list[Me
         elif stripped.startswith(_RUN_START):
             if state != "server" or stripped.startswith(_SERVER_OUTPUT_END):
                 state = "outside"
-        elif state != "server" and _SEPARATOR.match(stripped):
-            runs.append(_Run(index=len(runs), first_line=number))
+        elif state != "server" and (separator := _SEPARATOR.match(stripped)):
+            note = separator["note"].strip()
+            runs.append(_Run(index=len(runs), first_line=number,
+                             bitrate=parse_annotation(note, number) if note else None))
             state = "summary"
         elif state == "summary":
             _read_summary_line(runs[-1], number, stripped)
@@ -297,7 +304,8 @@ def parse_text(text: str, *, params: Mapping[str, Any] | None = None) -> list[Me
         raise ParseError("iperf3 output: no run summary found (no '- - - -' separator line)")
     return [m for run in runs for direction in run.directions()
             for m in run.summary(direction).measurements(
-                merge_params(params, {"run": run.index, **({"bidir": direction} if direction else {})}))]
+                merge_params(params, {**({"bitrate": run.bitrate} if run.bitrate else {"run": run.index}),
+                                      **({"bidir": direction} if direction else {})}))]
 
 
 def _read_summary_line(run: _Run, number: int, line: str) -> None:
@@ -345,8 +353,10 @@ _BITRATE = re.compile(r"^\d+(?:\.\d+)?[kKmMgGtT]?(?:/\d+)?$")  # iperf3 -b: rate
 
 def client_command(host: str, port: int, *, duration: float, protocol: str = "tcp",
                    bitrate: str | None = None, length: int | None = None, reverse: bool = False,
-                   omit: float = 0) -> list[str]:
-    """argv of the host-side iperf3 client, with ``-J`` so :func:`parse_json` can read it.
+                   omit: float = 0, bidir: bool = False) -> list[str]:
+    """argv of the host-side iperf3 client, with ``-J`` so :func:`parse_json` can read it;
+    ``bidir``: both directions at once (``--bidir``, as the lab runs it with ``--udp --bidir
+    --bandwidth=200M --length=1472``; not with ``reverse``, which iperf3 refuses beside it).
 
     ``duration`` and ``omit`` must be whole seconds: iperf3 3.12 reads ``-t`` and ``-O`` with
     ``atoi``, so ``-t 1.5`` silently runs for 1 s (checked); we refuse rather than mislabel a run.
@@ -373,8 +383,12 @@ def client_command(host: str, port: int, *, duration: float, protocol: str = "tc
             raise JobError(f"iperf3 length {length!r}: expected {low}-{high} bytes for {protocol.upper()}"
                            + (" (the largest UDP/IPv4 payload)" if protocol == "udp" else ""))
         argv += ["-l", str(length)]
+    if reverse and bidir:
+        raise JobError("iperf3 reverse and bidir: iperf3 runs one or the other (--bidir already has both directions)")
     if reverse:
         argv.append("-R")
+    if bidir:
+        argv.append("--bidir")
     return argv
 
 

@@ -65,11 +65,25 @@ _CORPUS = re.compile(r"^# igzip (?P<file>[A-Za-z0-9_.+-]+): in_size=(?P<size>[0-
 IGZIP_TESTS = ("igzip_file_perf", "igzip_stateless_file_perf", "isal_stateful_inflate",
                "isal_stateless_inflate")
 #: the lab's crypto functions isal_bench measures with OpenSSL (the library is in its
-#: ``# crypto: impl=<name>`` line and goes into the records' ``impl``: not isa-l_crypto)
-CRYPTO_FUNCTIONS = ("aes_xts_128_dec", "aes_xts_256_dec", "md5_mb", "sha1_mb", "sha256", "sha512")
+#: ``# crypto: impl=<name>`` line and goes into the records' ``impl``: not isa-l_crypto). The lab's
+#: table has isa-l_crypto's multi-buffer ``md5_mb`` and ``sha1_mb``; OpenSSL hashes one buffer at a
+#: time, so isal_bench names those ``md5`` and ``sha1``
+CRYPTO_FUNCTIONS = ("aes_xts_128_dec", "aes_xts_256_dec", "md5", "sha1", "sha256", "sha512")
 _IMPL = re.compile(r"^# crypto: impl=(?P<impl>[a-z0-9.+-]+)(?:\s|$)")
 #: the ``file`` of the corpus's weighted average (:func:`corpus_average`)
 CORPUS_FILE = "corpus-weighted"
+
+#: isal_bench before it named what ran printed OpenSSL's digests as md5_mb/sha1_mb (:func:`what_ran`)
+_OLD_DIGEST_NAME = re.compile(r"(?m)(^|\s)(md5|sha1)_mb_(cold|warm)\b")
+
+
+def what_ran(text: str) -> str:
+    """isal_bench's output (it has a ``# crypto: impl=`` line) with an older isal_bench's
+    ``md5_mb_*``/``sha1_mb_*`` (OpenSSL's serial digests) named ``md5_*``/``sha1_*``, as isal_bench
+    names them now; upstream isa-l_crypto output (no such line: the multi-buffer functions) as it is."""
+    if not any(_IMPL.match(line.strip()) for line in text.splitlines()):
+        return text
+    return _OLD_DIGEST_NAME.sub(r"\1\2_\3", text)
 
 
 def parse_perf(text: str, *, params: Mapping[str, Any] | None = None) -> list[Measurement]:
@@ -81,7 +95,8 @@ def parse_perf(text: str, *, params: Mapping[str, Any] | None = None) -> list[Me
     crc_funcs_perf, igzip_perf) keeps its whole name as the function and has no ``mode``.
     isal_bench's igzip tests ``<test>@<file>`` give ``file``; the lab's crypto functions
     (:data:`CRYPTO_FUNCTIONS`) after isal_bench's ``# crypto: impl=openssl-3.0`` line give
-    ``impl=openssl-3.0`` (lines of isa-l_crypto's own perf programs have no such line, no ``impl``).
+    ``impl=openssl-3.0`` (lines of isa-l_crypto's own perf programs have no such line, no ``impl``);
+    there, an older isal_bench's ``md5_mb``/``sha1_mb`` (OpenSSL's serial digests) read as ``md5``/``sha1``.
 
     Lines without ``<name>: runtime`` (at their start or after a space, e.g. behind a console
     timestamp) are ignored: headers, "Start timed tests", make's chatter. A line with it that
@@ -92,6 +107,7 @@ def parse_perf(text: str, *, params: Mapping[str, Any] | None = None) -> list[Me
     read the ``perf_report_*.perf`` file it writes instead.) Output with no perf line gives
     ``[]``: the caller knows whether it expected some.
     """
+    text = what_ran(text)
     measurements: list[Measurement] = []
     seen: dict[tuple[str, str, str | None], int] = {}
     impl = None
@@ -155,6 +171,7 @@ def parse_clocks(text: str) -> dict[str, Clock]:
     CPU each test ran on, read right before and right after its timed part, by test name as
     printed (``crc32_ieee_cold``, ``igzip_file_perf@GPL-3``). A test without such a line (no
     cpufreq on the target) is absent. A test named twice raises :class:`ParseError`."""
+    text = what_ran(text)
     clocks: dict[str, Clock] = {}
     for number, raw in enumerate(text.splitlines(), start=1):
         match = _CPUFREQ.match(raw.strip())
@@ -193,6 +210,7 @@ def parse_cycle_counts(text: str) -> dict[str, CycleCount]:
     as printed. A test without one (no cycle counter: the program's ``# isal_bench: pmu none``
     line says why) is absent. A test named twice, or a line counting no bytes or with a running
     time above its enabled time, raises :class:`ParseError` naming its line."""
+    text = what_ran(text)
     counts: dict[str, CycleCount] = {}
     for number, raw in enumerate(text.splitlines(), start=1):
         match = _PMU.match(raw.strip())

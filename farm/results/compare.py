@@ -24,9 +24,10 @@ this module reports, :mod:`farm.results.qualify` judges.
 :attr:`Comparison.missing` and in its own section of ``compare.md``: a benchmark that silently
 vanished from a run is a result too.
 
-**Methods apart.** The ``method=`` param is part of the key, so a live ``ipbench-echo`` sweep and an
-imported ``import:ipbench`` history (or the older ``iperf3-sockperf``) are never joined: their
-figures share names but not definitions. Such pairs are listed by :func:`methods_apart` and in
+**Methods apart.** The ``method=`` param is part of the key, so farm's faster ``ipbench-echo`` sweep
+and ipbench's own figures (an imported history, or a live ``method: ipbench`` sweep, both
+``method=ipbench``), or the older ``iperf3-sockperf``, are never joined: their figures share names
+but not definitions. Such pairs are listed by :func:`methods_apart` and in
 ``compare.md``'s section "Not joined: methods differ", so that a comparison that joined nothing says why.
 """
 

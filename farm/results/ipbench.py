@@ -16,13 +16,14 @@ import os
 from typing import Any, Iterable, Mapping
 
 from farm.errors import JobError
-from farm.measure.ipbench import BENCHMARK, METRICS, WIDE_COLUMNS, number_text
+from farm.measure.ipbench import BENCHMARK, EXTRA_COLUMNS, METRICS, WIDE_COLUMNS, number_text
 from farm.results.record import Record, parse_params, write_text_atomic
 
 PathLike = str | os.PathLike[str]
 _COLUMN_OF_METRIC = {metric: column for column, (metric, _) in METRICS.items()}
-#: optional trailing columns, in a row only when the sweep recorded them (farm's CPU target)
-_OPTIONAL_COLUMNS = {"idle_cycles": "Idle_Cycles", "total_cycles": "Total_Cycles"}
+#: optional trailing columns, in a row only when the sweep recorded them (the CPU target's counts, an
+#: import's Bad_Packets)
+_OPTIONAL_COLUMNS = {metric: column for column, (metric, _) in EXTRA_COLUMNS.items()}
 
 
 # --- records -> wide rows --------------------------------------------------------------------
@@ -37,8 +38,8 @@ def sweep_rows(records: Iterable[Record]) -> list[dict[str, float | None]]:
     packet size, when the sweep has several), sorted by requested load then packet size.
 
     Each row has every key of :data:`WIDE_COLUMNS`; a metric the sweep did not record is ``None``.
-    ``Idle_Cycles``/``Total_Cycles`` (farm's CPU target, :mod:`farm.bench.cputarget`) are keys of a
-    row only when the sweep recorded them.
+    ``Idle_Cycles``/``Total_Cycles`` (the CPU target's, :mod:`farm.bench.lukem`) and ``Bad_Packets``
+    (an import's) are keys of a row only when the sweep recorded them.
     ``Requested_Throughput`` is the ``requested_throughput`` metric, or the ``requested`` param
     when that metric is absent. Records of other benchmarks are skipped. Two *different* values
     for the same metric of the same point (two setups, runs or repeats mixed together) raise

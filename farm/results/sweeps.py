@@ -51,7 +51,9 @@ def run_sweeps(records: Iterable[Record]) -> list[Sweep]:
 
 
 # the sweep of these methods is the run's wide CSV; another method's gets its name as a suffix
-_PLAIN_METHODS = ("", "ipbench-echo", "import:ipbench")
+# (ipbench's own figures, live or imported; "" for records written before methods were recorded;
+# "import:ipbench": imports made before imports became method=ipbench)
+_PLAIN_METHODS = ("", "ipbench", "import:ipbench")
 
 
 def wide_csv_name(sweep: Sweep) -> str:

@@ -1,12 +1,17 @@
 /* farm_echo: the target's UDP echo responder for farm's ipbench-style load test.
  *
  * Every datagram that arrives on the port is sent back, unchanged, to where it came from (so it
- * works through a NAT or QEMU's user-mode port forward). Options:
+ * works through a NAT or QEMU's user-mode port forward). By default it takes up to 64 datagrams per
+ * recvmmsg and answers them with sendmmsg (farm's faster responder, method ipbench-echo); with -s it
+ * answers one datagram per recvfrom/sendto into a buffer of the kernel's default size, as ipbench's
+ * UDP echo responder does (method ipbench). Options:
  *   -p PORT   UDP port (default 7)
+ *   -s        one datagram per recvfrom/sendto (ipbench's echo responder)
  *   -P PRIO   run with SCHED_FIFO priority PRIO (1-99); default: the normal scheduler
  *   -c CPU    pin to core CPU (sched_setaffinity); default: any core
  *   -d        daemonize after the socket is bound (the shell command returns at once)
- *   -b BYTES  socket receive/send buffer size (default 4 MiB, as far as the kernel allows)
+ *   -b BYTES  socket receive/send buffer size (default 4 MiB, as far as the kernel allows; with -s
+ *             the kernel's default unless given)
  * It prints "farm_echo: port P pid N" once bound and listening, then nothing; errors go to stderr
  * with exit status 1 (2 for a bad option).
  */
@@ -40,23 +45,24 @@ static long number(const char *opt, const char *text, long lo, long hi)
 
 int main(int argc, char **argv)
 {
-	long port = 7, prio = 0, cpu = -1, bufsize = 4 << 20;
-	int daemonize = 0, opt, fd, i;
+	long port = 7, prio = 0, cpu = -1, bufsize = -1;
+	int daemonize = 0, single = 0, opt, fd, i;
 	struct sockaddr_in addr;
 	static char bufs[BATCH][MAXLEN];
 	struct mmsghdr msgs[BATCH];
 	struct iovec iov[BATCH];
 	struct sockaddr_in peers[BATCH];
 
-	while ((opt = getopt(argc, argv, "p:P:c:db:")) != -1) {
+	while ((opt = getopt(argc, argv, "p:P:c:db:s")) != -1) {
 		switch (opt) {
 		case 'p': port = number("-p", optarg, 1, 65535); break;
+		case 's': single = 1; break;
 		case 'P': prio = number("-P", optarg, 1, 99); break;
 		case 'c': cpu = number("-c", optarg, 0, CPU_SETSIZE - 1); break;
 		case 'd': daemonize = 1; break;
 		case 'b': bufsize = number("-b", optarg, 4096, 1 << 30); break;
 		default:
-			fprintf(stderr, "usage: farm_echo [-p PORT] [-P FIFO_PRIO] [-c CPU] [-b BYTES] [-d]\n");
+			fprintf(stderr, "usage: farm_echo [-p PORT] [-s] [-P FIFO_PRIO] [-c CPU] [-b BYTES] [-d]\n");
 			return 2;
 		}
 	}
@@ -81,7 +87,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "farm_echo: socket: %s\n", strerror(errno));
 		return 1;
 	}
-	{
+	if (bufsize < 0 && !single)
+		bufsize = 4 << 20;
+	if (bufsize > 0) {
 		int size = (int)bufsize;
 		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size)); /* best effort: capped by rmem_max */
 		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
@@ -111,6 +119,20 @@ int main(int argc, char **argv)
 	} else {
 		printf("farm_echo: port %ld pid %d\n", port, (int)getpid());
 		fflush(stdout);
+	}
+	while (single) {
+		/* ipbench's echo: block in recvfrom for one datagram, send it back with sendto */
+		struct sockaddr_in peer;
+		socklen_t peerlen = sizeof(peer);
+		ssize_t n = recvfrom(fd, bufs[0], MAXLEN, 0, (struct sockaddr *)&peer, &peerlen);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			fprintf(stderr, "farm_echo: recvfrom: %s\n", strerror(errno));
+			return 1;
+		}
+		while (sendto(fd, bufs[0], (size_t)n, 0, (struct sockaddr *)&peer, peerlen) < 0 && errno == EINTR)
+			;
 	}
 	for (;;) {
 		int n;

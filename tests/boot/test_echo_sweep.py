@@ -1,5 +1,5 @@
-"""The ipbench-echo sweep on the MaaXBoard twin, for real: the lab host's farm_load through QEMU's
-user-mode UDP forward to farm_echo in the twin's initrd."""
+"""The ipbench-echo sweep (farm's faster variant) on the MaaXBoard twin, for real: the lab host's
+farm_load through QEMU's user-mode UDP forward to farm_echo in the twin's initrd."""
 
 from __future__ import annotations
 
@@ -28,7 +28,9 @@ def test_rtt_samples_lie_in_the_load_window_and_saturation_queues(project_root, 
         cpu_seconds[load] = cpu_window
         print(f"{load:g} Mb/s: {result}")
 
-    params = {"loads": [1, 1000], "duration": 2, "warmup": 1, "cooldown": 1}
+    # /proc/stat at the window's edges (the CPU target is tests/boot/test_cpu_target.py's)
+    params = {"method": "ipbench-echo", "loads": [1, 1000], "duration": 2, "warmup": 1, "cooldown": 1,
+              "cpu_target": False}
     with ConsoleLog(tmp_path / "console") as console:
         with boot_target(env, maaxboard_image, "t-echo-sweep", console) as booted:
             ctx = BenchContext(booted, read_facts(booted.shell))

@@ -39,7 +39,8 @@ def test_a_sweep_through_a_load_generator_over_ssh(project_root, maaxboard_image
         def observe(load, result, samples_text, cpu_window):
             seen[load] = (result, echo.parse_samples(samples_text))
 
-        params = {"loads": [1, 1000], "duration": 2, "warmup": 1, "cooldown": 1, "generator": "lg1"}
+        params = {"method": "ipbench-echo", "loads": [1, 1000], "duration": 2, "warmup": 1, "cooldown": 1,
+                  "generator": "lg1"}
         with ConsoleLog(tmp_path / "console") as console:
             with boot_target(env, maaxboard_image, "t-echo-ssh", console) as booted:
                 ctx = BenchContext(booted, read_facts(booted.shell))

@@ -28,7 +28,8 @@ benchmarks: [{{isal: {{seconds: 0.2, only: crc32_ieee_warm, corpus: []}}}}]
     assert proc.returncode == 0, proc.stderr
     records = read_records(out / "results.csv")
     throughput = [r for r in records if r.metric == "throughput"]
-    assert [(r.params, r.repeat) for r in throughput] == [("function=crc32_ieee;mode=warm", i) for i in range(3)]
+    # seconds= on the record: how long the function was timed (a run length, not in the key)
+    assert [(r.params, r.repeat) for r in throughput] == [("function=crc32_ieee;mode=warm;seconds=0.2", i) for i in range(3)]
     assert len({r.value for r in throughput}) == 3  # three measurements, not one copied
     cycles = [r for r in records if r.metric == "cycles_per_byte"]
     assert [r.repeat for r in cycles] == [0, 1, 2]  # from the twin's cycle counter (no cpufreq there)

@@ -12,6 +12,7 @@ from farm.boot.console_log import ConsoleLog
 from farm.boot.facts import read_facts
 from farm.boot.session import EnvFile, boot_target
 from farm.errors import InfrastructureError
+from farm.measure.params import format_params, parse_params
 
 from ..conftest import run_farm
 
@@ -88,7 +89,11 @@ def test_farm_run_smoke_publishes_junit_csv_and_console(project_root, maaxboard_
     assert len(openssl) == 2 and all(v > 0 for v in openssl.values())
     assert {r["unit"] for r in rows if r["metric"] == "throughput"} == {"bytes/s"}
     # every throughput has its cycles/byte at the frequency run.json names
+    # ... and says where its cycles came from: the pipeline's nominal clock, on a twin (never a board's figure)
     cycles = {r["params"]: float(r["value"]) for r in rows if r["metric"] == "cycles_per_byte"}
+    assert all(p.endswith("clock=twin;cycles=nominal") or "clock=twin;cycles=nominal;" in p for p in cycles)
+    cycles = {format_params({k: v for k, v in parse_params(p).items() if k not in ("clock", "cycles")}): v
+              for p, v in cycles.items()}
     assert set(cycles) == set(openssl)
     for params, bytes_per_second in openssl.items():
         assert cycles[params] == pytest.approx(1.5e9 / bytes_per_second)

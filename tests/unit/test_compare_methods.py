@@ -55,7 +55,7 @@ def test_cli_compare_of_imported_history_and_live_sweep_names_what_it_kept_apart
     live.mkdir()
     records = read_records(lab / "results.csv")
     write_records(live / "results.csv", [attrs.evolve(r, setup="twin", target="maaxboard-twin",
-                                                      params=r.params.replace("method=import:ipbench",
+                                                      params=r.params.replace("method=ipbench",
                                                                               "method=ipbench-echo;n=4000"))
                                          for r in records])
     done = run_farm("compare", str(lab), str(live), "--out", str(tmp_path / "cmp"))
@@ -64,7 +64,27 @@ def test_cli_compare_of_imported_history_and_live_sweep_names_what_it_kept_apart
     section = md.split("## Not joined: methods differ", 1)[1]
     lines = [line for line in section.splitlines() if line.startswith("- ")]
     assert len(lines) == len(records)  # every record of the history, none joined
-    assert "- network / sweep `packet_size=1472;requested=10000000` rtt_median (us): import:ipbench in lab; " \
+    assert "- network / sweep `packet_size=1472;requested=10000000` rtt_median (us): ipbench in lab; " \
            "ipbench-echo in twin" in section
     # nothing was joined: no row has both medians
     assert all(r.ratio is None for r in compare([load_result_dir(lab), load_result_dir(live)]).rows)
+
+
+def test_a_live_ipbench_sweep_joins_the_imported_history(tmp_path):
+    """method=ipbench is ipbench's definitions whoever measured them: a live sweep's records (with
+    their run lengths, which do not split keys) and an import's join, and their ratio is computed."""
+    lab = tmp_path / "lab"
+    assert run_farm("import", "ipbench", str(DATA / "ipbench-sample.csv"), "--setup", "lab", "--out",
+                    str(lab)).returncode == 0
+    live = tmp_path / "live"
+    live.mkdir()
+    records = [r for r in read_records(lab / "results.csv") if r.metric in ("rtt_median", "cpu_utilisation")]
+    run_lengths = "cooldown=1.0;n=4000;samples=4000;timeout=60.0;warmup=1.0"
+    write_records(live / "results.csv", [
+        attrs.evolve(r, setup="twin", target="maaxboard-twin", value=r.value * 2,
+                     params=";".join(sorted([*r.params.split(";"), *run_lengths.split(";")])))
+        for r in records])
+    c = compare([load_result_dir(lab), load_result_dir(live)])
+    joined = [row for row in c.rows if row.ratio is not None]
+    assert len(joined) == len(records) and all(row.ratio == 2.0 for row in joined)
+    assert methods_apart(c) == ()

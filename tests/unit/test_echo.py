@@ -87,15 +87,51 @@ def test_responder_options_are_checked():
 
 
 def test_sweep_params_by_method():
-    SweepParams.of({"loads": [10, 1000], "duration": 2})
-    SweepParams.of({"loads": [10], "samples": 200000, "clients": 4, "echo_priority": 90, "echo_cpu": 0})
+    echo_method = {"method": "ipbench-echo"}
+    SweepParams.of({**echo_method, "loads": [10, 1000], "duration": 2})
+    SweepParams.of({"loads": [10], "samples": 200000, "clients": 4, "echo_priority": 90, "echo_cpu": 0})  # ipbench
+    SweepParams.of({"loads": [10], "samples": 4000, "warmup": 1, "cooldown": 1, "timeout": 30, "cpu_target": False})
     SweepParams.of({"method": "iperf3-sockperf", "loads": [10], "duration": 2, "rtt_rate": 100})
     with pytest.raises(JobError, match="rtt_rate not a parameter"):
-        SweepParams.of({"loads": [10], "rtt_rate": 100})
+        SweepParams.of({**echo_method, "loads": [10], "rtt_rate": 100})
+    with pytest.raises(JobError, match="sweep method ipbench: duration not a parameter"):
+        SweepParams.of({"loads": [10], "duration": 2})  # ipbench's window is a sample count
     with pytest.raises(JobError, match="method 'ping'"):
         SweepParams.of({"method": "ping"})
     with pytest.raises(JobError, match="not both"):
-        SweepParams.of({"loads": [10], "duration": 2, "samples": 100})
+        SweepParams.of({**echo_method, "loads": [10], "duration": 2, "samples": 100})
+
+
+def test_each_sweep_method_has_its_own_defaults():
+    ipbench = SweepParams.of({})
+    assert ipbench.method == "ipbench"  # the default method, with ipbench's window and its CPU target
+    assert (ipbench.samples, ipbench.warmup, ipbench.cooldown, ipbench.clients, ipbench.packet_size) == \
+        (200_000, 10, 10, 4, 1472)
+    assert ipbench.cpu_target and ipbench.timeout is None and ipbench.seconds is None and ipbench.given() == {}
+    paced = SweepParams.of({"method": "ipbench-echo"})
+    assert (paced.samples, paced.warmup, paced.cooldown, paced.seconds, paced.cpu_target) == (None, 1, 1, 5, True)
+    assert paced.given() == {"method": "ipbench-echo"}
+    sockperf = SweepParams.of({"method": "iperf3-sockperf"})
+    assert (sockperf.warmup, sockperf.seconds, sockperf.with_cpu_target) == (1, 5, False)
+    # a value given is the value, also where it is another method's default
+    short = SweepParams.of({"samples": 4000, "warmup": 1, "cooldown": 1})
+    assert (short.samples, short.warmup, short.cooldown) == (4000, 1, 1)
+    assert short.given() == {"samples": 4000, "warmup": 1, "cooldown": 1}
+    # the window's lengths are run lengths (never a record's identity); the method and point are not
+    assert {"samples", "warmup", "cooldown", "timeout", "duration"} <= SweepParams.run_length()
+    assert not {"method", "packet_size", "loads"} & SweepParams.run_length()
+
+
+def test_a_shortened_ipbench_window_joins_the_labs():
+    from farm.results.identity import MetricKey
+
+    def rec(params: str) -> Record:
+        return Record("r", "t", "tw", "arm64", "s", "img", "network", "sweep", params, 0, "rtt_median", 1.0, "us")
+
+    point = "method=ipbench;packet_size=1472;requested=10000000"
+    short = rec(f"cooldown=1.0;{point};samples=400;timeout=60.0;warmup=1.0")
+    assert MetricKey.of(short) == MetricKey.of(rec(point))  # a lab import's key: no run lengths
+    assert MetricKey.of(rec(point.replace("ipbench", "ipbench-echo"))) != MetricKey.of(rec(point))
 
 
 def test_host_generator_builds_once_and_runs_against_the_responder(tmp_path):
@@ -158,11 +194,14 @@ def test_repeats_with_different_sample_counts_fold_into_one_point():
 
 
 def test_methods_make_separate_sweeps():
-    recs = [_rec("method=ipbench-echo;n=100;packet_size=1472;requested=10", "rtt_median", 10.0, 0),
+    recs = [_rec("method=ipbench;n=100;packet_size=1472;requested=10", "rtt_median", 12.0, 0),
+            _rec("method=ipbench-echo;n=100;packet_size=1472;requested=10", "rtt_median", 10.0, 0),
             _rec("method=iperf3-sockperf;n=100;packet_size=1472;requested=10", "rtt_median", 900.0, 0)]
     sweeps = run_sweeps(recs)
     from farm.results.sweeps import wide_csv_name
-    assert sorted(wide_csv_name(s) for s in sweeps) == ["sweep-tw-s-iperf3-sockperf.csv", "sweep-tw-s.csv"]
+    # ipbench's figures are the run's wide CSV; farm's variants get their method's name
+    assert sorted(wide_csv_name(s) for s in sweeps) == ["sweep-tw-s-ipbench-echo.csv", "sweep-tw-s-iperf3-sockperf.csv",
+                                                        "sweep-tw-s.csv"]
 
 
 def test_compare_joins_runs_whose_sample_counts_differ(tmp_path):
@@ -192,9 +231,10 @@ def attrs_evolve(record, **changes):
 
 
 @pytest.mark.parametrize("params, message", [
-    ("{loads: [10], echo_priority: 120}", "15: benchmarks[0].sweep: echo_priority 120: expected a SCHED_FIFO priority 1-99"),
-    ("{loads: [10], rtt_rate: 100}", "15: benchmarks[0].sweep: sweep method ipbench-echo: rtt_rate not a parameter"),
-    ("{loads: [10], duration: 2, samples: 100}", "not both"),
+    ("{loads: [10], echo_priority: 120}", ": benchmarks[0].sweep: echo_priority 120: expected a SCHED_FIFO priority 1-99"),
+    ("{loads: [10], rtt_rate: 100}", ": benchmarks[0].sweep: sweep method ipbench: rtt_rate not a parameter"),
+    ("{loads: [10], samples: 3}", ": benchmarks[0].sweep: sweep samples 3: fewer than the 4 clients"),
+    ("{method: ipbench-echo, loads: [10], duration: 2, samples: 100}", "not both"),
 ])
 def test_bad_sweep_params_are_job_errors_naming_the_line(tmp_path, params, message):
     import sys
@@ -202,8 +242,9 @@ def test_bad_sweep_params_are_job_errors_naming_the_line(tmp_path, params, messa
     root = Path(__file__).resolve().parents[2]
     text = (root / "pipelines" / "network.yaml").read_text().replace("../", f"{root}/")
     lines = text.splitlines()
-    assert lines[14].startswith("  - sweep:")
-    lines[14] = f"  - sweep: {params}"
+    (index,) = [i for i, line in enumerate(lines) if line.startswith("  - sweep:")]
+    lines[index] = f"  - sweep: {params}"
+    message = f"{index + 1}{message}" if message.startswith(":") else message
     pipeline = tmp_path / "bad.yaml"
     pipeline.write_text("\n".join(lines) + "\n")
     proc = subprocess.run([sys.executable, "-m", "farm.cli", "run", str(pipeline), "--out", str(tmp_path / "out")],

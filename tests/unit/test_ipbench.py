@@ -37,15 +37,17 @@ def test_wide_columns_are_the_lab_header():
 
 def test_read_sample_gives_live_sweep_records():
     records = import_file("ipbench", SAMPLE, setup="maaxboard", target="maaxboard-1")
-    assert len(records) == 13 * 9  # 13 loads, 9 metrics (Packet_Size is a param)
+    assert len(records) == 13 * 11  # 13 loads, 9 metrics (Packet_Size is a param) and the two cycle counts
     run_id = "import-" + hashlib.sha256(SAMPLE.read_bytes()).hexdigest()[:12]
     assert {r.run_id for r in records} == {run_id}
-    first = {r.metric: r for r in records[:9]}
-    assert {(m, r.unit) for m, r in first.items()} == set(METRICS.values())
+    first = {r.metric: r for r in records[:11]}
+    assert {(m, r.unit) for m, r in first.items()} == {*METRICS.values(), ("idle_cycles", "ticks"),
+                                                        ("total_cycles", "ticks")}
+    assert (first["idle_cycles"].value, first["total_cycles"].value) == (11605646241, 12000000000)
     r = first["received_throughput"]
     assert (r.benchmark, r.suite, r.setup, r.target, r.arch, r.repeat) == (
         "sweep", "network", "maaxboard", "maaxboard-1", "unknown", 0)
-    assert r.params == "method=import:ipbench;packet_size=1472;requested=10000000"
+    assert r.params == "method=ipbench;packet_size=1472;requested=10000000"
     assert r.value == 9995659.0
     assert first["rtt_stdev"].value == 23.79
     assert first["rtt_median"].value == 87.0
@@ -127,7 +129,7 @@ def test_cycles_agree_with_the_cpu_column_of_the_sample(tmp_path):
 def test_star_mark_of_latency_sh_and_blank_lines(tmp_path):
     text = f"{HEADER}\n\n*1000000000,700000000,999000000,1472,70,4000,9000,10.5,3900,61.9\n"
     records = import_file("ipbench", write(tmp_path, text), setup="x")
-    assert records[0].params == "method=import:ipbench;packet_size=1472;requested=1000000000"
+    assert records[0].params == "method=ipbench;packet_size=1472;requested=1000000000"
     assert records[0].value == 1e9
 
 
@@ -173,15 +175,15 @@ def test_sweep_rows_round_trip_the_sample(tmp_path):
         "Requested_Throughput": 10000000.0, "Receive_Throughput": 9995659.0,
         "Send_Throughput": 9996133.0, "Packet_Size": 1472.0, "Minimum_RTT": 58.0,
         "Average_RTT": 92.0, "Maximum_RTT": 481.0, "Stdev_RTT": 23.79, "Median_RTT": 87.0,
-        "CPU_Utilisation": 3.3}
+        "CPU_Utilisation": 3.3, "Idle_Cycles": 11605646241.0, "Total_Cycles": 12000000000.0}
     out = tmp_path / "wide.csv"
     write_wide_csv(out, rows)
     lines = out.read_text().splitlines()
-    assert lines[0] == HEADER
-    assert lines[1] == "10000000,9995659,9996133,1472,58,92,481,23.79,87,3.3"
-    # the sample without its trailing cycle columns, number for number (ipbench's "27.00" is our "27")
+    assert lines[0] == SAMPLE.read_text().splitlines()[0] == f"{HEADER},Idle_Cycles,Total_Cycles"
+    assert lines[1] == "10000000,9995659,9996133,1472,58,92,481,23.79,87,3.3,11605646241,12000000000"
+    # the sample, every column, number for number (ipbench's "27.00" is our "27")
     def numbers(text_lines):
-        return [[float(cell) for cell in line.split(",")[:10]] for line in text_lines]
+        return [[float(cell) for cell in line.split(",")] for line in text_lines]
     assert numbers(lines[1:]) == numbers(SAMPLE.read_text().splitlines()[1:])
     assert "612,27,97" in lines[8]
     again = import_file("ipbench", out, setup="maaxboard")

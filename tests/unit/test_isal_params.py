@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from farm.measure.isal import parse_perf
+from farm.measure.isal import parse_perf, what_ran
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 CAPTURES = ["isal-maaxboard-twin.txt", "isal-x86-twin.txt", "isal-perf-host.txt"]
@@ -64,7 +64,8 @@ def upstream(gt_l3: int) -> dict[str, dict[str, int]]:
     # md5_mb/md5_mb_vs_ossl_perf.c, sha1_mb/..., sha256_mb/..., sha512_mb/sha512_mb_vs_ossl_perf.c:
     # TEST_BUFS 32; CACHED_TEST TEST_LEN 4*1024, else (GT_L3_CACHE / TEST_BUFS); one loop hashes
     # every buffer: perf_print(stop, start, (long long)TEST_LEN * i * t) with i = TEST_BUFS
-    for digest in ("md5_mb", "sha1_mb", "sha256", "sha512"):
+    # (isal_bench names the first two md5 and sha1: OpenSSL's are not the multi-buffer functions)
+    for digest in ("md5", "sha1", "sha256", "sha512"):
         tests[f"{digest}_warm"] = {"vects": 32, "len": 4 * KiB, "bytes_per_call": 32 * 4 * KiB}
         tests[f"{digest}_cold"] = {"vects": 32, "len": gt_l3 // 32, "bytes_per_call": gt_l3}
     return tests
@@ -95,7 +96,9 @@ def described(text: str) -> tuple[int, int, dict[str, dict[str, str]]]:
 
 @pytest.fixture(params=CAPTURES)
 def capture(request) -> str:
-    return (DATA / request.param).read_text()
+    # captured by an isal_bench that still printed OpenSSL's digests as md5_mb/sha1_mb: read with
+    # today's names, as farm reads such a capture
+    return what_ran((DATA / request.param).read_text())
 
 
 def test_gt_l3_is_twice_the_largest_cache_with_upstreams_constant_as_floor(capture):
@@ -147,7 +150,7 @@ def test_perf_line_counts_whole_calls_of_the_described_bytes(capture):
 def test_crypto_is_openssls_evp_under_the_labs_names(capture):
     _, _, tests = described(capture)
     ciphers = {"aes_xts_128_dec": "AES-128-XTS", "aes_xts_256_dec": "AES-256-XTS"}
-    digests = {"md5_mb": "MD5", "sha1_mb": "SHA1", "sha256": "SHA256", "sha512": "SHA512"}
+    digests = {"md5": "MD5", "sha1": "SHA1", "sha256": "SHA256", "sha512": "SHA512"}
     for mode in ("cold", "warm"):
         for name, cipher in ciphers.items():
             fields = tests[f"{name}_{mode}"]
@@ -163,6 +166,6 @@ def test_names_are_upstreams(capture):
     names = {(m.params["function"], m.params.get("mode")) for m in parse_perf(capture)}
     assert {f for f, mode in names if mode} == {
         "crc16_t10dif", "crc32_ieee", "crc32_iscsi", "xor_gen", "pq_gen", "erasure_code_encode",
-        "erasure_code_decode", "aes_xts_128_dec", "aes_xts_256_dec", "md5_mb", "sha1_mb", "sha256", "sha512"}
+        "erasure_code_decode", "aes_xts_128_dec", "aes_xts_256_dec", "md5", "sha1", "sha256", "sha512"}
     assert {f for f, mode in names if not mode} == {
         "igzip_file_perf", "igzip_stateless_file_perf", "isal_stateful_inflate", "isal_stateless_inflate"}

@@ -23,8 +23,10 @@ def needs(name: str, **given) -> Needs:
 
 def test_each_benchmark_declares_its_tools():
     assert needs("iperf3") == Needs(packages=("iperf3",), files=("/usr/bin/iperf3",))
-    assert [p.name for p in needs("sweep").programs] == ["farm_echo"]
-    assert [p.name for p in needs("sweep", cpu_target=True).programs] == ["farm_echo", "farm_spin"]
+    # ipbench (the default) and ipbench-echo: the echo and the cpu_target_lukem CPU target (on by default)
+    assert [p.name for p in needs("sweep").programs] == ["farm_echo", "farm_lukem"]
+    assert [p.name for p in needs("sweep", method="ipbench-echo").programs] == ["farm_echo", "farm_lukem"]
+    assert [p.name for p in needs("sweep", cpu_target=False).programs] == ["farm_echo"]
     assert needs("sweep", method="iperf3-sockperf").packages == ("iperf3", "sockperf")
     assert "openssl" in needs("openssl-speed").packages
     isal = needs("isal")
@@ -37,12 +39,12 @@ def test_a_recipe_gains_what_it_lacks_and_keeps_what_it_has(tmp_path):
     recipe.write_text("name: bare\narch: arm64\nkernel: {package: linux-image-arm64}\n"
                       "initrd: {packages: [busybox-static], files: [/bin/busybox]}\n")
     bare = load_recipe(recipe)
-    more = with_needs(bare, needs("iperf3") | needs("sweep", cpu_target=True))
+    more = with_needs(bare, needs("iperf3") | needs("sweep"))
     assert more.packages == ("busybox-static", "iperf3") and more.files == ("/bin/busybox", "/usr/bin/iperf3")
-    assert [p.name for p in more.programs] == ["farm_echo", "farm_spin"]
+    assert [p.name for p in more.programs] == ["farm_echo", "farm_lukem"]
     assert more.canonical() != bare.canonical()  # another image
     full = load_recipe(ROOT / "images" / "maaxboard-bench.yaml")
-    every = needs("iperf3") | needs("sweep", cpu_target=True) | needs("openssl-speed") | needs("isal") \
+    every = needs("iperf3") | needs("sweep") | needs("openssl-speed") | needs("isal") \
         | needs("sweep", method="iperf3-sockperf")
     assert with_needs(full, every) is full  # the benchmark image lists everything: the same cache key
 

@@ -16,6 +16,7 @@ from farm.bench.registry import (BENCHMARKS, IMPORTERS, REGISTERED, BenchmarkSpe
 from farm.cli import main
 from farm.errors import EXIT_JOB_ERROR, EXIT_OK, JobError, ParseError
 from farm.measure import (HIGHER_IS_BETTER, LOWER_IS_BETTER, UNKNOWN_DIRECTION, BenchmarkError, Measurement)
+from farm.measure import lukem
 from farm.measure.clock import UNIT as CYCLES_PER_BYTE
 from farm.run import load_pipeline
 from farm.results.csvout import read_records
@@ -124,7 +125,7 @@ def test_the_ports_a_run_reaches_are_its_registered_ports(monkeypatch, name, par
 
 def test_registered_ports():
     assert BENCHMARKS["iperf3"].ports == (5201,)
-    assert set(BENCHMARKS["sweep"].ports) == {echo.ECHO_PORT, network.IPERF3_PORT, network.SOCKPERF_PORT}
+    assert set(BENCHMARKS["sweep"].ports) == {echo.ECHO_PORT, lukem.PORT, network.IPERF3_PORT, network.SOCKPERF_PORT}
     assert BENCHMARKS["openssl-speed"].ports == BENCHMARKS["isal"].ports == ()
 
 

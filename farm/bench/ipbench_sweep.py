@@ -1,0 +1,198 @@
+"""The sweep's method ``ipbench`` (the default): ipbench's latency test with its own definitions.
+
+Each point is one ipbench run as the lab makes it (au-ts/ipbench ``helpers/scripts/
+ipbench_benchmark.sh``; the definitions, column by column, with file and line: docs/network.md):
+
+* the CPU target is set up first (:mod:`farm.bench.lukem`: ``farm_lukem``, ipbench's
+  ``cpu_target_lukem`` over ipbench's TCP protocol) and stopped once the clients are done, so its
+  figures cover setup to stop;
+* ``clients`` clients (default 4, the lab's vb01..vb07 count) each send ``packet_size``-byte UDP
+  datagrams (default 1472) at their share of the load (integer bit/s, as the lab's script divides
+  it) from ``farm_load -m ipbench`` (``images/src/farm_load.c``): a busy-polling loop on a
+  non-blocking socket that reads the clock before each ``recv``;
+* each client's window opens after ``warmup`` seconds under load (default 10) and closes when it has
+  ``samples // clients`` replies (``samples`` default 200,000: the lab's 50,000 per client), or when
+  ``timeout`` seconds have passed (recorded: metric ``window_timeouts``); the load goes on for
+  ``cooldown`` seconds more (default 10);
+* a sample is a reply *received* in the window whose send time is still in the client's ring of one
+  second's packets; RTT = the receive turn's clock - the send turn's clock, truncated to µs;
+* the responder on the target is ``farm_echo -s``: one datagram per ``recvfrom``/``sendto``, kernel
+  default buffers, as ipbench's UDP echo.
+
+Every record says how long it measured: ``samples``, ``warmup``, ``cooldown`` and ``timeout`` are
+params (run lengths, declared so by :class:`farm.bench.network.SweepParams`: they do not split
+keys), so a shortened window (a CI pipeline's) is on the record; the RTT samples a point's figures
+are of are a value of their own (``rtt_samples``). ``clients`` is a param when it is not 4, and the
+CPU figure a ``cpu=proc-stat`` param when the CPU target is off (``cpu_target: false``:
+``/proc/stat`` over the window instead).
+"""
+
+from __future__ import annotations
+
+import math
+import tempfile
+from typing import TYPE_CHECKING, Any, Callable
+
+import attrs
+
+from ..errors import JobError
+from ..measure import BenchmarkError, Measurement, cpustat, lukem as lukem_figures
+from ..measure.ipbench import BENCHMARK as SWEEP
+from ..measure.units import human
+from . import echo, loadgen, lukem
+from .context import BenchContext, wait_listening
+from .ipbench_target import cpu_target
+
+if TYPE_CHECKING:
+    from .network import SweepParams
+
+METHOD = "ipbench"
+#: ipbench's defaults: latency.c (warmup, cooldown 10 s), the lab's script (200,000 samples over 4
+#: clients, 1472-byte packets), the CPU target on
+SAMPLES, WARMUP, COOLDOWN, CLIENTS, PACKET_SIZE = 200_000, 10.0, 10.0, 4, 1472
+#: the default time-out: this many times the window's length at the requested rate, at least MIN_TIMEOUT s
+TIMEOUT_FACTOR, MIN_TIMEOUT = 10, 60.0
+PROC_STAT = "proc-stat"  # the cpu= param of a /proc/stat CPU figure
+
+
+@attrs.frozen
+class PointSpec:
+    """One point's run, checked (:func:`point_spec`)."""
+
+    rate_bps: int
+    size: int
+    clients: int
+    samples: int
+    warmup: float
+    cooldown: float
+    timeout: float
+
+    @property
+    def per_client_bps(self) -> int:
+        return self.rate_bps // self.clients
+
+    def argv(self, binary: str, host: str, port: int) -> list[str]:
+        return [binary, "-m", "ipbench", "-a", host, "-p", str(port), "-r", str(self.rate_bps), "-s", str(self.size),
+                "-n", str(self.clients), "-w", f"{self.warmup:g}", "-c", f"{self.cooldown:g}", "-N", str(self.samples),
+                "-T", f"{self.timeout:g}"]
+
+
+def _number(name: str, value: Any, *, whole: bool = False, zero: bool = False, most: float | None = None) -> None:
+    kinds = (int,) if whole else (int, float)
+    if (isinstance(value, bool) or not isinstance(value, kinds) or not math.isfinite(value)
+            or value < 0 or (value == 0 and not zero) or (most is not None and value > most)):
+        what = "a whole number" if whole else "a number"
+        bound = f", at most {most:g}" if most is not None else ""
+        raise JobError(f"sweep {name} {value!r}: expected {what} {'>= 0' if zero else '> 0'}{bound}")
+
+
+def point_spec(params: "SweepParams", load_mbps: float) -> PointSpec:
+    """The run of one load (Mb/s) under ``params``; every value checked (JobError naming it)."""
+    size, clients, samples = params.packet_size, params.clients, params.samples
+    warmup, cooldown = params.warmup, params.cooldown
+    _number("packet_size", size, whole=True)
+    if not echo.MIN_SIZE <= size <= echo.MAX_SIZE:
+        raise JobError(f"sweep packet_size {size!r}: expected {echo.MIN_SIZE}-{echo.MAX_SIZE} bytes")
+    _number("clients", clients, whole=True, most=echo.MAX_CLIENTS)
+    _number("samples", samples, whole=True, most=echo.MAX_SAMPLES)
+    if samples < clients:
+        raise JobError(f"sweep samples {samples!r}: fewer than the {clients} clients (each needs samples // clients)")
+    _number("warmup", warmup, zero=True, most=echo.MAX_SECONDS)
+    _number("cooldown", cooldown, zero=True, most=echo.MAX_SECONDS)
+    rate = int(float(load_mbps) * 1e6)
+    if rate // clients < 1000:
+        raise JobError(f"sweep load {load_mbps!r} Mb/s over {clients} clients: expected at least 1000 bit/s each")
+    timeout = params.timeout
+    if timeout is None:
+        window = (samples // clients) * size * 8 / (rate // clients)
+        timeout = max(MIN_TIMEOUT, math.ceil(TIMEOUT_FACTOR * window))
+    _number("timeout", timeout, most=echo.MAX_SECONDS)
+    return PointSpec(rate, size, clients, samples, float(warmup), float(cooldown), float(timeout))
+
+
+def check(params: "SweepParams") -> None:
+    """Every value of an ``ipbench`` sweep across its fields, before anything is booted (JobError;
+    each field's own check ran when the params were made)."""
+    for load in params.loads:
+        point_spec(params, float(load))
+    echo.responder_command(echo.ECHO_PORT, priority=params.echo_priority, cpu=params.echo_cpu, single=True)
+
+
+Observer = Callable[[float, echo.LoadResult, str, lukem_figures.CpuWindow | None], None]
+
+
+def run(ctx: BenchContext, params: "SweepParams", *, observe: Observer | None = None) -> list[Measurement]:
+    """The ``ipbench`` sweep over ``params.loads`` (Mb/s); see the module docstring. ``observe(load,
+    result, samples_text, cpu_window)`` gets each point's result, its per-sample file (``client seq tx
+    rx``) and the CPU target's window, for tests."""
+    loads = [float(v) for v in params.loads]
+    source = loadgen.generator(params.generator, getattr(getattr(ctx, "booted", None), "target", None))
+    binary = source.prepare()
+    ctx.run(echo.responder_command(echo.ECHO_PORT, priority=params.echo_priority, cpu=params.echo_cpu,
+                                   single=True), tool=echo.RESPONDER)
+    wait_listening(ctx, echo.ECHO_PORT, "udp", echo.RESPONDER)
+    host, port = ctx.reach(echo.ECHO_PORT, ("udp",))
+    with_target = params.cpu_target
+    target = lukem.start(ctx) if with_target else None
+    try:
+        points = [m for load in loads
+                  for m in _point(ctx, params, load, source, binary, host, port, target, observe)]
+    except BaseException:
+        if with_target:
+            lukem.stop(ctx, quiet=True)  # the error that stopped the sweep is the one to report
+        raise
+    if with_target:
+        lukem.stop(ctx)
+    return points
+
+
+def _point(ctx: BenchContext, params: "SweepParams", load: float, source: Any, binary: str, host: str, port: int,
+           target: tuple[str, int] | None, observe: Observer | None) -> list[Measurement]:
+    spec = point_spec(params, load)
+    edges: dict[str, cpustat.CpuTimes] = {}
+
+    def on_edge(edge: str) -> None:  # /proc/stat at the window's edges, when there is no CPU target
+        if target is None:
+            edges[edge] = cpustat.parse_proc_stat("\n".join(ctx.run("head -n1 /proc/stat", tool="cpu")))
+
+    limit = spec.warmup + spec.timeout + spec.cooldown + 60
+    with tempfile.TemporaryDirectory(prefix="farm-load-") as tmp:
+        dump = f"{tmp}/samples.txt" if observe else None
+        if target is None:
+            output, samples = source.run(spec.argv(binary, host, port), on_edge=on_edge, timeout=limit, dump=dump)
+            window = None
+        else:
+            with cpu_target(*target) as session:  # SETUP before the clients start, STOP after they are done
+                output, samples = source.run(spec.argv(binary, host, port), on_edge=on_edge, timeout=limit,
+                                             dump=dump)
+            window = session.window
+    try:
+        result = echo.parse_load(output)
+    except BenchmarkError as exc:
+        raise BenchmarkError(echo.TOOL, f"{source.where}: {exc.message}") from None
+    if result.mode != "ipbench":
+        raise BenchmarkError(echo.TOOL, f"{source.where}: the generator did not run ipbench's client "
+                                        f"(an old farm_load?): {output[:120]!r}")
+    if observe is not None:
+        observe(load, result, samples or "", window)
+    point: dict[str, Any] = {"requested": spec.rate_bps, "packet_size": spec.size}
+    if spec.clients != CLIENTS:
+        point["clients"] = spec.clients
+    # how long it measured, on every record (run lengths: they do not split keys)
+    tagged = {**point, "method": METHOD, "samples": spec.samples, "warmup": spec.warmup,
+              "cooldown": spec.cooldown, "timeout": spec.timeout}
+    found = result.measurements({k: v for k, v in tagged.items() if k != "method"}, method=METHOD)
+    if window is not None:
+        found += window.measurements(SWEEP, tagged)
+        cpu = window.utilisation
+    else:
+        if set(edges) != {"start", "end"}:
+            raise BenchmarkError(echo.TOOL, f"{source.where}: the output has no window edges: {output[:200]!r}")
+        cpu = cpustat.utilisation(edges["start"], edges["end"])
+        found.append(Measurement(SWEEP, "cpu_utilisation", cpu, "percent", {**tagged, "cpu": PROC_STAT}))
+    timed_out = f", {result.timeouts} client(s) timed out" if result.timeouts else ""
+    ctx.say(f"  sweep {human(load * 1e6, 'bit/s')}: sent {human(result.send, 'bit/s')}, received "
+            f"{human(result.receive, 'bit/s')}, RTT median {human(result.rtt_median, 'us')} (max "
+            f"{human(result.rtt_max, 'us')}, n {result.samples}{timed_out}), CPU {human(cpu, 'percent')}"
+            + (" (cpu_target_lukem)" if window is not None else " (/proc/stat)"))
+    return found
