@@ -67,3 +67,24 @@ def test_the_setups_frequency_is_the_runs_when_the_target_says_none(tmp_path):
     assert cpu_frequency(none, p, env, p.setups[1]) == (1.5e9, "env")  # the env file's nominal value
     measured = attrs.evolve(none, frequency_hz=1.2e9, frequency_source="cpufreq")
     assert cpu_frequency(measured, p, env, p.setups[0]) == (1.2e9, "cpufreq")  # what the board says wins
+
+
+class _Shell:
+    """A board's shell answering the pin command with ``code`` (3: no cpufreq)."""
+
+    def __init__(self, code: int) -> None:
+        self.code, self.commands = code, []
+
+    def run(self, command: str, timeout: float = 30):
+        self.commands.append(command)
+        return ["1000000"], [], self.code
+
+
+def test_a_board_is_pinned_through_cpufreq_and_one_without_it_fails_the_setup():
+    from farm.errors import TestFailure
+
+    shell = _Shell(0)
+    assert pin_or_nominal(_Booted(emulated=False, shell=shell), 1000000) == {"requested_khz": 1000000, "pinned": True}
+    assert "scaling_setspeed" in shell.commands[0]
+    with pytest.raises(TestFailure, match="t: cannot pin the CPUs to 1000000 kHz: it has no cpufreq"):
+        pin_or_nominal(_Booted(emulated=False, shell=_Shell(3)), 1000000)
