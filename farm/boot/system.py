@@ -64,6 +64,14 @@ def fit_ramdisk_and_fdt(manifest: dict, artifact: str) -> tuple[bool, bool]:
     return bool(header.get("ramdisk")), not header.get("fdt")
 
 
+def fit_parts(manifest: dict, artifact: str) -> tuple[str, str]:
+    """A FIT's kernel and ramdisk images by name, as its default configuration names them ("" for others)."""
+    if (manifest.get("formats") or {}).get(artifact) != "fit":
+        return "", ""
+    header = manifest.get("header") or {}
+    return header.get("kernel") or "", header.get("ramdisk") or ""
+
+
 @attrs.define
 class SystemTarget(BootedTarget):
     """A booted system image: no shell; its console (the system's statistics) and its address."""
@@ -215,10 +223,12 @@ class SystemFlow:
             else:
                 load_addr = self.settings.stage_addr or strategy.system_addr
             ramdisk, fdt = fit_ramdisk_and_fdt(image.manifest, artifact) if command == "bootm" else (False, False)
+            fit_kernel, fit_ramdisk = fit_parts(image.manifest, artifact) if command == "bootm" else ("", "")
             strategy.set_system(SystemBoot(command, artifact, load_addr, self.settings.ready,
                                            self.settings.ready_timeout,
                                            tuple(Fatal(f, "a fatal line of the pipeline", BootFailure)
-                                                 for f in self.settings.fatal), ramdisk=ramdisk, fdt=fdt))
+                                                 for f in self.settings.fatal), ramdisk=ramdisk, fdt=fdt,
+                                           fit_kernel=fit_kernel, fit_ramdisk=fit_ramdisk))
             use_twin_cpus(target, self.setup.cpus)  # a system image's cores are its own on a board
             chosen.update(command=command, artifact=artifact, load_addr=load_addr, strategy=strategy)
 

@@ -40,6 +40,7 @@ from .watch import LINUX_FATAL, UBOOT_FATAL, BootFailure, Fatal, raise_fatal
 
 _TFTP_PATH = re.compile(r"^[A-Za-z0-9._+/-]+$")
 _ADDR = re.compile(r"^(0x[0-9a-fA-F]+|\$\{[a-z_]+\})$")
+_FIT_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.@-]{0,63}$")
 _IPV4 = re.compile(r"^((25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])\.){3}(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])$")
 
 
@@ -163,6 +164,10 @@ class SystemBoot:
     ramdisk: bool = False
     #: bootm's device tree argument: U-Boot's own (the env file's fdt_addr), unless the image holds one
     fdt: bool = True
+    #: a FIT's kernel and ramdisk by name (``ADDR:kernel-1``): a U-Boot built with FIT_BEST_MATCH (Debian's)
+    #: looks for a configuration matching its own device tree, not the default one, when none is named
+    fit_kernel: str = ""
+    fit_ramdisk: str = ""
 
 
 def system_boot_line(boot: SystemBoot, *, fdt_addr: str) -> str:
@@ -174,10 +179,12 @@ def system_boot_line(boot: SystemBoot, *, fdt_addr: str) -> str:
         return f"go {addr}"
     if boot.command == "bootelf":
         return f"bootelf -p {addr}"  # by its program headers, as a loader's segments are placed
+    kernel = f"{addr}:{_check(boot.fit_kernel, _FIT_NAME, 'FIT image name')}" if boot.fit_kernel else addr
+    ramdisk = f"{addr}:{_check(boot.fit_ramdisk, _FIT_NAME, 'FIT image name')}" if boot.fit_ramdisk else addr
     if boot.ramdisk or boot.fdt:
         fdt = f" {_check(fdt_addr, _ADDR, 'device tree address')}" if boot.fdt else ""
-        return f"bootm {addr} {addr if boot.ramdisk else '-'}{fdt}"
-    return f"bootm {addr}"
+        return f"bootm {kernel} {ramdisk if boot.ramdisk else '-'}{fdt}"
+    return f"bootm {kernel}"
 
 
 def system_commands(boot: SystemBoot, staged: str, *, server: str | None, use_dhcp: bool,

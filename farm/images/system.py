@@ -267,8 +267,12 @@ def system_image(path: str | Path, *, name: str | None = None, arch: str | None 
                            "boots it")
         return image
     if path.suffix in (".yaml", ".yml"):
+        from ..config import load_yaml
         from .baremetal import build_baremetal
+        from .fit import build_linux_system, is_linux_system_recipe
 
+        if is_linux_system_recipe(load_yaml(path, "system recipe")):
+            return build_linux_system(path, cache=cache)
         return build_baremetal(path, cache=cache)
     if not path.is_file():
         raise JobError(f"{path}: no such file or directory (a system image: a file the lab built, a directory "

@@ -96,3 +96,26 @@ def test_a_fatal_line_of_the_pipeline_fails_the_benchmark_and_keeps_what_was_rea
     case = next(c for c in ET.parse(out / "junit.xml").getroot().iter("testcase") if c.get("name").startswith("system."))
     assert "component copy" in case.find("failure").get("message")
     assert "farm-standin: component copy" in (out / "console" / "maaxboard-twin.log").read_text()
+
+
+def test_a_shell_less_stand_in_serves_the_sweep_with_cpu_from_its_tcp_cpu_target(project_root, tftp_root, tmp_path):
+    """pipelines/system-standin-net.yaml: the benchmark image's Linux as one FIT with no shell, booted by
+    bootm; its address is the one its console names (not U-Boot's lease); the sweep starts nothing on it and
+    reads CPU over ipbench's TCP protocol."""
+    out = tmp_path / "run"
+    proc = run_farm("run", "pipelines/system-standin-net.yaml", "--out", str(out), timeout=900)
+    assert proc.returncode == 0, proc.stderr
+    rows = {r["metric"]: r for r in _rows(out)}
+    assert {r["setup"] for r in rows.values()} == {"shell-less"}
+    assert float(rows["received_throughput"]["value"]) > 0 and float(rows["rtt_samples"]["value"]) > 0
+    assert 0 <= float(rows["cpu_utilisation"]["value"]) <= 100
+    assert float(rows["total_cycles"]["value"]) > 0 and rows["counter_frequency"]["value"] == "62500000.0"
+    boot = json.loads((out / "run.json").read_text())["targets"]["maaxboard-twin"]["boots"][0]
+    assert boot["system"]["boot"] == "bootm" and boot["system"]["artifact"] == "farm-standin-net.itb"
+    assert boot["address"] == boot["system"]["address"] and boot["address"].startswith("10.0.2.")
+    log = (out / "console" / "maaxboard-twin.log").read_text(errors="replace")
+    assert "bootm 0x48000000:kernel-1 0x48000000:ramdisk-1 ${fdtcontroladdr}" in log
+    assert "farm-serve: ready" in log and "root@farm-target" not in log  # no shell prompt, ever
+    with open(out / "sweep-maaxboard-twin-shell-less.csv", newline="") as f:
+        wide = list(csv.DictReader(f))
+    assert len(wide) == 1 and float(wide[0]["CPU_Utilisation"]) == pytest.approx(float(rows["cpu_utilisation"]["value"]), abs=0.01)

@@ -192,6 +192,11 @@ def test_uboot_loads_the_file_and_hands_over_as_the_command_says():
     boot = SystemBoot("bootm", "farm-standin.uimg", "${kernel_addr_r}", "ready")
     assert system_boot_line(boot, fdt_addr="${fdtcontroladdr}") == "bootm ${kernel_addr_r} - ${fdtcontroladdr}"
     assert system_boot_line(SystemBoot("go", "x.bin", "0x50000000", "r"), fdt_addr="x") == "go 0x50000000"
+    fit = SystemBoot("bootm", "x.itb", "0x48000000", "r", ramdisk=True, fit_kernel="kernel-1", fit_ramdisk="ramdisk-1")
+    assert system_boot_line(fit, fdt_addr="${fdtcontroladdr}") == \
+        "bootm 0x48000000:kernel-1 0x48000000:ramdisk-1 ${fdtcontroladdr}"
+    with pytest.raises(JobError, match="FIT image name"):
+        system_boot_line(SystemBoot("bootm", "x", "0x4", "r", fit_kernel="k; reset"), fdt_addr="x")
     assert system_boot_line(SystemBoot("bootelf", "x.elf", "0x48000000", "r"), fdt_addr="x") == "bootelf -p 0x48000000"
     commands = system_commands(boot, "root/job/farm-standin.uimg", server="10.0.2.2", use_dhcp=True)
     assert commands[-1] == "tftpboot ${kernel_addr_r} root/job/farm-standin.uimg"
@@ -227,3 +232,51 @@ def test_image_a_file_is_a_system_image_of_the_setups_load_address(standin, tmp_
         given_images([raw], {"arm64"}, {SYSTEM})
     with pytest.raises(JobError, match=r"a system image \(booted by setups of the flow system\), and no setup"):
         given_images([standin.path], {"arm64"}, {"linux"})
+
+
+# --- the shell-less stand-in with networking: a FIT, an /init without a shell, the served sweep -------
+
+def test_a_fit_of_a_kernel_and_ramdisk_reads_back_as_bootm_will_pick_it():
+    import hashlib
+
+    from farm.images.fit import fdt_blob, make_fit
+    from farm.images.system import FIT, parse_fdt
+
+    fit = make_fit(b"K" * 10, b"R" * 7, kernel_addr=0x40400000, description="t")
+    assert file_format(fit) == FIT
+    kind, summary = describe(fit)
+    assert summary["configuration"] == "conf-1" and (summary["kernel"], summary["ramdisk"]) == ("kernel-1", "ramdisk-1")
+    assert summary["images"]["kernel-1"]["load"] == "0x40400000" and summary["images"]["ramdisk-1"]["type"] == "ramdisk"
+    root = parse_fdt(fit)
+    kernel = root.children["images"].children["kernel-1"]
+    assert kernel.props["data"] == b"K" * 10  # unpadded: the property's length is the data's
+    assert kernel.children["hash-1"].props["value"] == hashlib.sha256(b"K" * 10).digest()
+    assert "timestamp" in root.props  # U-Boot refuses a FIT without one (err -74)
+    assert parse_fdt(fdt_blob({"a": "x", "n": {"c": 5}})).children["n"].props["c"] == b"\0\0\0\x05"
+
+
+def test_the_serving_init_is_farms_without_the_shell():
+    from importlib import resources
+
+    from farm.images.fit import READY, serving_init
+
+    init = resources.files("farm.images").joinpath("init.sh").read_text()
+    served = serving_init(init, ["farm_echo -d -p 7 -s", "farm_lukem -d -p 1236"])
+    assert "cttyhack /bin/sh" not in served and served.startswith(init[:init.index("exec setsid")])
+    assert served.index("farm_echo -d -p 7 -s ||") < served.index("farm_lukem -d -p 1236 ||") < served.index(READY)
+    with pytest.raises(JobError, match="does not end in"):
+        serving_init("#!/bin/sh\n", [])
+
+
+def test_a_served_sweep_needs_no_shell_and_its_cpu_is_the_targets(tmp_path):
+    from farm.bench.network import SweepParams
+
+    served = SweepParams.of({"served": True, "loads": [10]})
+    assert not served.needs_shell() and SweepParams.of({}).needs_shell()
+    with pytest.raises(JobError, match="served: true: the CPU is the target's CPU target's"):
+        SweepParams.of({"served": True, "cpu_target": False})
+    with pytest.raises(JobError, match="not a parameter of this method"):
+        SweepParams.of({"served": True, "method": "ipbench-echo"})
+    p = load_pipeline(_pipeline(tmp_path, "{ready: r}", "[{sweep: {served: true, loads: [10]}}]"))
+    assert p.benchmarks[0].params.served
+    assert "sweep: needs a shell on the target" in _error(_pipeline(tmp_path, "{ready: r}", "[{sweep: {loads: [10]}}]"))
