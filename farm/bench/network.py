@@ -64,9 +64,16 @@ class Iperf3Params(Params):
     omit: int | float = param(0, kind=(int, float), run_length=True, doc="seconds left out at the start (-O)")
     bidir: bool = param(False, kind=bool, identity=True, check=a_bool,
                         doc="both directions at once (--bidir, as the lab runs it; not with reverse)")
+    served: bool = param(False, kind=bool, check=a_bool,
+                         doc="the target runs its iperf3 server itself (port 5201), as a shell-less system does "
+                             "(a setup of the flow system): farm starts none there")
 
     def check(self) -> None:
         iperf3_argv(self)
+
+    def needs_shell(self) -> bool:
+        """``served: true`` needs only the network: a shell-less target (a system image) can run it."""
+        return not self.served
 
     def needs(self) -> Needs:
         return IPERF3
@@ -83,7 +90,8 @@ def run_iperf3(ctx: BenchContext, params: Iperf3Params) -> list[Measurement]:
     """One iperf3 run, host -> target (or target -> host with ``reverse: true``, both at once with
     ``bidir: true``: the records' ``bidir=client-to-server`` is host -> target)."""
     protos = ("tcp", "udp") if params.protocol == "udp" else ("tcp",)
-    start_iperf3_server(ctx)
+    if not params.served:  # else the target's own server (a shell-less system's) is there already
+        start_iperf3_server(ctx)
     host, port = ctx.reach(IPERF3_PORT, protos)
     output = _host_iperf3(iperf3_argv(params, host, port), params.duration)
     recorded = {"protocol": params.protocol, "duration": params.duration,

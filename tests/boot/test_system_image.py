@@ -101,12 +101,15 @@ def test_a_fatal_line_of_the_pipeline_fails_the_benchmark_and_keeps_what_was_rea
 def test_a_shell_less_stand_in_serves_the_sweep_with_cpu_from_its_tcp_cpu_target(project_root, tftp_root, tmp_path):
     """pipelines/system-standin-net.yaml: the benchmark image's Linux as one FIT with no shell, booted by
     bootm; its address is the one its console names (not U-Boot's lease); the sweep starts nothing on it and
-    reads CPU over ipbench's TCP protocol."""
+    reads CPU over ipbench's TCP protocol; iperf3 runs against the server the system started."""
     out = tmp_path / "run"
     proc = run_farm("run", "pipelines/system-standin-net.yaml", "--out", str(out), timeout=900)
     assert proc.returncode == 0, proc.stderr
-    rows = {r["metric"]: r for r in _rows(out)}
-    assert {r["setup"] for r in rows.values()} == {"shell-less"}
+    every = _rows(out)
+    rows = {r["metric"]: r for r in every if r["benchmark"] == "sweep"}
+    assert {r["setup"] for r in every} == {"shell-less"}
+    goodput = [float(r["value"]) for r in every if r["benchmark"] == "iperf3" and r["unit"] == "bit/s"]
+    assert goodput and min(goodput) > 0  # iperf3 against the server the system's /init started
     assert float(rows["received_throughput"]["value"]) > 0 and float(rows["rtt_samples"]["value"]) > 0
     assert 0 <= float(rows["cpu_utilisation"]["value"]) <= 100
     assert float(rows["total_cycles"]["value"]) > 0 and rows["counter_frequency"]["value"] == "62500000.0"

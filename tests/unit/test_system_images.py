@@ -277,6 +277,8 @@ def test_a_served_sweep_needs_no_shell_and_its_cpu_is_the_targets(tmp_path):
         SweepParams.of({"served": True, "cpu_target": False})
     with pytest.raises(JobError, match="not a parameter of this method"):
         SweepParams.of({"served": True, "method": "ipbench-echo"})
-    p = load_pipeline(_pipeline(tmp_path, "{ready: r}", "[{sweep: {served: true, loads: [10]}}]"))
-    assert p.benchmarks[0].params.served
+    p = load_pipeline(_pipeline(tmp_path, "{ready: r}", "[{sweep: {served: true, loads: [10]}}, "
+                                                        "{iperf3: {served: true}}]"))
+    assert p.benchmarks[0].params.served and not p.benchmarks[1].params.needs_shell()
+    assert "iperf3: needs a shell on the target" in _error(_pipeline(tmp_path, "{ready: r}", "[{iperf3: {}}]"))
     assert "sweep: needs a shell on the target" in _error(_pipeline(tmp_path, "{ready: r}", "[{sweep: {loads: [10]}}]"))
