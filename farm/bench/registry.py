@@ -25,9 +25,10 @@ import attrs
 from ..errors import JobError
 from ..images.needs import Needs
 from ..measure import (HIGHER_IS_BETTER, LOWER_IS_BETTER, UNKNOWN_DIRECTION, Measurement, check_measurements,
-                       farmload, ipbench, iperf3, iperf3_notebook, isal, lukem, openssl, sockperf, vmexit)
+                       exitcost, farmload, ipbench, iperf3, iperf3_notebook, isal, lukem, openssl, sockperf, vmexit)
 from . import echo
 from .console import ConsoleParams, parse_standin, run_console
+from .exitcost import ExitcostParams, run_exitcost
 from .context import BenchContext
 from .crypto import IsalParams, OpensslParams, import_openssl, run_isal, run_openssl_speed
 from .network import IPERF3_PORT, SOCKPERF_PORT, Iperf3Params, SweepParams, run_iperf3, run_sweep
@@ -173,6 +174,10 @@ REGISTRATIONS: tuple[BenchmarkSpec, ...] = (
         parsers=(vmexit.parse_vmexit,),
         importers=(Importer("vmexit", "a kvm-unit-tests vmexit console", once(vmexit.parse_vmexit)),),
         units={"cycles": LOWER_IS_BETTER}),
+    # farm's arm64 exit-cost program as a KVM guest on the target (farm.bench.exitcost): per-exit counter ticks
+    BenchmarkSpec(
+        exitcost.BENCHMARK, VIRT, run_exitcost, ExitcostParams, parsers=(exitcost.parse_exitcost,),
+        units={"cycles": LOWER_IS_BETTER, "ns": LOWER_IS_BETTER}),
     # a system image's console lines (farm.bench.console): their units are the pipeline's, of no
     # direction unless listed here; the parser is the stand-in's patterns (a pipeline gives its own)
     BenchmarkSpec(

@@ -11,7 +11,8 @@ A **system image** of farm's own, from a recipe (``images/standin.yaml``)::
 
   built (:func:`build_baremetal`) into an image of kind ``system`` (farm.images.system) that U-Boot
   boots three ways: ``bootm`` (``<name>.uimg``, a uImage), ``bootelf`` (``<name>.elf``) and ``go``
-  (``<name>.bin``, the raw binary at the load address) — the stand-in for a system image a lab brings.
+  (``<name>.bin``, the raw binary at the load address) — the stand-in for a system image a lab brings;
+  and :func:`program` for a benchmark's own (``farm-exitcost``, farm.bench.exitcost, run as a KVM guest).
 
 The programs run with the MMU off (bootm hands over so): no libc, no
 floating point, no unaligned access (``-mstrict-align -mgeneral-regs-only``), one loadable segment
