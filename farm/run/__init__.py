@@ -128,7 +128,8 @@ def given_images(paths: list[Path], arches: set[str], kinds: set[str] | None = N
                                "replaced): build it again")
         key = (image.arch, image.kind)
         if key in given:
-            raise JobError(f"--image {path}: a second {image.arch} {image.kind} image (first: {given[key].path})")
+            what = f"{image.arch} image" if image.kind == LINUX else f"{image.arch} {image.kind} image"
+            raise JobError(f"--image {path}: a second {what} (first: {given[key].path})")
         if image.arch not in arches:
             raise JobError(f"--image {path}: is {image.arch}, but the run's targets are {', '.join(sorted(arches))}")
         if kinds is not None and image.kind not in kinds:
