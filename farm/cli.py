@@ -11,11 +11,12 @@ from .errors import EXIT_INTERRUPTED, FarmError, Terminated
 from .secrets import MaskingStream, mask, register_environment
 
 #: command modules under farm.commands, in the order --help lists them
-COMMAND_MODULES = ("images", "boot", "run", "analysis", "results", "places", "health", "lab", "db", "history",
-                   "dashboard", "completion")
+COMMAND_MODULES = ("images", "boot", "run", "archive", "analysis", "results", "places", "health", "lab", "db",
+                   "history", "dashboard", "completion")
 #: the module that registers each command: a command line builds only its command's parser (importing every
 #: command module, the benchmark registry among them, is ~50 ms of each `farm boot`); tests check the table
-COMMANDS = {"build": "images", "boot": "boot", "run": "run", "compare": "analysis", "import": "analysis",
+COMMANDS = {"build": "images", "boot": "boot", "run": "run", "archive": "archive", "reproduce": "archive",
+            "compare": "analysis", "import": "analysis",
             "report": "results", "qualify": "results", "baseline": "results", **dict.fromkeys(
                 ("places", "reserve", "lock", "release", "who", "console", "janitor"), "places"),
             "health": "health", "lab": "lab", "db": "db", "history": "history", "dashboard": "dashboard",
@@ -30,6 +31,7 @@ examples:
   farm build images/maaxboard-bench.yaml
   farm boot --env env/qemu-maaxboard.yaml --image ~/.cache/farm/images/maaxboard-bench-<key> --console
   farm run pipelines/smoke.yaml
+  farm reproduce 20261129-224818-e762
 """
 
 

@@ -35,8 +35,11 @@ def pytest_sessionfinish(session, exitstatus):
 @pytest.fixture(scope="session", autouse=True)
 def results_store(tmp_path_factory) -> str:
     """Every farm command of the session ingests into a throwaway SQLite store, never the user's
-    ~/.local/share/farm/results.db (a test that wants another sets FARM_DB itself)."""
-    os.environ["FARM_DB"] = str(tmp_path_factory.mktemp("store") / "results.db")
+    ~/.local/share/farm/results.db (a test that wants another sets FARM_DB itself), and archives
+    beside it, never into ~/.local/share/farm/archive (a test's PostgreSQL FARM_DB would send it there)."""
+    folder = tmp_path_factory.mktemp("store")
+    os.environ["FARM_DB"] = str(folder / "results.db")
+    os.environ["FARM_ARCHIVE"] = str(folder / "archive")
     return os.environ["FARM_DB"]
 
 

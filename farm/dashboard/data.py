@@ -16,6 +16,7 @@ from farm.results.record import FAILED_METRIC
 from farm.results.stats import median
 from farm.store import schema
 from farm.store.history import Filters, Series, history
+from farm.store.reproductions import reproduced_by, reproductions_of
 
 _SAFE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._]*(-[A-Za-z0-9._]+)*")
 
@@ -42,6 +43,8 @@ class RunDetail:
     previous: str | None          # the run before it of the same pipeline, for a comparison
     qualifications: list[Any]
     sweeps: list[SweepCurve] = attrs.field(factory=list)  # its network sweeps, drawn on its page
+    reproductions: list[Any] = attrs.field(factory=list)  # runs that reproduce it (farm reproduce), their verdicts
+    reproduces: Any | None = None                          # the run it reproduces, and the verdict
 
 
 def all_run_ids(c: sa.Connection) -> list[str]:
@@ -115,7 +118,8 @@ def run_detail(c: sa.Connection, run_id: str) -> RunDetail | None:
     return RunDetail(run, rows(schema.stages, schema.stages.c.position), figures_of(records),
                      [x for x in records if x.metric == FAILED_METRIC], rows(schema.images, schema.images.c.image),
                      rows(schema.artifacts, schema.artifacts.c.path), rows(schema.consoles, schema.consoles.c.target),
-                     rows(schema.boots, schema.boots.c.position), previous, quals, sweep_curves(records))
+                     rows(schema.boots, schema.boots.c.position), previous, quals, sweep_curves(records),
+                     reproductions_of(c, run_id), reproduced_by(c, run_id))
 
 
 def setups_of(c: sa.Connection, run_id: str | None = None) -> dict[str, list[str]]:

@@ -17,6 +17,7 @@ from farm.results.record import parse_params
 from farm.store.history import Series
 
 from . import console as consolefold
+from .archived import ArchiveView, reproduces_line, section as archive_section
 from .data import Pair, PlaceDetail, PlaceNow, PlaceRuns, RunDetail, SweepCurve, Trend, slug
 from .runlist import FACETS, FIELDS, Facet, RunFilter
 from .svg import ChartPoint, Curve, ratio_chart, sparkline, trend_chart, xy_chart
@@ -421,10 +422,13 @@ def _console_anchor(target: str) -> str:
     return f"c-{slug(target)}"
 
 
-def run_page(d: RunDetail, root: str = "../", files: Mapping[str, bool] | None = None) -> str:
+def run_page(d: RunDetail, root: str = "../", files: Mapping[str, bool] | None = None,
+             archive: ArchiveView | None = None) -> str:
     """A run's page. ``files``: path in the run directory → whether it can be opened (``farm serve``
-    has it, the static site copied it); None: no file is linked."""
+    has it, the static site copied it); None: no file is linked. ``archive``: what the archive holds
+    of the run (farm.dashboard.archived), its files linked when ``files`` is given."""
     r = d.run
+    linked = files is not None
     files = files or {}
     facts = [("status", r.status), ("junit outcome", r.junit), ("kind", r.kind), ("who", r.who),
              ("started", r.started), ("finished", r.finished), ("duration", _duration(r.duration_s)),
@@ -453,6 +457,7 @@ def run_page(d: RunDetail, root: str = "../", files: Mapping[str, bool] | None =
     for q in d.qualifications:
         body.append(f'<p class="{"pass" if q.passed else "failure"}">qualify against {e(q.baseline)}: '
                     f'{e(q.headline)}</p>')
+    body.append(reproduces_line(d.reproduces, root))
     failing = [s.message for s in d.stages if s.kind in ("failure", "error")]
     where = []  # (target, line) of each console's first failing line
     for c in d.consoles:
@@ -494,9 +499,7 @@ def run_page(d: RunDetail, root: str = "../", files: Mapping[str, bool] | None =
         body.append("<h2>Boots</h2>" + _table(("target", "setup", "repeat", "kernel", "image key", "cpus", "boot s"), (
             [_td(b.target), _td(b.setup), _td(b.repeat, "num"), _td(b.kernel), _td(b.image_key[:16]),
              _td(b.cpus, "num"), _td(_num(b.boot_seconds), "num")] for b in d.boots)))
-    if d.images:
-        body.append("<h2>Images</h2>" + _table(("image", "artifact", "sha256"), (
-            [_td(i.image), _td(i.artifact), f"<td><code>{e(i.sha256)}</code></td>"] for i in d.images)))
+    body.append(archive_section(r.run_id, d.images, d.reproductions, archive, root, linked))
     for i, c in enumerate(d.consoles):
         anchor = _console_anchor(c.target)
         html_text, marked = highlight_console(c.text, failing, anchor)

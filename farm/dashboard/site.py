@@ -7,6 +7,7 @@
 | ``run/<run>.html`` | a run: facts, stages, key figures (a sweep a row per load), boots, images, console, files |
 | ``run/<run>/figures.html`` | every key figure of a run |
 | ``run/<run>/files/<path>`` | a file of its run directory (a copy in the static site) |
+| ``archive/<sha256>/<name>`` | a file the archive holds (an image's artifact, manifest, the pipeline file as run) |
 | ``place/<place>.html`` | a place: its outcomes, its runs over time with their health, its jobs |
 | ``trends.html``, ``trend/<suite.benchmark.metric.unit>.html`` | every series with its sparkline and change; a trend per target/setup/params |
 | ``compare.html``, ``compare/<run>--<run>.html`` | comparisons; live, ``compare.html?a=RUN&b=RUN`` any two runs |
@@ -25,7 +26,7 @@ import sqlalchemy as sa
 from farm.errors import JobError
 from farm.results.record import open_atomic, write_text_atomic
 
-from . import data, files, pages, runlist, trends
+from . import archived, data, files, pages, runlist, trends
 
 
 def _baselines() -> dict[str, list[str]]:
@@ -144,7 +145,8 @@ def render(c: sa.Connection, path: str, query: Mapping[str, Sequence[str]] | Non
         if folder == "run" and (run_id := data.run_for_slug(c, name)):
             detail = data.run_detail(c, run_id)
             if detail is not None:
-                return 200, pages.run_page(detail, files=run_files(detail) if files == "disk" else None)
+                return 200, pages.run_page(detail, files=run_files(detail) if files == "disk" else None,
+                                           archive=archived.view(run_id))
         if folder == "trend":
             trend = next((t for t in data.trends(c) if t.slug == name), None)
             if trend is not None:
@@ -189,7 +191,10 @@ def render(c: sa.Connection, path: str, query: Mapping[str, Sequence[str]] | Non
 
 def run_file(c: sa.Connection, path: str) -> files.RunFile | None:
     """The file at ``run/<run>/files/<path in the run directory>``: one the store lists for that run,
-    from its run directory, or a console log from the store; None for any other path."""
+    from its run directory, or a console log from the store; at ``archive/<sha256>/<name>``, an
+    archived file (farm.dashboard.archived); None for any other path."""
+    if archived.is_object_path(path):
+        return archived.read_object(path)
     parts = path.split("/", 3)
     if len(parts) != 4 or parts[0] != "run" or parts[2] != "files":
         return None
@@ -204,7 +209,7 @@ def run_file(c: sa.Connection, path: str) -> files.RunFile | None:
 
 def is_file_path(path: str) -> bool:
     parts = path.split("/", 3)
-    return len(parts) == 4 and parts[0] == "run" and parts[2] == "files"
+    return (len(parts) == 4 and parts[0] == "run" and parts[2] == "files") or archived.is_object_path(path)
 
 
 def site_paths(c: sa.Connection) -> list[str]:
@@ -265,7 +270,8 @@ def _write_files(c: sa.Connection, out: Path, mode: str) -> list[Path]:
                 with open_atomic(target, "wb") as f:
                     f.write(got.data)
             written.append(target)
-    return written
+    records = [v.record for v in map(archived.view, data.all_run_ids(c)) if v is not None and v.record is not None]
+    return written + archived.write_objects(records, out, mode, _make_dirs)
 
 
 def write_site(eng: sa.Engine, out: str | os.PathLike[str], *, places: PlacesNow | None = None,

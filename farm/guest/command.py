@@ -104,6 +104,30 @@ def start_line(command: list[str], pin: tuple[int, ...] | None, vcpus: int) -> s
     return f"stty -onlcr 2>/dev/null; sh -c {shlex.quote(inner)}; s=$?; stty onlcr 2>/dev/null; echo FARM-QEMU-EXIT=$s"
 
 
+#: busybox ash's line editor keeps this many characters of a typed line (CONFIG_FEATURE_EDITING_MAX_LEN
+#: is 1024) and drops the rest: a longer start line is written to a script in pieces first
+TYPED_MAX = 1000
+#: a piece of the script, before quoting (a quote is five characters quoted: 5 x 128 + the shell
+#: driver's marker stays under TYPED_MAX)
+SCRIPT_PIECE = 128
+START_SCRIPT = "/tmp/farm-guest-start.sh"
+
+
+def typed_lines(line: str, script: str = START_SCRIPT) -> tuple[list[str], str]:
+    """``line`` as the host's shell can take it: (commands that write it to ``script``, the line to type).
+
+    A line under busybox's 1024 characters is typed as it is (no commands); a longer one (a guest with
+    many forwards and a long command line) is written in quoted pieces and run by ``sh``, which runs
+    the same text: the pinner's ``$$`` is still the shell that ``exec``s QEMU."""
+    if len(line) <= TYPED_MAX:
+        return [], line
+    pieces = [line[i:i + SCRIPT_PIECE] for i in range(0, len(line), SCRIPT_PIECE)]
+    target = shlex.quote(script)
+    writes = [f"mkdir -p {shlex.quote(script.rsplit('/', 1)[0] or '/')} && : > {target}"]
+    writes += [f"printf %s {shlex.quote(piece)} >> {target}" for piece in pieces]
+    return writes, f"sh {target}"
+
+
 def parse_pins(text: bytes) -> dict[int, tuple[int, int]]:
     """vCPU -> (thread id, host core) from the pinner's lines."""
     return {int(m.group(1)): (int(m.group(2)), int(m.group(3))) for m in PIN_LINE.finditer(text)}

@@ -26,7 +26,7 @@ from pexpect import TIMEOUT
 from ..boot.watch import BootFailure, excerpt
 from ..boot.lgcompat import unread_console_input
 from ..errors import InfrastructureError, JobError
-from .command import EXIT_LINE, PIN_FAILED, QEMU_BINARIES, parse_pins, qemu_command, start_line
+from .command import EXIT_LINE, PIN_FAILED, QEMU_BINARIES, parse_pins, qemu_command, start_line, typed_lines
 from .spec import GuestSpec
 
 READY = re.compile(rb"FARM-READY kernel=(\S+) cpus=(\d+)")
@@ -134,13 +134,16 @@ def start_guest(shell, console, spec: GuestSpec, guest_kernel: str, guest_initrd
         raise GuestSetupError(problem)
     command = qemu_command(spec, guest_kernel, guest_initrd, forwards, bootargs, arch)
     line = start_line(command, spec.pin, spec.vcpus)
+    writes, typed = typed_lines(line)
+    for write in writes:
+        shell.run_check(write)
     shell.release_console()  # from now on the console is QEMU's (and then the guest's)
     console.sendline(HOST_GUARD)
     console.expect(shell.prompt, timeout=10)
     t0 = time.monotonic()
-    console.sendline(line)
+    console.sendline(typed)
     try:
-        match, seen = _await_guest(console, spec, line)
+        match, seen = _await_guest(console, spec, typed)
     except QemuExited:
         _back_to_host(shell, console, running=False)
         raise
@@ -251,6 +254,8 @@ def quit_qemu(console, timeout: float = QUIT_SECONDS):
 def _after_line(before: bytes, line: str) -> bytes:
     """What came after the typed line's echo (QEMU's own messages), not the long line itself."""
     end = before.rfind(b"FARM-QEMU-EXIT=$s")
+    if end < 0:
+        end = before.rfind(line.encode())
     if end < 0:
         return before
     newline = before.find(b"\n", end)

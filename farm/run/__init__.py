@@ -224,11 +224,14 @@ def run_pipeline(pipeline_path: str | Path, *, out: Path | None = None, env_over
                  extra_bootargs: list[str] | None = None, farm: FarmRequest | None = None,
                  resume: Path | None = None, progress: object | None = None, force: bool = False,
                  image_dirs: list[Path] | None = None, flow_for: Callable[[Setup], BootFlow] | None = None,
-                 listeners: list[object] | None = None, registry: Mapping[str, Any] | None = None) -> Run:
+                 listeners: list[object] | None = None, registry: Mapping[str, Any] | None = None,
+                 images: Mapping[tuple[str, str], Image] | None = None) -> Run:
     """Carry out a pipeline file. ``flow_for``: the boot flow of a setup (default: the one its pipeline
     file chose, farm.flows); ``listeners``: more hooks
     (farm.run.events), besides the run directory, ``progress`` and farm's and the lab's listeners
-    (the results store, entry points); ``registry``: the benchmarks (default: farm's, farm.bench.registry)."""
+    (the results store, the archive, entry points); ``registry``: the benchmarks (default: farm's,
+    farm.bench.registry); ``images``: (architecture, setup) -> the image to boot as it is, nothing
+    built (``farm reproduce``: the original run's, from the archive)."""
     pipeline = load_pipeline(pipeline_path, registry)
     if extra_bootargs:
         pipeline = attrs.evolve(pipeline, setups=tuple(attrs.evolve(s, bootargs=(*s.bootargs, *extra_bootargs))
@@ -250,7 +253,7 @@ def run_pipeline(pipeline_path: str | Path, *, out: Path | None = None, env_over
         progress.say(f"run {run.run_id} -> {run.path}")
     # the phases after the run directory: both tryfirst, pluggy calls the later first, so run.json counts them
     hooks = Hooks([run, PhaseTimes(run.info), progress, *(listeners or [])], farm_listeners=True)
-    runner = Runner(pipeline, run, hooks, flow_for=flow_for, done=resumed_work(run),
+    runner = Runner(pipeline, run, hooks, flow_for=flow_for, done=resumed_work(run), fixed_images=images or {},
                     **({"registry": registry} if registry is not None else {}))
     stopped_by: FarmError | None = None
     interrupted = False

@@ -19,7 +19,7 @@ Notifications return nothing; a listener that raises stops what was about to sta
 answers with a reason stops the boot or benchmark (the place's guard when its lock is lost).
 
 Listeners come from three places: the run's own (the run directory, the progress lines, the place's
-guard), farm's (:data:`FARM_LISTENERS`: the results store), and a lab's, registered by entry point
+guard), farm's (:data:`FARM_LISTENERS`: the results store, the image archive), and a lab's, registered by entry point
 in the group ``farm`` (:data:`ENTRY_POINT_GROUP`) of any installed distribution::
 
     [project.entry-points.farm]
@@ -47,8 +47,8 @@ hookspec = pluggy.HookspecMarker(PROJECT)
 hookimpl = pluggy.HookimplMarker(PROJECT)
 
 #: farm's own listeners of every run and every way results come in ("module:attribute", loaded when a
-#: run starts: the store's code only then)
-FARM_LISTENERS = ("farm.store.hook:STORE",)
+#: run starts: the store's and the archive's code only then)
+FARM_LISTENERS = ("farm.store.hook:STORE", "farm.archive.hook:ARCHIVE")
 
 
 class RunSpec:

@@ -89,6 +89,9 @@ class Runner:
     done: frozenset[tuple[str, str]] = frozenset()
     #: how the run ends so far: the worst exit code of what failed (the runner's, told in run_ended)
     status: int = EXIT_OK
+    #: (architecture, setup) -> the image its boots boot as it is, nothing built (farm reproduce: the
+    #: original run's, fetched from the archive)
+    fixed_images: Mapping[tuple[str, str], Image] = attrs.field(factory=dict)
 
     def fail(self, exc: FarmError) -> None:
         self.fail_code(exc.exit_code)
@@ -133,8 +136,11 @@ class Runner:
 
     def image_request(self, env: EnvFile, setup: Setup, given: Mapping[tuple[str, str], Image]) -> ImageRequest:
         """The image a setup's flow boots: what the flow asks for, given the setup's own (its recipe, or
-        the pipeline's for the architecture; ``--image`` gives that one built, not a setup's own). A flow
-        that boots another kind of image (a system image) is handed the run's ``--image`` of that kind."""
+        the pipeline's for the architecture; ``--image`` gives that one built, not a setup's own; a fixed
+        image, farm reproduce's, is booted as it is). A flow that boots another kind of image (a system
+        image) is handed the run's ``--image`` of that kind."""
+        if (fixed := self.fixed_images.get((env.arch, setup.name))) is not None:
+            return ImageRequest(given=fixed, label=f"archived {fixed.name}")
         kind = setup.flow.type.image_kind
         offered = given.get((env.arch, kind)) if setup.image is None else None
         if kind != LINUX:

@@ -24,6 +24,7 @@ from farm.results.record import FAILED_METRIC, Record, now_iso
 from farm.results.stats import median
 from farm.results.report import RunData, load_run
 from farm.store import schema
+from farm.store.reproductions import reproduction_rows
 
 #: junit outcome of a run, worst first
 _OUTCOMES = ("error", "failure", "pass")
@@ -40,6 +41,8 @@ class RunRows:
     artifacts: tuple[dict[str, Any], ...]
     images: tuple[dict[str, Any], ...]
     consoles: tuple[dict[str, Any], ...]
+    #: the run reproduces another (farm reproduce's reproduction.json): farm.store.reproductions
+    reproductions: tuple[dict[str, Any], ...] = ()
 
     @property
     def run_id(self) -> str:
@@ -174,7 +177,8 @@ def _consoles(path: Path) -> list[dict[str, Any]]:
 def read_run(run_dir: str | os.PathLike[str]) -> RunRows:
     """What ``run_dir`` holds, as rows; JobError when it is not a run directory."""
     data: RunData = load_run(run_dir)
-    return rows_of(data, _artifacts(data.path), _consoles(data.path))
+    return attrs.evolve(rows_of(data, _artifacts(data.path), _consoles(data.path)),
+                        reproductions=reproduction_rows(data.path))
 
 
 def rows_of(data: RunData, artifacts: list[dict[str, Any]], consoles: list[dict[str, Any]]) -> RunRows:
@@ -227,7 +231,8 @@ def rows_of(data: RunData, artifacts: list[dict[str, Any]], consoles: list[dict[
 
 _CHILDREN = (("stages", schema.stages), ("records", schema.records), ("figures", schema.figures),
              ("boots", schema.boots),
-             ("artifacts", schema.artifacts), ("images", schema.images), ("consoles", schema.consoles))
+             ("artifacts", schema.artifacts), ("images", schema.images), ("consoles", schema.consoles),
+             ("reproductions", schema.reproductions))
 
 
 def write_run(connection: sa.Connection, rows: RunRows) -> int:

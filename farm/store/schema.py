@@ -168,3 +168,17 @@ qualifications = sa.Table(
     sa.Column("headline", sa.Text, nullable=False),
     sa.Column("created", sa.String(40), nullable=False),
 )
+
+#: a run that reproduces another (``farm reproduce``: its run directory's reproduction.json), with the verdict
+reproductions = sa.Table(
+    "reproductions", metadata,
+    sa.Column("run", sa.Integer, sa.ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True),
+    sa.Column("original_run_id", sa.String(200), nullable=False),
+    sa.Column("verdict", sa.String(40), nullable=False),       # reproduced | not reproduced
+    sa.Column("reproduced", sa.Integer, nullable=False),       # figures
+    sa.Column("not_reproduced", sa.Integer, nullable=False),
+    sa.Column("not_measured", sa.Integer, nullable=False),
+    sa.Column("threshold", sa.Float, nullable=False),
+    sa.Column("headline", sa.Text, nullable=False),
+)
+sa.Index("ix_reproductions_original", reproductions.c.original_run_id)

@@ -130,7 +130,9 @@ def test_farm_lukem_speaks_ipbenchs_protocol(target):
     seconds = time.monotonic() - began
     assert w is not None and w.counter in ("tsc", "cntvct_el0") and w.threshold == 300
     assert 0 <= w.idle <= w.total and w.utilisation == pytest.approx(100 * (1 - w.idle / w.total))
-    assert 0.2 < w.total / w.hz < seconds + 0.1  # ticks from SETUP to STOP, at the counter's rate
+    # ticks from SETUP to STOP at the counter's rate; from the spinner's first read, and the spinner is
+    # SCHED_IDLE: on a loaded machine (this suite's background kernel builds) it may run late
+    assert 0 < w.total / w.hz < seconds + 0.1
     # and again on the same daemon: one connection after the other
     with cpu_target("127.0.0.1", port, args="cpus=1,warmup=10") as again:
         pass

@@ -1,0 +1,99 @@
+"""farm archive serve, tested like farm serve: the real command on 127.0.0.1, read-only, only its three
+kinds of path, a corrupt object refused at the server and at the reader; and farm reproduce from it."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+
+import pytest
+
+from farm.archive import ArchiveError, open_archive
+from farm.archive.http import HttpArchive
+from farm.archive.reproduce import reproduce
+from farm.run import run_pipeline
+
+from .archive_helpers import ROOT, fake_image, pipeline_tree, use_image, values
+from .test_runner import FakeFlow
+
+
+@contextlib.contextmanager
+def served(env: dict):
+    proc = subprocess.Popen([sys.executable, "-m", "farm.cli", "archive", "serve", "--port", "0"], cwd=ROOT,
+                            env={**os.environ, **env}, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stderr.readline()
+        port = re.search(r"127\.0\.0\.1:(\d+)/", line)
+        assert port, line + proc.stderr.read()
+        yield f"http://127.0.0.1:{port.group(1)}/"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def request(url: str, method: str = "GET"):
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, method=method)) as resp:
+            return resp.status, resp.headers, resp.read()
+    except urllib.error.HTTPError as err:
+        return err.code, err.headers, err.read()
+
+
+@pytest.fixture
+def archived(tmp_path, monkeypatch):
+    monkeypatch.setenv("FARM_ARCHIVE", str(tmp_path / "archive"))
+    monkeypatch.setenv("FARM_DB", str(tmp_path / "results.db"))
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    use_image(monkeypatch, fake_image(tmp_path / "img"))
+    return run_pipeline(pipeline_tree(tmp_path / "repo"), out=tmp_path / "run", flow_for=lambda s: FakeFlow(),
+                        registry=values(5.0))
+
+
+def test_the_archive_served_read_only_answers_runs_and_whole_objects_only(archived, tmp_path, monkeypatch):
+    local = open_archive()
+    record = local.record(archived.run_id)
+    kernel = record.images["fake"].artifacts["Image"]
+    with served({"FARM_ARCHIVE": str(tmp_path / "archive")}) as base:
+        status, _, body = request(base + "runs/")
+        assert status == 200 and archived.run_id in body.decode()
+        remote = HttpArchive(base)
+        assert remote.record(archived.run_id) == record
+        assert remote.record("20200101-000000-none") is None
+        assert remote.read(kernel, "kernel") == local.object_path(kernel.sha256).read_bytes()
+        status, headers, _ = request(f"{base}objects/{kernel.sha256}", "HEAD")
+        assert status == 200 and headers["Content-Length"] == str(kernel.size)
+        for method in ("POST", "PUT", "DELETE", "PATCH"):
+            status, headers, _ = request(f"{base}objects/{kernel.sha256}", method)
+            assert status == 405 and headers["Allow"] == "GET, HEAD", method
+        for path in ("../results.db", "objects/../runs/", f"objects/{kernel.sha256[:2]}/{kernel.sha256}",
+                     "runs/../.lock", "runs/x/../../.lock", ".lock", "tmp/", f"objects/{kernel.sha256.upper()}",
+                     "runs/%2e%2e%2f.lock.json", "etc/passwd"):
+            assert request(base + path)[0] == 404, path
+        # a corrupt object (the same size): the server refuses it, the reader names it
+        path = local.object_path(kernel.sha256)
+        os.chmod(path, 0o644)
+        data = bytearray(path.read_bytes())
+        data[7] ^= 1
+        path.write_bytes(bytes(data))
+        status, _, body = request(f"{base}objects/{kernel.sha256}")
+        assert status == 500 and b"corrupt" in body
+        with pytest.raises(ArchiveError, match="kernel: the archive .* answered 500: .*corrupt"):
+            remote.read(kernel, "kernel")
+
+
+def test_farm_reproduce_fetches_over_http_into_an_empty_cache(archived, tmp_path, monkeypatch):
+    with served({"FARM_ARCHIVE": str(tmp_path / "archive")}) as base:
+        monkeypatch.setenv("FARM_ARCHIVE", base)
+        done = reproduce(archived.run_id, out=tmp_path / "again", cache=tmp_path / "empty",
+                         flow_for=lambda s: FakeFlow(), registry=values(5.0))
+        assert done.reproduction.passed
+        assert (tmp_path / "empty" / "archive" / "images").is_dir()
+        # an archive over HTTP is read-only: the run's listener says so, the command refuses to write
+        assert "read-only" in subprocess.run([sys.executable, "-m", "farm.cli", "archive", str(archived.path)],
+                                             cwd=ROOT, capture_output=True, text=True,
+                                             env={**os.environ, "FARM_ARCHIVE": base}).stderr
