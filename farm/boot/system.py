@@ -195,6 +195,9 @@ class SystemFlow:
             return image
         from ..images.system import system_image
 
+        if not self.settings.path.exists():
+            raise JobError(f"{self.settings.path_where or 'system.path'}: {self.settings.path}: no such file or "
+                           "directory (a system image, a directory with its manifest.json, or a bare-metal recipe)")
         built = system_image(self.settings.path, name=self.settings.name, arch=self.setup.arch or None,
                              load_addr=self.settings.load_addr)
         return ImageRequest(given=built, label=built.name)

@@ -16,7 +16,8 @@ U-Boot as it is, with no shell afterwards (farm.boot.system does the booting).
               units: {utilisation: percent}
 
 Everything is checked when the pipeline file is read (errors name file:line: field): the regexes
-compile, the address pattern has its ``address`` group, the path exists. Without ``path``, the setup
+compile, the address pattern has its ``address`` group; the path is checked when the image is made
+(the build stage, before any boot: farm reproduce boots the archived image, not the path). Without ``path``, the setup
 boots the run's ``--image`` of a system image (``farm run --image loader.img``). The targets of this
 flow have no shell (``FlowType.shell``): a benchmark that needs one is refused when the file is read.
 """
@@ -56,6 +57,8 @@ class SystemSettings:
     address: str | None = None
     stats: tuple[StatsPattern, ...] = ()
     name: str | None = None
+    #: where the pipeline file gives ``path`` (file:line: field), for the error when it is missing
+    path_where: str = attrs.field(default="", eq=False)
 
     def describe(self) -> dict[str, Any]:
         return {"path": str(self.path) if self.path else None, "boot": self.boot,
@@ -100,13 +103,13 @@ def read_settings(setup: Node, key: str, base: Path) -> SystemSettings:
     if setup.get("image") is not None:
         raise setup.error("image", "a setup of the flow system names its image in system.path")
     path = field(node, "path", str, None)
-    resolved = None
+    resolved, path_where = None, ""
     if path is not None:
         resolved = Path(path).expanduser()
         resolved = resolved if resolved.is_absolute() else base / resolved
-        if not resolved.exists():
-            raise node.error("path", f"{resolved}: no such file or directory (a system image, a directory with its "
-                                     "manifest.json, or a bare-metal recipe)")
+        # checked when the image is made (the build stage, before any boot), not here: farm reproduce reads
+        # the archived pipeline file, away from its paths, and boots the archived image instead
+        path_where = node.where("path")
     boot = field(node, "boot", str, None)
     if boot is not None and boot not in SYSTEM_BOOTS:
         raise node.error("boot", f"{boot!r}: expected one of {', '.join(SYSTEM_BOOTS)}")
@@ -148,7 +151,8 @@ def read_settings(setup: Node, key: str, base: Path) -> SystemSettings:
             raise node.error("stats", f"item {i}: {exc}") from None
     name = field(node, "name", str, None)
     return SystemSettings(ready=ready, path=resolved, boot=boot, load_addr=load_addr, stage_addr=stage_addr,
-                          ready_timeout=float(timeout), fatal=fatal, address=address, stats=tuple(stats), name=name)
+                          ready_timeout=float(timeout), fatal=fatal, address=address, stats=tuple(stats), name=name,
+                          path_where=path_where)
 
 
 def _make(settings: SystemSettings, setup: Any) -> Any:

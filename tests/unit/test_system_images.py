@@ -159,8 +159,14 @@ def test_a_system_setup_needs_no_recipe_and_is_checked_when_read(tmp_path):
     assert "a pattern needs the group (?P<address>...)" in _error(path)
     path = _pipeline(tmp_path, "{ready: r, boot: booti}")
     assert _error(path).startswith(f"{path}:5: setups[0].system.boot: 'booti': expected one of bootm, bootelf, go")
-    path = _pipeline(tmp_path, "{ready: r, path: no-such.img}")
-    assert ".system.path: " in _error(path) and "no-such.img: no such file or directory" in _error(path)
+    path = _pipeline(tmp_path, "{ready: r, path: no-such.img}")  # checked when the image is made (farm reproduce)
+    from farm.boot.flow import FlowSetup
+    from farm.images.request import ImageRequest
+
+    setup = load_pipeline(path).setups[0]
+    with pytest.raises(JobError) as info:
+        setup.flow.make(FlowSetup(arch="arm64")).images(ImageRequest(kind=SYSTEM))
+    assert str(info.value).startswith(f"{path}:5: setups[0].system.path: ") and "no-such.img: no such file" in str(info.value)
 
 
 def test_a_benchmark_that_needs_a_shell_is_refused_a_shell_less_setup(tmp_path):
