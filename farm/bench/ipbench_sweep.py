@@ -3,6 +3,8 @@
 Each point is one ipbench run as the lab makes it (au-ts/ipbench ``helpers/scripts/
 ipbench_benchmark.sh``; the definitions, column by column, with file and line: docs/network.md):
 
+* with ``served: true`` the target (a shell-less system image) serves the echo and the CPU target
+  itself: nothing is started on it, both are reached at the address its console named;
 * the CPU target is set up first (:mod:`farm.bench.lukem`: ``farm_lukem``, ipbench's
   ``cpu_target_lukem`` over ipbench's TCP protocol) and stopped once the clients are done, so its
   figures cover setup to stop;
@@ -128,6 +130,10 @@ def run(ctx: BenchContext, params: "SweepParams", *, observe: Observer | None = 
     loads = [float(v) for v in params.loads]
     source = loadgen.generator(params.generator, getattr(getattr(ctx, "booted", None), "target", None))
     binary = source.prepare()
+    if getattr(params, "served", False):  # a shell-less system serves both itself: farm only reaches them
+        host, port = ctx.reach(echo.ECHO_PORT, ("udp",))
+        target = ctx.reach(lukem_figures.PORT, ("tcp",))
+        return [m for load in loads for m in _point(ctx, params, load, source, binary, host, port, target, observe)]
     ctx.run(echo.responder_command(echo.ECHO_PORT, priority=params.echo_priority, cpu=params.echo_cpu,
                                    single=True), tool=echo.RESPONDER)
     wait_listening(ctx, echo.ECHO_PORT, "udp", echo.RESPONDER)

@@ -64,9 +64,16 @@ class Iperf3Params(Params):
     omit: int | float = param(0, kind=(int, float), run_length=True, doc="seconds left out at the start (-O)")
     bidir: bool = param(False, kind=bool, identity=True, check=a_bool,
                         doc="both directions at once (--bidir, as the lab runs it; not with reverse)")
+    served: bool = param(False, kind=bool, check=a_bool,
+                         doc="the target runs its iperf3 server itself (port 5201), as a shell-less system does "
+                             "(a setup of the flow system): farm starts none there")
 
     def check(self) -> None:
         iperf3_argv(self)
+
+    def needs_shell(self) -> bool:
+        """``served: true`` needs only the network: a shell-less target (a system image) can run it."""
+        return not self.served
 
     def needs(self) -> Needs:
         return IPERF3
@@ -83,7 +90,8 @@ def run_iperf3(ctx: BenchContext, params: Iperf3Params) -> list[Measurement]:
     """One iperf3 run, host -> target (or target -> host with ``reverse: true``, both at once with
     ``bidir: true``: the records' ``bidir=client-to-server`` is host -> target)."""
     protos = ("tcp", "udp") if params.protocol == "udp" else ("tcp",)
-    start_iperf3_server(ctx)
+    if not params.served:  # else the target's own server (a shell-less system's) is there already
+        start_iperf3_server(ctx)
     host, port = ctx.reach(IPERF3_PORT, protos)
     output = _host_iperf3(iperf3_argv(params, host, port), params.duration)
     recorded = {"protocol": params.protocol, "duration": params.duration,
@@ -166,6 +174,9 @@ class SweepParams(Params):
     cpu_target: bool = param(True, kind=bool, methods=(IPBENCH, ECHO), check=a_bool,
                              doc="CPU from the cpu_target_lukem CPU target (farm_lukem, over ipbench's TCP "
                                  "protocol); false: /proc/stat over the window")
+    served: bool = param(False, kind=bool, methods=(IPBENCH,), check=a_bool,
+                         doc="the target serves the echo (UDP 7) and the CPU target (TCP 1236) itself, as a "
+                             "shell-less system does (a setup of the flow system): farm starts nothing there")
     protocol: str = param("udp", kind=str, identity=True, methods=(SOCKPERF,), check=one_of(*iperf3.PROTOCOLS))
     rtt_rate: int = param(100, kind=int, methods=(SOCKPERF,), doc="sockperf probe packets/s")
 
@@ -186,6 +197,12 @@ class SweepParams(Params):
     def check(self) -> None:
         if self.method == IPBENCH:
             ipbench_sweep.check(self)
+            if self.served and not self.cpu_target:
+                raise JobError("sweep served: true: the CPU is the target's CPU target's (cpu_target: true); "
+                               "/proc/stat needs a shell the target does not have")
+            if self.served and (self.echo_priority is not None or self.echo_cpu is not None):
+                raise JobError("sweep served: true: the target starts its own echo server (echo_priority and "
+                               "echo_cpu are for farm's)")
             return
         if self.method == ECHO:
             for load in self.loads:
@@ -200,7 +217,13 @@ class SweepParams(Params):
         rtt.client_command("127.0.0.1", SOCKPERF_PORT, rate_pps=self.rtt_rate, size=self.packet_size,
                            duration=self.seconds)
 
+    def needs_shell(self) -> bool:
+        """``served: true`` needs only the network: a shell-less target (a system image) can run it."""
+        return not self.served
+
     def needs(self) -> Needs:
+        if self.served:
+            return Needs()
         if self.method == SOCKPERF:
             return IPERF3 | Needs(packages=("sockperf",), files=("/usr/bin/sockperf",))
         programs = (Program(echo.RESPONDER, _SOURCES / "farm_echo.c", (), ()),)

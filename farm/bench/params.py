@@ -130,6 +130,12 @@ class Params:
 
         return Needs()
 
+    def needs_shell(self) -> bool:
+        """Whether the benchmark runs commands on the target's shell with these parameters (by default it
+        does); one that needs only the network or the console runs on a shell-less target too (a system
+        image's), and a shell-less target is refused the others when the pipeline file is read."""
+        return True
+
     def default_of(self, name: str) -> Any:
         """Field ``name``'s default for this object's method."""
         info = self.info().get(name)

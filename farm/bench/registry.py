@@ -25,8 +25,10 @@ import attrs
 from ..errors import JobError
 from ..images.needs import Needs
 from ..measure import (HIGHER_IS_BETTER, LOWER_IS_BETTER, UNKNOWN_DIRECTION, Measurement, check_measurements,
-                       farmload, ipbench, iperf3, iperf3_notebook, isal, lukem, openssl, sockperf, vmexit)
+                       exitcost, farmload, ipbench, iperf3, iperf3_notebook, isal, lukem, openssl, sockperf, vmexit)
 from . import echo
+from .console import ConsoleParams, parse_standin, run_console
+from .exitcost import ExitcostParams, run_exitcost
 from .context import BenchContext
 from .crypto import IsalParams, OpensslParams, import_openssl, run_isal, run_openssl_speed
 from .network import IPERF3_PORT, SOCKPERF_PORT, Iperf3Params, SweepParams, run_iperf3, run_sweep
@@ -36,7 +38,7 @@ RunFunction = Callable[[BenchContext, Params], list[Measurement]]
 Parser = Callable[[str], list[Measurement]]
 
 # the suites: the first part of a benchmark's testcase name (crypto.openssl-speed) and of its metrics
-NETWORK, CRYPTO, STORAGE, VIRT = "network", "crypto", "storage", "virt"
+NETWORK, CRYPTO, STORAGE, VIRT, SYSTEM = "network", "crypto", "storage", "virt", "system"
 
 
 def _checked(spec: "BenchmarkSpec", run: RunFunction | None) -> RunFunction | None:
@@ -116,6 +118,11 @@ class BenchmarkSpec:
         """What it needs on the target (packages, files, programs) with ``params``: the image it runs on gains it."""
         return params.needs()
 
+    def needs_shell(self, params: Params) -> bool:
+        """Whether it runs commands on the target's shell with ``params``: a target without one (a system
+        image) is refused it when the pipeline file is read (farm.flows.FlowType.shell)."""
+        return params.needs_shell()
+
     def direction(self, unit: str) -> int | None:
         """Which way ``unit`` of this benchmark is better; None when the registration does not say."""
         return self.units.get(unit)
@@ -167,6 +174,15 @@ REGISTRATIONS: tuple[BenchmarkSpec, ...] = (
         parsers=(vmexit.parse_vmexit,),
         importers=(Importer("vmexit", "a kvm-unit-tests vmexit console", once(vmexit.parse_vmexit)),),
         units={"cycles": LOWER_IS_BETTER}),
+    # farm's arm64 exit-cost program as a KVM guest on the target (farm.bench.exitcost): per-exit counter ticks
+    BenchmarkSpec(
+        exitcost.BENCHMARK, VIRT, run_exitcost, ExitcostParams, parsers=(exitcost.parse_exitcost,),
+        units={"cycles": LOWER_IS_BETTER, "ns": LOWER_IS_BETTER}),
+    # a system image's console lines (farm.bench.console): their units are the pipeline's, of no
+    # direction unless listed here; the parser is the stand-in's patterns (a pipeline gives its own)
+    BenchmarkSpec(
+        "console", SYSTEM, run_console, ConsoleParams, parsers=(parse_standin,),
+        units={"count": UNKNOWN_DIRECTION, "ticks": UNKNOWN_DIRECTION, "percent": UNKNOWN_DIRECTION}),
 )
 
 

@@ -50,6 +50,10 @@ class FlowSetup:
     cpu_frequency_khz: int | None = None
     #: the target ports the run's benchmarks reach from the lab host (their registrations' ``ports``)
     ports: tuple[int, ...] = ()
+    #: the setup's cores: Linux is booted with ``maxcpus=N``, a QEMU twin started with ``-smp N``
+    cpus: int | None = None
+    #: the target's architecture ("" when the flow is made for no target yet)
+    arch: str = ""
 
 
 class BootFlow(Protocol):
@@ -68,9 +72,10 @@ class BootFlow(Protocol):
 @attrs.frozen
 class NetbootFlow:
     """The env file's netboot strategy (U-Boot or iPXE): stage on TFTP, power on, boot, the shell;
-    the CPU frequency pinned there when the setup asks for one."""
+    the setup's cores (``maxcpus=``; a twin's ``-smp``) and CPU frequency (cpufreq) set there."""
 
     pin_khz: int | None = None
+    cpus: int | None = None
     kind: str = "netboot"
 
     def images(self, image: ImageRequest) -> ImageRequest:
@@ -78,13 +83,48 @@ class NetbootFlow:
 
     @contextlib.contextmanager
     def boot(self, request: BootRequest) -> Iterator[BootedTarget]:
-        with boot_target(request.env, request.image, request.job, request.console, list(request.bootargs),
-                         attempts=request.attempts) as booted:
+        bootargs = [*request.bootargs, *cpus_bootargs(self.cpus, request.bootargs)]
+        with boot_target(request.env, request.image, request.job, request.console, bootargs,
+                         attempts=request.attempts, prepare=lambda target: use_twin_cpus(target, self.cpus)) as booted:
             if self.pin_khz:
-                pin_frequency(booted.shell, booted.name, self.pin_khz)
+                booted.recorded["cpu_frequency"] = pin_or_nominal(booted, self.pin_khz)
             yield booted
+
+
+def cpus_bootargs(cpus: int | None, bootargs) -> list[str]:
+    """``maxcpus=N`` for a setup of N cores (none when the setup's own arguments set it)."""
+    if not cpus or any(str(a).startswith("maxcpus=") for a in bootargs):
+        return []
+    return [f"maxcpus={cpus}"]
+
+
+def use_twin_cpus(target, cpus: int | None) -> None:
+    """A QEMU twin of the target is started with ``cpus`` vCPUs (``-smp``), as a board boots with that many
+    cores online; a board is left as it is (its kernel's ``maxcpus=`` does it)."""
+    if not cpus:
+        return
+    from .qemu import TwinQEMUDriver
+
+    for driver in target.drivers:
+        if isinstance(driver, TwinQEMUDriver):
+            driver.use_cpus(cpus)
+
+
+#: why a twin's CPUs run at no set frequency (run.json says it beside the nominal value)
+TWIN_FREQUENCY = ("a QEMU twin has no CPU frequency to set: TCG runs as fast as the host lets it, and its "
+                  "one rate control, -icount, ties every vCPU to one thread (no MTTCG), which would change "
+                  "what is measured far more than a frequency does; the setup's value is recorded as nominal")
+
+
+def pin_or_nominal(booted: BootedTarget, khz: int) -> dict:
+    """The setup's CPU frequency: pinned through cpufreq's userspace governor on a board (a board without
+    cpufreq cannot run the setup: a TestFailure); on a QEMU twin, recorded as nominal (:data:`TWIN_FREQUENCY`)."""
+    if booted.emulated:
+        return {"requested_khz": khz, "pinned": False, "nominal_hz": khz * 1000, "why": TWIN_FREQUENCY}
+    pin_frequency(booted.shell, booted.name, khz)
+    return {"requested_khz": khz, "pinned": True}
 
 
 def netboot(settings: None, setup: FlowSetup) -> NetbootFlow:
     """The netboot flow of a setup (farm.flows: the default flow, no settings of its own)."""
-    return NetbootFlow(pin_khz=setup.cpu_frequency_khz)
+    return NetbootFlow(pin_khz=setup.cpu_frequency_khz, cpus=setup.cpus)

@@ -71,7 +71,10 @@ class NetbootStrategy(Strategy):
 
     def stage_image(self, tftp, image, folder: str, extra_bootargs: list[str] | None = None) -> None:
         """Stage ``image``'s kernel, initrd and the DTB this strategy boots in ``folder``, and set them.
-        The DTB is checked against the image first: bad input stages nothing."""
+        The DTB is checked against the image first: bad input stages nothing. A system image (one file,
+        booted as it is) is staged by :meth:`stage_system`."""
+        if getattr(image, "kind", "linux") == "system":
+            return self.stage_system(tftp, image, folder)
         dtb = self.image_dtb(image.manifest)
         kernel = tftp.stage_as(str(image.kernel), folder, image.manifest["kernel"])
         initrd = tftp.stage_as(str(image.initrd), folder, image.manifest["initrd"])
@@ -81,6 +84,11 @@ class NetbootStrategy(Strategy):
         if dtb:
             options["dtb_path"] = tftp.stage_as(str(image.path / dtb), folder, dtb)
         self.set_image(kernel, initrd, extra_bootargs, **options)
+
+    def stage_system(self, tftp, image, folder: str) -> None:
+        """Stage a system image (farm.boot.system): a bootloader's strategy that boots them says how."""
+        raise JobError(f"{type(self).__name__} boots a kernel and an initrd, not a system image such as "
+                       f"'{image.name}': the flow system boots those through U-Boot (UBootNetbootStrategy)")
 
     def field_where(self, key: str) -> str:
         """Where the env file sets this strategy's ``key`` (``file:line: field``), for an error message."""

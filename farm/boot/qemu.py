@@ -39,8 +39,26 @@ class TwinQEMUDriver(QEMUDriver):
     #: arm64 ``virt`` only: emulate EL2 and a GICv3, so the twin's Linux can run KVM guests
     virtualization = attr.ib(default=False, validator=attr.validators.instance_of(bool))
 
+    def __attrs_post_init__(self):
+        super().__attrs_post_init__()
+        self.cpus: int | None = None  # a setup's cores (use_cpus): -smp, instead of extra_args' own
+
+    def use_cpus(self, cpus: int) -> None:
+        """Start the twin with ``cpus`` vCPUs (a setup's cores: QEMU's ``-smp``), replacing the env file's
+        ``-smp``; before the twin is powered on (its command line is made then)."""
+        if isinstance(cpus, bool) or not isinstance(cpus, int) or cpus < 1:
+            raise JobError(f"{self.target.name}: cpus {cpus!r}: expected a number of vCPUs >= 1")
+        self.cpus = cpus
+
     def get_qemu_base_args(self):
         cmd = super().get_qemu_base_args()
+        if self.cpus:
+            for i in reversed(range(len(cmd))):
+                if cmd[i] == "-smp" and i + 1 < len(cmd):
+                    del cmd[i:i + 2]
+                elif cmd[i].startswith("-smp="):
+                    del cmd[i]
+            cmd += ["-smp", str(self.cpus)]
         if self.virtualization:
             machine = cmd.index("-machine") + 1
             if cmd[machine].split(",")[0] != "virt":

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import time
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import attrs
 import pexpect
@@ -219,11 +219,12 @@ def describe_boot_failure(exc: BaseException) -> str:
     return f"{type(root).__name__}: {root}"
 
 
-def _boot_once(target, strategy, console: ConsoleLog):
-    """One power-on to shell; every failure comes out as a FarmError of its class, with the console tail."""
+def _boot_once(target, strategy, console: ConsoleLog, state: str = "shell"):
+    """One power-on to ``state`` (``shell``, or ``system``: a system image, no shell: None); every failure
+    comes out as a FarmError of its class, with the console tail."""
     try:
-        strategy.transition("shell")
-        return target.get_driver("ShellDriver")
+        strategy.transition(state)
+        return target.get_driver("ShellDriver") if state == "shell" else None
     except FarmError:
         raise
     except Exception as exc:
@@ -247,8 +248,14 @@ def _power_off(target, strategy) -> None:
 
 @contextlib.contextmanager
 def boot_target(env: EnvFile, image: Image, job: str, console: ConsoleLog,
-                extra_bootargs: list[str] | None = None, attempts: int = 1) -> Iterator[BootedTarget]:
+                extra_bootargs: list[str] | None = None, attempts: int = 1, *,
+                prepare: Callable[[Target], None] | None = None, state: str = "shell") -> Iterator[BootedTarget]:
     """Stage ``image`` for ``job`` and boot ``env``'s target to a shell; always power off and unstage.
+
+    ``prepare(target)`` is called once labgrid made the target, before anything is staged or powered
+    (a flow tells the strategy what to boot, a twin how many vCPUs to start with); ``state``: where
+    the boot ends, ``shell`` (a shell the benchmarks run on) or ``system`` (a system image booted as
+    it is: no shell, ``BootedTarget.shell`` is None).
 
     An infrastructure failure (no bootloader prompt, TFTP, a reset, a timeout) powers the board off
     and tries again, up to ``attempts`` boots in all; a job or test failure (bad input, a kernel
@@ -260,13 +267,16 @@ def boot_target(env: EnvFile, image: Image, job: str, console: ConsoleLog,
     if attempts < 1:
         raise JobError(f"boot attempts must be at least 1, not {attempts}")
     environment, target = open_target(env)
-    with boot_opened_target(target, env.arch, image, job, console, extra_bootargs, attempts) as booted:
+    if prepare is not None:
+        prepare(target)
+    with boot_opened_target(target, env.arch, image, job, console, extra_bootargs, attempts, state=state) as booted:
         yield booted
 
 
 @contextlib.contextmanager
 def boot_opened_target(target: Target, arch: str, image: Image, job: str, console: ConsoleLog,
-                       extra_bootargs: list[str] | None = None, attempts: int = 1) -> Iterator[BootedTarget]:
+                       extra_bootargs: list[str] | None = None, attempts: int = 1, *,
+                       state: str = "shell") -> Iterator[BootedTarget]:
     """:func:`boot_target` on a target labgrid made already (farm's pytest plugin: labgrid's ``target``)."""
     if attempts < 1:
         raise JobError(f"boot attempts must be at least 1, not {attempts}")
@@ -286,7 +296,7 @@ def boot_opened_target(target: Target, arch: str, image: Image, job: str, consol
         while True:
             t_attempt = time.monotonic()
             try:
-                shell = _boot_once(target, strategy, console)
+                shell = _boot_once(target, strategy, console, state)
                 break
             except InfrastructureError as exc:
                 failed.append(f"attempt {len(failed) + 1}: {str(exc).splitlines()[0]}")

@@ -6,7 +6,14 @@ The boot command hands over to what was loaded: ``booti`` (an arm64 Image, the d
 arm zImage) or ``bootm`` (a uImage/FIT), chosen by the env file (``boot_command``) or a boot flow
 (:meth:`UBootNetbootStrategy.use_boot_command`) from :data:`BOOT_COMMANDS`.
 
-States: ``off``, ``uboot``, ``shell``. Call :meth:`UBootNetbootStrategy.set_image` with the staged
+A system image (farm.images.system: a lab's loader.img, farm's bare-metal stand-in) is booted as it is:
+
+    power on -> catch autoboot -> dhcp -> tftpboot the file -> bootm | bootelf | go -> its ready line
+
+(:meth:`UBootNetbootStrategy.set_system`, then ``transition("system")``: no shell afterwards; the
+env file's ``system_boot`` and ``system_addr`` say how this board boots one).
+
+States: ``off``, ``uboot``, ``shell``, ``system``. Call :meth:`UBootNetbootStrategy.set_image` with the staged
 file names first, then ``transition("shell")``. Every value that reaches the U-Boot command line is
 checked or quoted here: env files and images are inputs, not trusted shell text.
 """
@@ -17,6 +24,9 @@ import enum
 import re
 
 import attr
+import attrs
+from labgrid.driver import QEMUDriver
+from pexpect import TIMEOUT
 from labgrid.factory import target_factory
 from labgrid.step import step
 from labgrid.strategy.common import StrategyError, never_retry
@@ -26,10 +36,11 @@ from ..values import BOOTARG
 from .dtb import dtb_name_problem, dtb_record, image_dtb_problem
 from .netboot import NetbootStrategy
 from .ubootdriver import FarmUBootDriver  # noqa: F401  (registers the driver the strategy binds)
-from .watch import LINUX_FATAL, UBOOT_FATAL
+from .watch import LINUX_FATAL, UBOOT_FATAL, BootFailure, Fatal, raise_fatal
 
 _TFTP_PATH = re.compile(r"^[A-Za-z0-9._+/-]+$")
 _ADDR = re.compile(r"^(0x[0-9a-fA-F]+|\$\{[a-z_]+\})$")
+_FIT_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.@-]{0,63}$")
 _IPV4 = re.compile(r"^((25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])\.){3}(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])$")
 
 
@@ -38,6 +49,7 @@ class Status(enum.Enum):
     off = 1
     uboot = 2
     shell = 3
+    system = 4  # a system image booted (no shell: only its console and network)
 
 
 def _check(value: str, pattern: re.Pattern[str], what: str) -> str:
@@ -121,6 +133,75 @@ def boot_command(command: str, *, kernel_addr: str, initrd_addr: str, fdt_addr: 
 
 
 
+#: how U-Boot hands over to a system image, by command (farm.images.image.SYSTEM_BOOTS)
+SYSTEM_COMMANDS = ("bootm", "bootelf", "go")
+#: console lines that end a system image's boot at once: U-Boot refusing the image (the image's fault)
+SYSTEM_FATAL = (
+    Fatal(r"Wrong Image Format for bootm command[^\r\n]*", "U-Boot's bootm does not take the image", BootFailure),
+    Fatal(r"ERROR: can't get kernel image![^\r\n]*", "U-Boot found no kernel in the image", BootFailure),
+    Fatal(r"Bad (Data CRC|Header Checksum)[^\r\n]*", "the image is damaged (uImage CRC)", BootFailure),
+    Fatal(r"Bad hash in FIT image[^\r\n]*", "the image is damaged (FIT hash)", BootFailure),
+    Fatal(r"## No elf image at address[^\r\n]*", "not an ELF image", BootFailure),
+    Fatal(r"Image too large: increase CONFIG_SYS_BOOTM_LEN[^\r\n]*", "the image is too large for bootm", BootFailure),
+    Fatal(r"ERROR: (new format image overwritten|Failed to allocate)[^\r\n]*", "the image overlaps its load "
+          "address", BootFailure),
+)
+
+
+@attrs.frozen
+class SystemBoot:
+    """What a transition to ``system`` boots (farm.boot.system makes it): a staged file, the command that
+    boots it and where, and the console line that says the system is up."""
+
+    command: str  # SYSTEM_COMMANDS
+    artifact: str  # the image's file the command boots (its name in the image directory)
+    #: where tftpboot loads the file (go: the raw binary's own load address, where it is started)
+    load_addr: str
+    ready: str  # a regex of the ready line
+    ready_timeout: float = 120.0
+    fatal: tuple[Fatal, ...] = ()  # the pipeline's own fatal lines, besides U-Boot's and a reset
+    #: bootm's ramdisk argument: the image itself (a FIT holding one), else "-" (none)
+    ramdisk: bool = False
+    #: bootm's device tree argument: U-Boot's own (the env file's fdt_addr), unless the image holds one
+    fdt: bool = True
+    #: a FIT's kernel and ramdisk by name (``ADDR:kernel-1``): a U-Boot built with FIT_BEST_MATCH (Debian's)
+    #: looks for a configuration matching its own device tree, not the default one, when none is named
+    fit_kernel: str = ""
+    fit_ramdisk: str = ""
+
+
+def system_boot_line(boot: SystemBoot, *, fdt_addr: str) -> str:
+    """The line that hands over to a system image (typed, not run: it does not return)."""
+    if boot.command not in SYSTEM_COMMANDS:
+        raise JobError(f"system boot command {boot.command!r}: expected one of {', '.join(SYSTEM_COMMANDS)}")
+    addr = _check(boot.load_addr, _ADDR, "load address")
+    if boot.command == "go":
+        return f"go {addr}"
+    if boot.command == "bootelf":
+        return f"bootelf -p {addr}"  # by its program headers, as a loader's segments are placed
+    kernel = f"{addr}:{_check(boot.fit_kernel, _FIT_NAME, 'FIT image name')}" if boot.fit_kernel else addr
+    ramdisk = f"{addr}:{_check(boot.fit_ramdisk, _FIT_NAME, 'FIT image name')}" if boot.fit_ramdisk else addr
+    if boot.ramdisk or boot.fdt:
+        fdt = f" {_check(fdt_addr, _ADDR, 'device tree address')}" if boot.fdt else ""
+        return f"bootm {kernel} {ramdisk if boot.ramdisk else '-'}{fdt}"
+    return f"bootm {kernel}"
+
+
+def system_commands(boot: SystemBoot, staged: str, *, server: str | None, use_dhcp: bool,
+                    blocksize: int | None = None, windowsize: int | None = None) -> list[str]:
+    """The U-Boot commands before a system image's boot line: the network, the file loaded (pure)."""
+    _check(staged, _TFTP_PATH, "system image path")
+    commands = [c for c in uboot_boot_commands(kernel=staged, initrd=staged, kernel_addr=boot.load_addr,
+                                               initrd_addr=boot.load_addr, fdt_addr="${fdtcontroladdr}",
+                                               bootargs=[], server=server, use_dhcp=use_dhcp, blocksize=blocksize,
+                                               windowsize=windowsize, pass_lease=False)
+                if not c.startswith(("tftpboot", "setenv farm_initrd_size", "setenv bootargs"))]
+    commands.append(f"tftpboot {boot.load_addr} {staged}")
+    if boot.command == "bootelf":
+        commands.append("setenv autostart yes")  # else bootelf loads the segments and returns without a word
+    return commands
+
+
 @target_factory.reg_driver
 @attr.s(eq=False)
 class UBootNetbootStrategy(NetbootStrategy):
@@ -153,8 +234,19 @@ class UBootNetbootStrategy(NetbootStrategy):
     dhcp = attr.ib(default=True, validator=attr.validators.instance_of(bool))
     #: how U-Boot hands over to the kernel (:data:`BOOT_COMMANDS`); a boot flow may choose another
     boot_command = attr.ib(default="booti", validator=attr.validators.in_(tuple(BOOT_COMMANDS)))
+    #: how this board boots a system image (farm.boot.system): bootm, bootelf or go; "" the pipeline's
+    #: choice, else the first the image offers. The QEMU twin's U-Boot hangs in go and bootelf: bootm
+    system_boot = attr.ib(default="", validator=attr.validators.in_(("", *SYSTEM_COMMANDS)))
+    #: where U-Boot loads a system image for bootm and bootelf (go loads a raw binary at its own address)
+    system_addr = attr.ib(default="${kernel_addr_r}", validator=attr.validators.instance_of(str))
 
     status = attr.ib(default=Status.unknown)
+
+    def __attrs_post_init__(self):
+        super().__attrs_post_init__()
+        self.system: SystemBoot | None = None  # what a transition to "system" boots (set_system)
+        self.system_path: str | None = None  # its staged TFTP path
+        self.system_output = ""  # the console from the boot line to the ready line (the system's first words)
 
     @classmethod
     def env_problem(cls, drivers, driver):
@@ -168,6 +260,17 @@ class UBootNetbootStrategy(NetbootStrategy):
         if command not in BOOT_COMMANDS:
             raise JobError(f"boot command {command!r}: expected one of {', '.join(BOOT_COMMANDS)}")
         self.boot_command = command
+
+    def set_system(self, boot: SystemBoot) -> None:
+        """Boot ``boot`` at the next transition to ``system`` (its file is staged by :meth:`stage_system`)."""
+        system_boot_line(boot, fdt_addr=self.fdt_addr)  # bad input fails now, before anything is staged
+        self.system, self.system_path = boot, None
+
+    def stage_system(self, tftp, image, folder: str) -> None:
+        """Stage the file of ``image`` (a system image) that :meth:`set_system`'s command boots."""
+        if self.system is None:
+            raise JobError("a system image to stage, but no set_system() said how to boot it")
+        self.system_path = tftp.stage_as(str(image.path / self.system.artifact), folder, self.system.artifact)
 
     def commands(self) -> list[str]:
         kernel, initrd = self.staged()
@@ -229,10 +332,18 @@ class UBootNetbootStrategy(NetbootStrategy):
             self.transition(Status.uboot)
             self._netboot(commands, boot)
             self.target.activate(self.shell)
+        elif status == Status.system:
+            if self.system is None or self.system_path is None:
+                raise JobError("no system image staged: call set_system() and stage_system() first")
+            commands = system_commands(self.system, self.system_path, server=self.tftp_server or None,
+                                       use_dhcp=self.dhcp, blocksize=self.tftp_blocksize,
+                                       windowsize=self.tftp_windowsize)
+            boot = system_boot_line(self.system, fdt_addr=self.fdt_addr)
+            self.transition(Status.uboot)
+            self._boot_system(commands, boot)
         self.status = status
 
-    @step()
-    def _netboot(self, commands: list[str], boot: str) -> None:
+    def _run_all(self, commands: list[str]) -> None:
         for command in commands:
             timeout = self.tftp_timeout if command.startswith(("tftp", "dhcp")) else 30
             output, _, code = self.uboot.run(command, timeout=timeout)
@@ -242,9 +353,40 @@ class UBootNetbootStrategy(NetbootStrategy):
             if code != 0:
                 raise InfrastructureError(f"U-Boot command '{command}' failed (exit {code}): "
                                           + " | ".join(line for line in output[-4:] if line.strip()))
+
+    @step()
+    def _netboot(self, commands: list[str], boot: str) -> None:
+        self._run_all(commands)
         self.uboot.type_line(boot)
         self.uboot.expect_or_fail([self.uboot.bootstring], UBOOT_FATAL, self.boot_command, self.uboot.boot_timeout)
         self.uboot.expect_or_fail([self.ready_marker], (*LINUX_FATAL, *UBOOT_FATAL), "booting Linux",
                                   self.ready_timeout)
         self.retyped.extend(self.uboot.retyped)
         self.uboot.retyped.clear()
+
+    @step()
+    def _boot_system(self, commands: list[str], boot: str) -> None:
+        """Load the system image, hand over, wait for its ready line; keep what it said up to there."""
+        assert self.system is not None
+        self._run_all(commands)
+        self.uboot.type_line(boot)
+        self.retyped.extend(self.uboot.retyped)
+        self.uboot.retyped.clear()
+        fatal = (*SYSTEM_FATAL, *LINUX_FATAL, *UBOOT_FATAL, *self.system.fatal)
+        try:
+            index, before, match, _ = self.console.expect([self.system.ready, *(f.pattern for f in fatal)],
+                                                          timeout=self.system.ready_timeout)
+        except TIMEOUT:
+            missing = f"no line matching {self.system.ready!r} within {self.system.ready_timeout:g} s after '{boot}'"
+            if self.system.command in ("go", "bootelf") and any(isinstance(d, QEMUDriver) for d in self.target.drivers):
+                # not the lab's fault, and the same on every attempt: a job error, not retried
+                raise JobError(f"{missing}: Debian's U-Boot 2023.01 hangs in {self.system.command} on the QEMU twin "
+                               "(its PL011 driver says output is pending while the FIFO is not full, and "
+                               f"{self.system.command} flushes the console before the jump): boot a uImage with "
+                               "bootm (system_boot: bootm in the twin's env file)") from None
+            raise InfrastructureError(missing) from None
+        if index > 0:
+            raise_fatal(fatal[index - 1], f"booting the system image ({self.system.command})", before, match,
+                        self.console)
+        text = (before + match.group(0)) if isinstance(before, bytes) else (before + match.group(0)).encode()
+        self.system_output = text.decode("utf-8", "replace").replace("\r", "")

@@ -59,7 +59,9 @@ def register(sub) -> None:
     p.add_argument("--image", action="append", default=[], metavar="DIR",
                    help="boot this built image (`farm build` prints it; a CI job's artifact) instead of building "
                    "the pipeline's recipe for its architecture; repeatable, one per architecture. Each artifact's "
-                   "sha256 is checked against its manifest.json. A setup with its own image: still builds that")
+                   "sha256 is checked against its manifest.json. A setup with its own image: still builds that. "
+                   "A FILE (a lab's system image, e.g. a Microkit loader.img) is booted by the pipeline's setups "
+                   "of the flow system that name no system.path (docs/system-images.md)")
     p.add_argument("--bootarg", action="append", default=[], metavar="ARG", type=bootarg_arg,
                    help="extra kernel argument for every boot of the run (repeatable), e.g. --bootarg maxcpus=1; "
                    "letters, digits and _ . , : = / + @ - only")

@@ -5,7 +5,9 @@
       - name: kvm-guest
         guest: {vcpus: 1}                # the settings field of the flow "netboot+guest"
       - name: sel4
-        flow: bootelf                    # a flow by name (a lab's, registered by entry point)
+        system: {path: build/loader.img, ready: 'ready'}   # the flow "system": a system image, no shell
+      - name: dpdk
+        flow: dpdk-host                  # a flow by name (a lab's, registered by entry point)
 
 A :class:`FlowType` says how a setup names the flow (its ``name``, or the field holding its settings),
 how its settings are read and checked when the pipeline file is read (errors name file:line: field),
@@ -48,6 +50,12 @@ class FlowType:
     read: Callable[[Node, str, Path], Any] = attrs.field(default=lambda setup, key, base: None)
     #: the settings as run.json records them under the setup's ``key``
     describe: Callable[[Any], Any] = attrs.field(default=lambda settings: None)
+    #: its targets have a shell; without one (a system image: only its network and console) a benchmark
+    #: that needs a shell is refused when the pipeline file is read
+    shell: bool = True
+    #: the kind of image it boots (farm.images.image: ``linux``, kernel + initrd, or ``system``): the
+    #: run's ``--image`` of that kind is its
+    image_kind: str = "linux"
 
 
 @attrs.frozen
@@ -91,9 +99,14 @@ def _read_guest(setup: Node, key: str, base: Path) -> Any:
     return spec
 
 
-#: farm's flows: the env file's netboot (the default), and a Linux guest under QEMU/KVM on it (docs/guest.md)
-FARM_FLOWS = (FlowType(DEFAULT, _netboot),
-              FlowType("netboot+guest", _guest, key="guest", read=_read_guest, describe=lambda spec: spec.to_json()))
+def _farm_flows() -> tuple[FlowType, ...]:
+    """farm's flows: the env file's netboot (the default), a Linux guest under QEMU/KVM on it
+    (docs/guest.md), and a system image booted as it is (farm.flows.system, docs/system-images.md)."""
+    from .system import SYSTEM_FLOW
+
+    return (FlowType(DEFAULT, _netboot),
+            FlowType("netboot+guest", _guest, key="guest", read=_read_guest, describe=lambda spec: spec.to_json()),
+            SYSTEM_FLOW)
 
 
 _REGISTERED: dict[str, FlowType] = {}
@@ -117,7 +130,7 @@ def flow_types() -> dict[str, FlowType]:
     """Every flow type by name: farm's, the lab's (entry points), those registered here."""
     from importlib.metadata import entry_points
 
-    found = {t.name: t for t in FARM_FLOWS}
+    found = {t.name: t for t in _farm_flows()}
     for entry in entry_points(group=ENTRY_POINT_GROUP):
         flow = entry.load()
         found.setdefault(flow.name, flow)

@@ -100,4 +100,4 @@ class GuestFlow:
 
 def guest_flow(spec: GuestSpec, setup: FlowSetup) -> GuestFlow:
     """The flow of a setup with ``guest:`` (farm.flows): its host pinned at the setup's frequency."""
-    return GuestFlow(spec, setup.ports, host=NetbootFlow(pin_khz=setup.cpu_frequency_khz))
+    return GuestFlow(spec, setup.ports, host=NetbootFlow(pin_khz=setup.cpu_frequency_khz, cpus=setup.cpus))

@@ -1,5 +1,10 @@
 """A built image as a boot takes it: the directory, its manifest and its artifacts (no builder code: the boot
-path imports this, the builder, farm.images.build, only when it builds)."""
+path imports this, the builder, farm.images.build, only when it builds).
+
+An image is of one of two kinds (its manifest's ``kind``): ``linux`` (the default: a kernel and an initrd,
+farm.images.build) or ``system`` (a system image a lab brings, or one of farm's bare-metal programs: one
+file U-Boot boots as it is, through ``bootm``, ``bootelf`` or ``go``; farm.images.system). Both are
+directories of artifacts with their sha256 in manifest.json, content-addressed alike."""
 
 from __future__ import annotations
 
@@ -17,6 +22,10 @@ from ..errors import JobError
 
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
+#: the kinds of image (a manifest's ``kind``; absent: linux)
+LINUX, SYSTEM = "linux", "system"
+#: how U-Boot hands over to a system image, by its command (the file each boots: a system manifest's ``boot``)
+SYSTEM_BOOTS = {"bootm": "a uImage or FIT image", "bootelf": "an ELF file", "go": "a raw binary at its load address"}
 
 
 def default_cache() -> Path:
@@ -30,6 +39,16 @@ class Image:
     path: Path
     manifest: dict
     cached: bool = False
+
+    @property
+    def kind(self) -> str:
+        """``linux`` (kernel + initrd) or ``system`` (one file booted as it is: :data:`SYSTEM_BOOTS`)."""
+        return self.manifest.get("kind", LINUX)
+
+    @property
+    def boots(self) -> dict[str, str]:
+        """A system image's files by the U-Boot command that boots each (``{"bootm": "x.uimg"}``)."""
+        return dict(self.manifest.get("boot") or {})
 
     @property
     def kernel(self) -> Path:
@@ -58,7 +77,8 @@ def load_image(path: str | Path) -> Image:
     problem = manifest_problem(manifest)
     if problem:
         raise JobError(f"{manifest_path}: {problem}")
-    for name in (manifest["kernel"], manifest["initrd"]):
+    booted = manifest["boot"].values() if manifest.get("kind") == SYSTEM else (manifest["kernel"], manifest["initrd"])
+    for name in booted:
         if not (path / name).is_file():
             raise JobError(f"{path / name}: artifact listed in manifest.json is missing")
     return Image(path, manifest)
@@ -69,7 +89,10 @@ def manifest_problem(manifest: object) -> str | None:
     plain file names, and each artifact must have its size and sha256."""
     if not isinstance(manifest, dict):
         return "not a JSON object"
-    for key in ("kernel", "initrd", "name", "arch", "artifacts"):
+    kind = manifest.get("kind", LINUX)
+    if kind not in (LINUX, SYSTEM):
+        return f"field 'kind': {kind!r} is not {LINUX} or {SYSTEM}"
+    for key in ("name", "arch", "artifacts", *(("boot",) if kind == SYSTEM else ("kernel", "initrd"))):
         if key not in manifest:
             return f"missing field '{key}'"
     artifacts = manifest["artifacts"]
@@ -81,6 +104,16 @@ def manifest_problem(manifest: object) -> str | None:
         if not (isinstance(info, dict) and isinstance(info.get("size"), int)
                 and isinstance(info.get("sha256"), str) and _SHA256.fullmatch(info["sha256"])):
             return f"artifacts.{name}: expected size and sha256"
+    if kind == SYSTEM:
+        boots = manifest["boot"]
+        if not isinstance(boots, dict) or not boots:
+            return f"field 'boot': expected the file each U-Boot command boots, e.g. {{\"bootm\": \"x.uimg\"}}"
+        for command, name in boots.items():
+            if command not in SYSTEM_BOOTS:
+                return f"boot.{command}: not one of {', '.join(SYSTEM_BOOTS)}"
+            if name not in artifacts:
+                return f"boot.{command}: {name!r} is not one of the artifacts"
+        return None
     for key in ("kernel", "initrd"):
         if manifest[key] not in artifacts:
             return f"field '{key}': {manifest[key]!r} is not one of the artifacts"

@@ -31,9 +31,12 @@ class ImageRequest:
     carries: "ImageRequest | None" = None
     #: how the build stage names it (default: the recipe's file name)
     label: str = ""
+    #: the kind of image (farm.images.image): a Linux one needs a recipe or a given image; a request of
+    #: another kind may be empty, handed to a flow that brings its own (a system image's)
+    kind: str = "linux"
 
     def __attrs_post_init__(self) -> None:
-        if self.recipe is None and self.given is None:
+        if self.recipe is None and self.given is None and self.kind == "linux":
             raise ValueError("an image request needs a recipe or a given image")
 
     @property
@@ -41,17 +44,25 @@ class ImageRequest:
         """What makes two requests one image (built once per run)."""
         if self.given is not None:
             return f"given {self.given.path}"
+        if self.recipe is None:
+            return f"no {self.kind} image"
         inside = f" carrying ({self.carries.key})" if self.carries else ""
         return f"{self.recipe} + {self.needs}{inside}"
 
     @property
     def name(self) -> str:
-        return self.label or (Path(self.recipe).stem if self.recipe is not None else self.given.name)
+        if self.label:
+            return self.label
+        return Path(self.recipe).stem if self.recipe is not None else self.given.name if self.given else self.kind
 
     def build(self, carried: "Image | None" = None) -> "Image":
         """Build it (``carried``: the image of :attr:`carries`, built first)."""
         if self.given is not None:
             return self.given
+        if self.recipe is None:
+            from ..errors import JobError
+
+            raise JobError(f"no {self.kind} image to boot: its flow brought none")
         from .build import build
 
         return build(self.recipe, guest=carried, needs=self.needs)

@@ -7,8 +7,9 @@ neither. Each tool's module here holds its output parser and its command line bu
 :mod:`.vmexit`, :mod:`.cpustat` (``/proc/stat``), :mod:`.ipbench` (the lab's wide CSV),
 :mod:`.farmload` (``farm_load``'s output, both methods), :mod:`.sockperf`,
 :mod:`.ipbench_latency` (ipbench's latency figures as its code computes them), :mod:`.lukem` (the
-``cpu_target_lukem`` CPU target's replies) and :mod:`.clock` (the CPU clock around a measurement and
-the cycles/byte it gives).
+``cpu_target_lukem`` CPU target's replies), :mod:`.console` (a system image's console lines, by the
+pipeline's patterns), :mod:`.exitcost` (farm-exitcost's per-exit ticks) and :mod:`.clock` (the CPU clock
+around a measurement and the cycles/byte it gives).
 """
 
 from __future__ import annotations

@@ -33,7 +33,8 @@ CYCLES = "cycles"
 #: the param saying the cycles were a twin's (QEMU's virtual counter or clock), not a board's
 CLOCK, TWIN = "clock", "twin"
 #: where a run's frequency came from (farm.run.runner.cpu_frequency) -> the cycle source of its cycles/byte
-CYCLE_SOURCE_OF_FREQUENCY = {"cpufreq": "cpufreq", "cpuinfo": "cpuinfo", "pipeline": "nominal", "env": "nominal"}
+CYCLE_SOURCE_OF_FREQUENCY = {"cpufreq": "cpufreq", "cpuinfo": "cpuinfo", "pipeline": "nominal", "env": "nominal",
+                             "setup": "nominal"}
 
 
 def identity_params(benchmark: str, text: str) -> str:

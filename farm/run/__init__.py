@@ -87,21 +87,58 @@ def farm_env(pipeline: Pipeline, request: FarmRequest) -> Path:
     return path
 
 
-def given_images(dirs: list[Path], arches: set[str]) -> dict[str, Image]:
-    """``--image DIR``: built images by architecture, each artifact's sha256 checked against its manifest
-    (an artifact passed between CI jobs may be truncated or stale); a JobError names the directory."""
-    given: dict[str, Image] = {}
-    for path in dirs:
-        image = attrs.evolve(load_image(path), cached=True)
+def system_load_addr(pipeline: Pipeline) -> int | None:
+    """The load address of a raw system image given by ``--image FILE``: the ``system.load_addr`` of the
+    pipeline's setups that boot the run's image (none of them, or setups that differ: a JobError)."""
+    from ..images.image import SYSTEM
+
+    found = {s.flow.settings.load_addr for s in pipeline.setups
+             if s.flow.type.image_kind == SYSTEM and getattr(s.flow.settings, "path", None) is None}
+    found.discard(None)
+    if len(found) > 1:
+        raise JobError(f"{pipeline.source}: setups boot the run's --image at different system.load_addr "
+                       f"({', '.join(sorted(f'{a:#x}' for a in found))}): one image has one load address")
+    return next(iter(found), None)
+
+
+def given_images(paths: list[Path], arches: set[str], kinds: set[str] | None = None, *,
+                 load_addr: int | None = None) -> dict[tuple[str, str], Image]:
+    """``--image PATH``: built images by (architecture, kind), each artifact's sha256 checked against its
+    manifest (an artifact passed between CI jobs may be truncated or stale); a JobError names the path.
+
+    A path is an image directory (``farm build``'s, or a system image's with its manifest.json) or a
+    system image's file (a lab's ``loader.img``, farm.images.system), for setups of the flow system;
+    ``kinds``: the kinds of image the pipeline's setups boot (a given image of another kind is refused);
+    ``load_addr``: a raw binary's load address (the setups' ``system.load_addr``)."""
+    from ..images.image import LINUX, SYSTEM
+
+    given: dict[tuple[str, str], Image] = {}
+    for path in paths:
+        if Path(path).is_file():
+            from ..images.system import system_image
+
+            try:
+                image = system_image(path, arch=next(iter(arches)) if len(arches) == 1 else None, load_addr=load_addr)
+            except JobError as exc:
+                raise JobError(f"--image {exc}") from None
+        else:
+            image = load_image(path)
+        image = attrs.evolve(image, cached=True)
         for name, meta in image.manifest["artifacts"].items():
             if "sha256" in meta and sha256_of(image.path / name) != meta["sha256"]:
                 raise JobError(f"--image {path}: {name} does not match the sha256 in manifest.json (damaged or "
                                "replaced): build it again")
-        if image.arch in given:
-            raise JobError(f"--image {path}: a second {image.arch} image (first: {given[image.arch].path})")
+        key = (image.arch, image.kind)
+        if key in given:
+            what = f"{image.arch} image" if image.kind == LINUX else f"{image.arch} {image.kind} image"
+            raise JobError(f"--image {path}: a second {what} (first: {given[key].path})")
         if image.arch not in arches:
             raise JobError(f"--image {path}: is {image.arch}, but the run's targets are {', '.join(sorted(arches))}")
-        given[image.arch] = image
+        if kinds is not None and image.kind not in kinds:
+            what = {SYSTEM: "a system image (booted by setups of the flow system)",
+                    LINUX: "a Linux image (kernel + initrd)"}.get(image.kind, f"a {image.kind} image")
+            raise JobError(f"--image {path}: {what}, and no setup of the pipeline boots one")
+        given[key] = image
     return given
 
 
@@ -240,7 +277,8 @@ def run_pipeline(pipeline_path: str | Path, *, out: Path | None = None, env_over
     if farm is not None:
         envs = envs[:1] if env_override else (farm_env(pipeline, farm),)
     env_files = [EnvFile.load(e) for e in envs]  # bad env files fail now, before anything is built
-    given = given_images(image_dirs or [], {e.arch for e in env_files})  # --image: built already, verified now
+    given = given_images(image_dirs or [], {e.arch for e in env_files},  # --image: built already, verified now
+                         {s.flow.type.image_kind for s in pipeline.setups}, load_addr=system_load_addr(pipeline))
     progress = progress or Progress()
     if resume is not None:
         seed = recorded_seed(resume) if pipeline.experiment.order == "shuffled" else None
@@ -253,9 +291,9 @@ def run_pipeline(pipeline_path: str | Path, *, out: Path | None = None, env_over
         seed = run_seed(pipeline)
         plan = [p.label for p in plan_boots(pipeline, env_files, seed)]
         boots = {s.name: pipeline.boots_of(s) for s in pipeline.setups}
-        given = [{"benchmark": b.name, "params": _json_params(b.params)} for b in pipeline.benchmarks]
+        asked = [{"benchmark": b.name, "params": _json_params(b.params)} for b in pipeline.benchmarks]
         run = new_run(pipeline, envs, out, force,
-                      experiment=pipeline.experiment.describe(seed, boots, pipeline.repeats_in_boot, plan, given))
+                      experiment=pipeline.experiment.describe(seed, boots, pipeline.repeats_in_boot, plan, asked))
         if run.info.replaced:
             progress.say(f"--force: the old content of {run.path} moved to {run.info.replaced}")
         progress.say(f"run {run.run_id} -> {run.path}")

@@ -15,6 +15,7 @@ from ..bench.registry import BENCHMARKS
 from ..config import Node, field, load_yaml, reject_unknown, require, string_list
 from ..errors import JobError
 from ..flows import SetupFlow, flow_types, setup_fields, setup_flow
+from ..images.image import LINUX
 from ..images.recipe import ARCHES
 from ..values import bootarg_problem, name_problem, number_problem
 from .experiment import Experiment, load_experiment, read_boots
@@ -22,6 +23,7 @@ from .experiment import Experiment, load_experiment, read_boots
 MAX_REPEATS = 1000
 MAX_BOOT_ATTEMPTS = 20
 MAX_FREQUENCY_HZ = 10e9  # 10 GHz: a CPU frequency beyond that is a typo
+MAX_CPUS = 1024
 
 
 @attrs.frozen
@@ -48,11 +50,13 @@ class Setup:
     cpu_frequency_khz: int | None = None  # pinned through cpufreq after boot, where the board has it
     flow: SetupFlow = attrs.field(factory=_default_flow)
     boots: int | None = None  # how often it boots; None: the pipeline's ``boots``
+    #: the cores the setup runs on: maxcpus= for Linux, -smp on a QEMU twin (farm.boot.flow.FlowSetup)
+    cpus: int | None = None
 
     def describe(self) -> dict[str, Any]:
         """The setup as run.json records it."""
         return {"bootargs": list(self.bootargs), "image": str(self.image) if self.image else None,
-                "cpu_frequency_khz": self.cpu_frequency_khz, **self.flow.describe(),
+                "cpu_frequency_khz": self.cpu_frequency_khz, "cpus": self.cpus, **self.flow.describe(),
                 **({"boots": self.boots} if self.boots is not None else {})}
 
 
@@ -84,6 +88,9 @@ class Pipeline:
     def recipe_for(self, arch: str, setup: Setup) -> Path:
         if setup.image is not None:
             return setup.image
+        if not self.images:
+            raise JobError(f"{self.source}: setup {setup.name}: boots a Linux image, and the pipeline names no "
+                           "recipe (give 'image' or 'images')")
         if arch in self.images:
             return self.images[arch]
         if ANY_ARCH in self.images:
@@ -112,10 +119,12 @@ def load_pipeline(path: str | Path, registry: Mapping[str, Any] | None = None) -
                          "boot_attempts"})
     name = _name(doc, "name", require(doc, "name", str), "pipeline name")
     field(doc, "description", str, "")
-    if ("image" in doc) == ("images" in doc):
+    if "image" in doc and "images" in doc:
         raise doc.error(None, "give either 'image' (one recipe) or 'images' (a recipe per architecture)")
     if "image" in doc:
         images = {ANY_ARCH: _relative(doc, "image", require(doc, "image", str))}
+    elif "images" not in doc:
+        images = {}  # every setup boots an image of another kind (a system image): checked with the setups
     else:
         per_arch = require(doc, "images", Node)
         reject_unknown(per_arch, ARCHES)
@@ -129,26 +138,33 @@ def load_pipeline(path: str | Path, registry: Mapping[str, Any] | None = None) -
         envs.append(_relative(item, "env", require(item, "env", str)))
     if not envs:
         raise doc.error("targets", "at least one target is needed")
-    setups = []
+    setups, setup_nodes = [], []
     for i, item in enumerate(field(doc, "setups", list, None) or [Node(name="default")]):
         if not isinstance(item, Node):
             raise doc.error("setups", f"item {i} must be a mapping with a name")
         if not hasattr(item, "key_lines"):
             item.key_lines, item.file, item.path = {}, str(path), f"setups[{i}]"
-        reject_unknown(item, {"name", "bootargs", "image", "cpu_frequency_khz", "boots", *setup_fields()})
+        reject_unknown(item, {"name", "bootargs", "image", "cpu_frequency_khz", "boots", "cpus", *setup_fields()})
         setup_image = field(item, "image", str, None)
         khz = field(item, "cpu_frequency_khz", int, None)
         if khz is not None and (problem := number_problem(khz, 0, MAX_FREQUENCY_HZ / 1e3, whole=True, low_open=True,
                                                           unit="kHz")):
             raise item.error("cpu_frequency_khz", problem)
+        cpus = field(item, "cpus", int, None)
+        if cpus is not None and (problem := number_problem(cpus, 1, MAX_CPUS, whole=True, unit="cores")):
+            raise item.error("cpus", problem)
         setup_name = _name(item, "name", require(item, "name", str), "setup name")
         if (first := next((j for j, s in enumerate(setups) if s.name == setup_name), None)) is not None:
             raise item.error("name", f"{setup_name!r} is already the name of setups[{first}]: results are "
                              "keyed by setup name, two setups of one name would be pooled into one median")
+        flow = setup_flow(item, Path(path).parent)
+        if not images and setup_image is None and flow.type.image_kind == LINUX:
+            raise doc.error(None, f"setups[{i}] ({setup_name}) boots a Linux image: give 'image' (one recipe) or "
+                                  "'images' (a recipe per architecture)")
         setups.append(Setup(setup_name, tuple(string_list(item, "bootargs", check=bootarg_problem)),
-                            _relative(item, "image", setup_image) if setup_image else None, khz,
-                            setup_flow(item, Path(path).parent),
-                            read_boots(item, "boots", 1) if item.get("boots") is not None else None))
+                            _relative(item, "image", setup_image) if setup_image else None, khz, flow,
+                            read_boots(item, "boots", 1) if item.get("boots") is not None else None, cpus))
+        setup_nodes.append(item)
     benchmarks = []
     for i, item in enumerate(require(doc, "benchmarks", list)):
         if not isinstance(item, Node) or len(item) != 1:
@@ -170,6 +186,11 @@ def load_pipeline(path: str | Path, registry: Mapping[str, Any] | None = None) -
             typed = spec.params.of(dict(params))  # every value checked now, not after a board was booted
         except JobError as exc:
             raise item.error(bench_name, str(exc)) from None
+        for setup, node in zip(setups, setup_nodes):
+            if not setup.flow.type.shell and spec.needs_shell(typed):
+                raise item.error(bench_name, f"needs a shell on the target, and setup {setup.name} "
+                                 f"({node.where('name')}) has none: its flow, {setup.flow.name}, boots a system "
+                                 "image (only its network and console)")
         benchmarks.append(Benchmark(bench_name, typed, dict(params)))
     experiment = load_experiment(doc)
     repeats_in_boot = field(doc, "repeats_in_boot", int, 1)

@@ -24,7 +24,7 @@ from ..boot.facts import TargetFacts
 from ..boot.flow import BootFlow, BootRequest, FlowSetup
 from ..boot.session import EnvFile
 from ..errors import EXIT_INFRA_ERROR, EXIT_JOB_ERROR, EXIT_OK, EXIT_TEST_FAILURE, FarmError, InfrastructureError, JobError, interrupt_in
-from ..images.image import Image
+from ..images.image import LINUX, Image
 from ..images.needs import Needs
 from ..images.request import ImageRequest
 from ..results.cycles import cycles_per_byte
@@ -144,18 +144,23 @@ class Runner:
             needs |= self.registry[bench.name].target_needs(bench.params)
         return needs
 
-    def image_request(self, env: EnvFile, setup: Setup, given: dict[str, Image]) -> ImageRequest:
+    def image_request(self, env: EnvFile, setup: Setup, given: Mapping[tuple[str, str], Image]) -> ImageRequest:
         """The image a setup's flow boots: what the flow asks for, given the setup's own (its recipe, or
         the pipeline's for the architecture; ``--image`` gives that one built, not a setup's own; a fixed
-        image, farm reproduce's, is booted as it is)."""
+        image, farm reproduce's, is booted as it is). A flow that boots another kind of image (a system
+        image) is handed the run's ``--image`` of that kind."""
         if (fixed := self.fixed_images.get((env.arch, setup.name))) is not None:
             return ImageRequest(given=fixed, label=f"archived {fixed.name}")
+        kind = setup.flow.type.image_kind
+        offered = given.get((env.arch, kind)) if setup.image is None else None
+        if kind != LINUX:
+            return self.flow(setup, env).images(ImageRequest(given=offered, label="--image", kind=kind))
         recipe = self.pipeline.recipe_for(env.arch, setup)
-        image = ImageRequest(recipe=recipe, given=given[env.arch], label="--image") \
-            if setup.image is None and env.arch in given else ImageRequest(recipe=recipe, needs=self.needs)
-        return self.flow(setup).images(image)
+        image = ImageRequest(recipe=recipe, given=offered, label="--image") \
+            if offered is not None else ImageRequest(recipe=recipe, needs=self.needs)
+        return self.flow(setup, env).images(image)
 
-    def build_images(self, envs: list[EnvFile], given: dict[str, Image],
+    def build_images(self, envs: list[EnvFile], given: Mapping[tuple[str, str], Image],
                      builder: Callable[..., Image] | None = None) -> Callable[[EnvFile, Setup], Image]:
         """Build every image the boots need (their flows' requests), once each, an image another carries
         first (the one a host image carries)."""
@@ -185,12 +190,14 @@ class Runner:
             get(request)
         return lambda env, setup: images[requests[env.path, setup.name].key]
 
-    def flow(self, setup: Setup) -> BootFlow:
-        """The setup's boot flow: the injected one, else the one its pipeline file chose (farm.flows)."""
+    def flow(self, setup: Setup, env: EnvFile | None = None) -> BootFlow:
+        """The setup's boot flow (on ``env``'s target): the injected one, else the one its pipeline file
+        chose (farm.flows)."""
         if self.flow_for is not None:
             return self.flow_for(setup)
         ports = tuple(dict.fromkeys(p for b in self.pipeline.benchmarks for p in self.registry[b.name].ports))
-        return setup.flow.make(FlowSetup(cpu_frequency_khz=setup.cpu_frequency_khz, ports=ports))
+        return setup.flow.make(FlowSetup(cpu_frequency_khz=setup.cpu_frequency_khz, ports=ports, cpus=setup.cpus,
+                                         arch=env.arch if env is not None and env.arch != "unknown" else ""))
 
     # --- a boot and its benchmarks ---
     def boot_and_bench(self, plan: BootPlan, image: Image, console: ConsoleLog) -> None:
@@ -199,7 +206,7 @@ class Runner:
         if self.done and all(n in self.done for n in names):
             self.hooks.say(text=f"boot {label}: done in the resumed run, skipped")
             return
-        flow = self.flow(setup)
+        flow = self.flow(setup, env)
         t0 = time.monotonic()
         booted_ok = False
         guarded = False  # past the lock check: a failure from here on is the place's (its health record)
@@ -213,7 +220,7 @@ class Runner:
                                   self.pipeline.boot_attempts)
             with flow.boot(request) as booted:
                 facts = booted.read_facts()
-                frequency, source = cpu_frequency(facts, self.pipeline, env)
+                frequency, source = cpu_frequency(facts, self.pipeline, env, setup)
                 ctx = BenchContext(booted, facts, lambda text: self.hooks.say(text=text))
                 settled = self.settle(ctx, label)
                 self.hooks.boot_recorded(target=env.target_name, env=str(env.path), arch=env.arch, boot={
@@ -225,7 +232,7 @@ class Runner:
                     [*(f"retried after {f}" for f in booted.failed_attempts),
                      *(f"retyped (echo differed): {line}" for line in booted.retyped)])), label))
                 booted_ok = True
-                self.hooks.say(text=f"boot {label} ok in {booted.boot_seconds:.1f}s: {facts.cpus} cpus, "
+                self.hooks.say(text=f"boot {label} ok in {booted.boot_seconds:.1f}s: {facts.cpus or '?'} cpus, "
                                f"{facts.kernel}, address {facts.address or '-'}")
                 self.hooks.boot_outcome(label=label, booted=True, infrastructure_failure=False)
                 boot_flags = (UNSETTLED,) if settled is not None and not settled.settled and not settled.skipped else ()
@@ -339,11 +346,15 @@ def params_text(params: dict[str, Any]) -> dict[str, str]:
     return {k: ",".join(map(str, v)) if isinstance(v, list) else str(v) for k, v in params.items()}
 
 
-def cpu_frequency(facts: TargetFacts, pipeline: Pipeline, env: EnvFile) -> tuple[float | None, str]:
-    """The target's CPU frequency and where it came from: the target itself (cpufreq, cpuinfo),
-    else the pipeline's ``cpu_frequency_hz``, else the env file's option of that name."""
+def cpu_frequency(facts: TargetFacts, pipeline: Pipeline, env: EnvFile,
+                  setup: Setup | None = None) -> tuple[float | None, str]:
+    """The target's CPU frequency and where it came from: the target itself (cpufreq, cpuinfo), else
+    the setup's ``cpu_frequency_khz`` (a twin runs at none: its nominal value), else the pipeline's
+    ``cpu_frequency_hz``, else the env file's option of that name."""
     if facts.frequency_hz:
         return facts.frequency_hz, facts.frequency_source
+    if setup is not None and setup.cpu_frequency_khz:
+        return setup.cpu_frequency_khz * 1e3, "setup"
     if pipeline.cpu_frequency_hz:
         return pipeline.cpu_frequency_hz, "pipeline"
     value = env.options.get("cpu_frequency_hz")

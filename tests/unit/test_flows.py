@@ -32,7 +32,8 @@ def test_a_setup_names_its_flow_by_its_settings_or_by_name(tmp_path):
     assert [s.flow.name for s in p.setups] == ["netboot", "netboot+guest", "netboot"]
     assert p.setups[1].flow.settings.vcpus == 1
     # run.json's setups: the flow's name, and every flow's settings field (None where another flow runs)
-    assert p.setups[0].describe() == {"bootargs": [], "image": None, "cpu_frequency_khz": None, "flow": "netboot",
+    assert p.setups[0].describe() == {"bootargs": [], "image": None, "cpu_frequency_khz": None, "cpus": None,
+                                      "flow": "netboot", "system": None,
                                       "guest": None}
     assert p.setups[1].describe()["guest"]["vcpus"] == 1
 

@@ -119,7 +119,8 @@ def test_only_a_pipeline_that_sweeps_from_a_generator_takes_load_clients():
     from farm.run import drives_load_generators
 
     def pipeline(*params):
-        return types.SimpleNamespace(benchmarks=[types.SimpleNamespace(name="sweep", params=p) for p in params])
+        return types.SimpleNamespace(benchmarks=[types.SimpleNamespace(name="sweep", params=types.SimpleNamespace(**p))
+                                                 for p in params])  # typed params, as load_pipeline gives
 
     assert drives_load_generators(pipeline({"generator": "place"}))
     assert not drives_load_generators(pipeline({}, {"generator": "host"}))

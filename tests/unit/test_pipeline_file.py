@@ -176,12 +176,12 @@ def test_unknown_top_level_field_and_missing_image(tmp_path):
     path = _write(tmp_path, GOOD + "timeout: 10\n")
     assert _error(path).startswith(f"{path}:10: timeout: unknown field (allowed: ")
     path = _write(tmp_path, GOOD.replace("image: ../images/x.yaml\n", ""))
-    assert _error(path) == f"{path}:1: (top level): give either 'image' (one recipe) or 'images' (a recipe per architecture)"
+    assert _error(path) == f"{path}:1: (top level): setups[0] (default) boots a Linux image: give 'image' (one recipe) or 'images' (a recipe per architecture)"
 
 
 def test_bad_setup(tmp_path):
     path = _write(tmp_path, GOOD + "setups:\n  - name: a\n  - nam: b\n")
-    assert _error(path).startswith(f"{path}:12: setups[1].nam: unknown field (allowed: bootargs, boots, cpu_frequency_khz, flow, guest, image, name)")
+    assert _error(path).startswith(f"{path}:12: setups[1].nam: unknown field (allowed: bootargs, boots, cpu_frequency_khz, cpus, flow, guest, image, name, system)")
     path = _write(tmp_path, GOOD + "setups:\n  - name: a\n    bootargs: [quiet, 3]\n")
     assert _error(path) == f"{path}:12: setups[0].bootargs: item 1 must be a string, got int 3"
 

@@ -63,10 +63,10 @@ def test_every_unit_a_benchmark_measures_has_a_direction(name):
 
 
 def test_names_are_defined_once_and_indexes_agree():
-    assert set(BENCHMARKS) == {"sweep", "iperf3", "openssl-speed", "isal"}  # vmexit is imported only
+    assert set(BENCHMARKS) == {"sweep", "iperf3", "openssl-speed", "isal", "exitcost", "console"}  # vmexit: imported only
     assert REGISTERED["vmexit"].run is None and "vmexit" in {spec.name for spec, _ in IMPORTERS.values()}
     assert list(IMPORTERS) == ["ipbench", "iperf3", "openssl", "isal", "vmexit"]
-    assert registry.suites() == ("network", "crypto", "storage", "virt")
+    assert registry.suites() == ("network", "crypto", "storage", "virt", "system")
     # the suites that get cycles/byte at the target's clock (the runner reads spec.cycles_per_byte)
     assert {s.suite for s in REGISTERED.values() if s.cycles_per_byte} == {"crypto", "storage"}
     with pytest.raises(ValueError, match="two registrations of benchmark 'iperf3'"):
