@@ -203,7 +203,7 @@ def repeats_in_boot(run_dir: str | Path) -> dict[str, int]:
     path = Path(run_dir) / "run.json"
     try:
         info = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # (a run.json nested too deep: its reader says so)
         return {}
     if not isinstance(info, dict) or not isinstance(info.get("run_id"), str):
         return {}
@@ -215,7 +215,7 @@ def recorded_rule(run_dir: str | Path) -> Rule | None:
     """The comparison rule a run's pipeline set (run.json ``experiment.compare``), if it set one."""
     try:
         info = json.loads((Path(run_dir) / "run.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # (a run.json nested too deep: its reader says so)
         return None
     experiment = info.get("experiment") if isinstance(info, dict) else None
     if not isinstance(experiment, dict) or not isinstance(experiment.get("compare"), dict):

@@ -41,8 +41,10 @@ def test_network_sweep_writes_the_wide_form_and_plot(maaxboard_image, tftp_root,
             assert all(row[c] != "" for c in WIDE_COLUMNS), row
             v = {c: float(row[c]) for c in WIDE_COLUMNS}
             # ipbench's: replies received in the window (of packets sent before it too) against packets
-            # sent in it, so with no loss the received rate reads up to a packet per client above
-            assert 0 < v["Receive_Throughput"] <= v["Send_Throughput"] * 1.01
+            # sent in it, so with no loss the received rate reads above the sent one by the replies in
+            # flight when the window opened: a packet per client on a board, more on a loaded twin whose
+            # RTTs reach a second (1.5 % above at 10 Mb/s seen in a full suite run)
+            assert 0 < v["Receive_Throughput"] <= v["Send_Throughput"] * 1.1
             assert int(row["Idle_Cycles"]) <= int(row["Total_Cycles"])
             assert v["Packet_Size"] == 1472
             assert 0 < v["Minimum_RTT"] <= v["Median_RTT"] <= v["Maximum_RTT"]
