@@ -20,7 +20,6 @@ import fcntl
 import hashlib
 import io
 import os
-import tempfile
 from pathlib import Path
 from typing import IO, Callable, ClassVar, Iterator
 
@@ -29,7 +28,7 @@ import attrs
 from ..config import load_json
 from ..errors import JobError
 from ..images import cachefs
-from ..results.record import to_json, write_text_atomic
+from ..results.record import open_atomic, to_json, write_text_atomic
 from ..values import name_problem
 from . import ArchiveError
 from .record import SHA256, Entry, RunRecord
@@ -164,17 +163,8 @@ class DirArchive:
     def fetch(self, entry: Entry, dest: Path, what: str) -> None:
         """Copy the object to ``dest`` (replaced in one step), its bytes checked against ``entry``;
         an :class:`ArchiveError` naming ``what`` when it is missing or corrupt (``dest`` untouched)."""
-        fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".tmp")
-        try:
-            with open(fd, "wb") as dst:
-                self._read_into(entry, dst, what)
-                dst.flush()
-                os.fsync(dst.fileno())
-            os.replace(tmp, dest)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-            raise
+        with open_atomic(dest, "wb") as dst:
+            self._read_into(entry, dst, what)
 
     def read(self, entry: Entry, what: str) -> bytes:
         """The object's bytes, checked against ``entry`` (an :class:`ArchiveError` naming ``what``)."""
