@@ -197,15 +197,21 @@ class BootValue:
     value: float
 
 
+def _run_info(run_dir: str | Path) -> dict:
+    """A run directory's run.json as a mapping; {} when it has none or it does not read (its own
+    reader, farm.results.runjson, names what is wrong: here the run only has no per-boot facts)."""
+    try:
+        info = json.loads((Path(run_dir) / "run.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):  # RecursionError: a run.json nested too deep
+        return {}
+    return info if isinstance(info, dict) else {}
+
+
 def repeats_in_boot(run_dir: str | Path) -> dict[str, int]:
     """run id -> ``repeats_in_boot`` of a run directory's run.json (empty when it has none: an
     import, a pytest session's records: every repeat is then a boot of its own)."""
-    path = Path(run_dir) / "run.json"
-    try:
-        info = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):  # (a run.json nested too deep: its reader says so)
-        return {}
-    if not isinstance(info, dict) or not isinstance(info.get("run_id"), str):
+    info = _run_info(run_dir)
+    if not isinstance(info.get("run_id"), str):
         return {}
     n = info.get("repeats_in_boot", 1)
     return {info["run_id"]: n if isinstance(n, int) and not isinstance(n, bool) and n >= 1 else 1}
@@ -213,11 +219,7 @@ def repeats_in_boot(run_dir: str | Path) -> dict[str, int]:
 
 def recorded_rule(run_dir: str | Path) -> Rule | None:
     """The comparison rule a run's pipeline set (run.json ``experiment.compare``), if it set one."""
-    try:
-        info = json.loads((Path(run_dir) / "run.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):  # (a run.json nested too deep: its reader says so)
-        return None
-    experiment = info.get("experiment") if isinstance(info, dict) else None
+    experiment = _run_info(run_dir).get("experiment")
     if not isinstance(experiment, dict) or not isinstance(experiment.get("compare"), dict):
         return None
     return Rule.from_json(experiment["compare"])
