@@ -23,13 +23,17 @@ from labgrid.remote.generated import labgrid_coordinator_pb2 as pb2
 from labgrid.remote.generated import labgrid_coordinator_pb2_grpc
 from labgrid.util.proxy import proxymanager
 
-from . import lglazy
+from . import lglazy, signals
 from .errors import InfrastructureError, JobError
 
 lglazy.load_everything()  # labgrid's client makes drivers and resources by the class names the coordinator gives
 
 DEFAULT_COORDINATOR = "127.0.0.1:20408"
 RPC_TIMEOUT = 20.0
+#: how many stale ``loop.stop()`` calls one call runs past (one is all an interrupt leaves)
+STALE_STOPS = 3
+#: how often a waiting call looks for an interrupt Python lost (seconds)
+LOST_INTERRUPT_CHECK = 0.25
 #: labgrid 26's coordinator waits this long for an exporter's answer on each resource it locks or
 #: releases, one resource after another (ExporterCommand.wait), holding its own lock meanwhile
 EXPORTER_ANSWER_TIMEOUT = 10.0
@@ -99,7 +103,7 @@ class Coordinator:
         quiet = _QuietGrpcErrors()
         logging.getLogger().addFilter(quiet)  # labgrid logs an unreachable coordinator; we say it ourselves
         try:
-            self.loop.run_until_complete(asyncio.wait_for(self.session.start(), connect_timeout))
+            self._complete(asyncio.wait_for(self.session.start(), connect_timeout))
         except Exception as exc:  # labgrid's ServerError, or our timeout
             self._close_quietly()
             raise InfrastructureError(
@@ -113,7 +117,7 @@ class Coordinator:
     def run(self, awaitable: Awaitable[Any], what: str, timeout: float = RPC_TIMEOUT) -> Any:
         """Run one coordinator call; gRPC failures become farm errors naming ``what``."""
         try:
-            return self.loop.run_until_complete(asyncio.wait_for(awaitable, timeout))
+            return self._complete(asyncio.wait_for(awaitable, timeout))
         except grpc.aio.AioRpcError as exc:
             kind = JobError if exc.code() in (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.NOT_FOUND) \
                 else InfrastructureError
@@ -121,6 +125,45 @@ class Coordinator:
         except asyncio.TimeoutError:
             raise NoAnswer(f"{what}: the coordinator at {self.address} did not answer within "
                            f"{timeout:.0f} s") from None
+
+    def _complete(self, awaitable: Awaitable[Any]) -> Any:
+        """``loop.run_until_complete``, safe after a Ctrl-C.
+
+        A call that Ctrl-C (or farm's SIGTERM) interrupts leaves its task pending and, when its future
+        had just completed, asyncio's ``loop.stop()`` queued: the next call (the clean-up's cancel or
+        release) would end at once with "Event loop stopped before Future completed" and the place or
+        reservation stay behind. So the interrupted task is cancelled, and a run ended by such a stale
+        stop runs on.
+
+        A Ctrl-C (or SIGTERM) that Python lost (:func:`farm.signals.raise_if_lost`) is raised again from
+        inside the loop within :data:`LOST_INTERRUPT_CHECK` s: lost in one of gRPC's callbacks, it leaves
+        that call never completing, and even the call's timeout then waits on it for good."""
+        since = signals.arrivals()
+        task = asyncio.ensure_future(awaitable, loop=self.loop)
+        watcher = None
+
+        def watch() -> None:
+            nonlocal watcher
+            signals.raise_if_lost(since)  # a KeyboardInterrupt in a callback leaves run_until_complete
+            watcher = self.loop.call_later(LOST_INTERRUPT_CHECK, watch)
+
+        try:
+            watch()
+            for _ in range(STALE_STOPS + 1):
+                try:
+                    result = self.loop.run_until_complete(task)
+                    signals.raise_if_lost(since)
+                    return result
+                except RuntimeError:
+                    if task.done():  # the call's own RuntimeError
+                        raise
+            raise InfrastructureError("the coordinator client's event loop keeps stopping")
+        except BaseException:
+            task.cancel()
+            raise
+        finally:
+            if watcher is not None:
+                watcher.cancel()
 
     def sync(self) -> None:
         """Wait until every update the coordinator sent so far is applied to ``places``/``resources``.
@@ -155,7 +198,7 @@ class Coordinator:
             except asyncio.TimeoutError:
                 pass
 
-        self.loop.run_until_complete(wait())
+        self._complete(wait())
         event.clear()
 
     def close(self) -> None:
@@ -163,8 +206,8 @@ class Coordinator:
 
     def _close_quietly(self) -> None:
         try:
-            self.loop.run_until_complete(asyncio.wait_for(self.session.stop(), 5))
-            self.loop.run_until_complete(asyncio.wait_for(self.session.close(), 5))
+            self._complete(asyncio.wait_for(self.session.stop(), 5))
+            self._complete(asyncio.wait_for(self.session.close(), 5))
         except Exception:  # closing a connection that never opened, or one the coordinator dropped
             pass
 

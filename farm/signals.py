@@ -13,6 +13,13 @@ lease) runs under :func:`deferred`: Ctrl-C, SIGTERM and SIGHUP are held until it
 delivered to the handlers that were there before.
 
 Python runs signal handlers in the main thread only: in any other thread both do nothing.
+
+Python also loses the exception a handler raises when the signal lands while a finalizer or a weakref
+callback runs (``Exception ignored in: ... KeyboardInterrupt``): gRPC and asyncio run those in the main
+thread at any moment, so now and then Ctrl-C or SIGTERM did nothing and a queued job waited on. Under
+:func:`interrupts` every such signal is counted; a loop that waits calls :func:`raise_if_lost` with the
+count it started from, which raises the interrupt again (if it had not been lost, the loop would not be
+running).
 """
 
 from __future__ import annotations
@@ -31,8 +38,34 @@ TERMINATING = (signal.SIGTERM, signal.SIGHUP)
 HELD = (signal.SIGINT, *TERMINATING)
 
 
+#: the signals that arrived under :func:`interrupts`, oldest first (see :func:`raise_if_lost`)
+_arrived: list[int] = []
+
+
 def _terminate(signum: int, frame) -> None:
+    _arrived.append(signum)
     raise Terminated(signum)
+
+
+def _interrupt(signum: int, frame) -> None:
+    _arrived.append(signum)
+    raise KeyboardInterrupt
+
+
+def arrivals() -> int:
+    """How many interrupting signals have arrived so far: what a waiting loop hands to :func:`raise_if_lost`."""
+    return len(_arrived)
+
+
+def raise_if_lost(since: int) -> None:
+    """Raise the interrupt of a signal that arrived after ``arrivals()`` was ``since``: the caller is
+    still running, so the exception its handler raised was lost (see the module's doc)."""
+    if len(_arrived) > since:
+        signum = _arrived[since]
+        del _arrived[since:]
+        if signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        raise Terminated(signum)
 
 
 def _main_thread() -> bool:
@@ -41,7 +74,8 @@ def _main_thread() -> bool:
 
 @contextlib.contextmanager
 def interrupts() -> Iterator[None]:
-    """SIGTERM and SIGHUP raise :class:`Terminated` in the block (Ctrl-C raises KeyboardInterrupt).
+    """SIGTERM and SIGHUP raise :class:`Terminated` in the block (Ctrl-C raises KeyboardInterrupt); each
+    is counted for :func:`raise_if_lost`.
 
     A signal that already has a Python handler (the caller's own policy, or this block entered
     further out) keeps it; the previous handlers are back when the block is left."""
@@ -52,6 +86,8 @@ def interrupts() -> Iterator[None]:
     for sig in TERMINATING:
         if signal.getsignal(sig) in (signal.SIG_DFL, None):
             saved[sig] = signal.signal(sig, _terminate)
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # Python's own: the same, counted
+        saved[signal.SIGINT] = signal.signal(signal.SIGINT, _interrupt)
     try:
         yield
     finally:

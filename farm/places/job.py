@@ -136,7 +136,9 @@ def _take(coord: Coordinator, taken: _Taken, tags: dict[str, str], *, prio: floa
     taken.token = reserve(coord, tags, prio=prio, wait=False, healthy_only=healthy_only).token
     unusable_since: float | None = None
     told: set[str] = set()
+    since = signals.arrivals()
     while True:
+        signals.raise_if_lost(since)
         taken.place = wait_for_allocation(coord, taken.token, tags, max(0.1, deadline - time.monotonic()), on_wait,
                                           said=timeout)
         reason = _why_unusable(coord, taken.place)
@@ -219,8 +221,11 @@ def _give_back_one(coord: Coordinator, place: str | None, token: str | None, loc
         with contextlib.suppress(Exception):
             power_off(place, coord.address)
     if token is not None:  # before the release: see locking.cancel_reservations
-        with contextlib.suppress(FarmError):
+        try:
             coord.cancel_reservation(token)
+        except FarmError as exc:
+            _log.warning("farm: could not cancel reservation %s (%s); the coordinator drops it once it is "
+                         "not polled for 60 s", token, exc)
     if ours:
         try:
             coord.release(place, only_from=coord.owner)

@@ -10,6 +10,7 @@ from typing import Callable
 import attrs
 from labgrid.remote.common import ReservationState
 
+from .. import signals
 from ..coordinator import Coordinator, format_tags
 from ..errors import FarmError, InfrastructureError, JobError
 from .health import initialise_health
@@ -64,7 +65,9 @@ def wait_for_allocation(coord: Coordinator, token: str, tags: dict[str, str], ti
     ``said``: the timeout the message names (the caller's whole one, of which ``timeout`` is what is left)."""
     deadline = None if timeout is None else time.monotonic() + timeout
     told = False
+    since = signals.arrivals()
     while True:
+        signals.raise_if_lost(since)  # a Ctrl-C lost in a finalizer must not leave the job queued
         reservation = coord.poll_reservation(token)
         if reservation.state in (ReservationState.allocated, ReservationState.acquired):
             return allocated_place(reservation)

@@ -220,3 +220,54 @@ def test_supervise_restarts_a_failed_command_and_passes_sigterm_on(tmp_path):
     assert wait_for(lambda: children(proc.pid), 30), "the supervisor never started its command"
     proc.terminate()
     assert proc.wait(timeout=10) == 128 + signal.SIGTERM  # sleep died of the SIGTERM passed on; no restart
+
+
+def test_a_coordinator_call_runs_past_a_stop_an_interrupted_call_left_queued():
+    """Ctrl-C in a call whose future had just completed leaves asyncio's ``loop.stop()`` queued; the
+    clean-up's next call (cancel the reservation, release the place) must not end early on it."""
+    import asyncio
+
+    from farm.coordinator import Coordinator
+
+    client = Coordinator.__new__(Coordinator)  # only its event loop: no coordinator needed
+    client.loop = asyncio.new_event_loop()
+    try:
+        client.loop.call_soon(client.loop.stop)  # what the interrupted call left behind
+        assert client._complete(asyncio.sleep(0.01, result="cancelled")) == "cancelled"
+
+        async def fails():
+            raise RuntimeError("the call's own")
+        with pytest.raises(RuntimeError, match="the call's own"):
+            client._complete(fails())
+    finally:
+        client.loop.close()
+
+
+def test_a_coordinator_call_raises_a_ctrl_c_that_a_grpc_callback_swallowed():
+    """Lost inside one of gRPC's callbacks, the interrupt left that call never completing (a queued job
+    sat out its timeout after Ctrl-C): the waiting call raises it again."""
+    import asyncio
+    import time
+
+    from farm import signals
+    from farm.coordinator import LOST_INTERRUPT_CHECK, Coordinator
+
+    client = Coordinator.__new__(Coordinator)
+    client.loop = asyncio.new_event_loop()
+
+    def swallowing_callback():  # what grpc's CallbackWrapper did with it ("Exception ignored in ...")
+        try:
+            signals._interrupt(signal.SIGINT, None)
+        except KeyboardInterrupt:
+            pass
+
+    try:
+        never = client.loop.create_future()  # the call whose completion went with the callback
+        client.loop.call_later(0.05, swallowing_callback)
+        t0 = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            client._complete(never)
+        assert time.monotonic() - t0 < 0.05 + 2 * LOST_INTERRUPT_CHECK + 0.5
+        assert client._complete(asyncio.sleep(0, result="next call")) == "next call"  # raised once
+    finally:
+        client.loop.close()

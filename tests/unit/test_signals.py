@@ -125,3 +125,23 @@ def test_the_farm_command_unwinds_on_sigterm_and_sighup(tmp_path, sig, code):
     assert proc.returncode == code, err
     assert err.strip().splitlines()[-1] == ("farm: interrupted" if sig == signal.SIGINT else "farm: terminated")
     assert "Traceback" not in err
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the lost one, on purpose
+@pytest.mark.parametrize("signum, raised", [(signal.SIGINT, KeyboardInterrupt), (signal.SIGTERM, Terminated)])
+def test_an_interrupt_lost_in_a_finalizer_is_raised_again_by_the_waiting_loop(signum, raised):
+    """Python drops what a handler raises inside a finalizer ("Exception ignored in"): gRPC's and
+    asyncio's run in the main thread, and a queued job once sat out its whole timeout after Ctrl-C."""
+    class Finalized:
+        def __del__(self):
+            os.kill(os.getpid(), signum)
+            for _ in range(10000):  # the handler runs here, inside the finalizer
+                pass
+
+    with signals.interrupts():
+        since = signals.arrivals()
+        Finalized()  # collected at once; its interrupt is lost
+        assert signals.arrivals() == since + 1  # still here: the handler ran, its exception went nowhere
+        with pytest.raises(raised):
+            signals.raise_if_lost(since)
+        signals.raise_if_lost(since)  # once
