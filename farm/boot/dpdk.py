@@ -179,9 +179,18 @@ def check_bound(lines: list[str], pci: str, driver: str) -> None:
 HUGE_MARK = "farm-dpdk-hugepages"
 
 
+HUGE_REFUSED = "farm-dpdk-hugepages-refused"
+
+
 def hugepages_command(pages: int) -> str:
-    """Reserve ``pages`` 2 MiB pages and mount hugetlbfs; prints the pages the kernel has and has free."""
-    return (f"echo {int(pages)} > {HUGEPAGES_DIR}/nr_hugepages 2>/dev/null; mkdir -p {HUGETLBFS}; "
+    """Reserve ``pages`` 2 MiB pages and mount hugetlbfs; prints the pages the kernel has and has free. More
+    than the memory available beyond those reserved already is refused before the kernel is asked: it would
+    take every free page, and the OOM killer the shell (seen on the twin)."""
+    return (f"have=$(cat {HUGEPAGES_DIR}/nr_hugepages 2>/dev/null || echo 0); "
+            "avail=$(awk '/^MemAvailable:/ {print $2; exit}' /proc/meminfo); "
+            f"if [ $(( ({int(pages)} - have) * 2048 )) -gt $(( ${{avail:-0}} * 9 / 10 )) ]; then "
+            f'echo "{HUGE_REFUSED} ${{avail:-0}}"; exit 0; fi; '
+            f"echo {int(pages)} > {HUGEPAGES_DIR}/nr_hugepages 2>/dev/null; mkdir -p {HUGETLBFS}; "
             f"grep -q ' {HUGETLBFS} hugetlbfs' /proc/mounts || mount -t hugetlbfs nodev {HUGETLBFS}; "
             f'echo "{HUGE_MARK} $(cat {HUGEPAGES_DIR}/nr_hugepages 2>/dev/null || echo 0) '
             f'$(cat {HUGEPAGES_DIR}/free_hugepages 2>/dev/null || echo 0)"')
@@ -191,6 +200,9 @@ def parse_hugepages(lines: list[str], asked: int) -> dict[str, int]:
     """{"asked", "total", "free"}; fewer than asked is :class:`NoHugepages`."""
     for line in lines:
         words = line.split()
+        if len(words) == 2 and words[0] == HUGE_REFUSED and words[1].isdigit():
+            raise NoHugepages(f"no hugepages: asked for {asked} pages of 2 MiB ({asked * 2} MB), the target has "
+                              f"{int(words[1]) // 1024} MB available: fewer pages, or a board with more memory")
         if len(words) == 3 and words[0] == HUGE_MARK and words[1].isdigit() and words[2].isdigit():
             total, free = int(words[1]), int(words[2])
             if total < asked or free < asked:

@@ -117,6 +117,8 @@ def test_hugepages_fewer_than_asked_are_no_hugepages():
                                                                        "page_kib": 2048}
     with pytest.raises(dpdk.NoHugepages, match="asked for 5000 pages of 2 MiB, the kernel has 412 \\(412 free\\)"):
         dpdk.parse_hugepages(["farm-dpdk-hugepages 412 412"], 5000)
+    with pytest.raises(dpdk.NoHugepages, match=r"asked for 5000 pages of 2 MiB \(10000 MB\), the target has 812 MB"):
+        dpdk.parse_hugepages(["farm-dpdk-hugepages-refused 831600"], 5000)
     with pytest.raises(dpdk.NoHugepages, match="no 2 MiB hugepages"):
         dpdk.parse_hugepages(["cat: can't open"], 64)
 
