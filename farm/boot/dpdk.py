@@ -152,16 +152,20 @@ def bind_command(pci: str, driver: str) -> str:
     dev = f"/sys/bus/pci/devices/{pci}"
     return (f'if [ ! -e {dev} ]; then echo "{BIND_MARK} no-device"; exit 1; fi; '
             f'if [ ! -d /sys/bus/pci/drivers/{driver} ]; then echo "{BIND_MARK} no-driver"; exit 1; fi; '
-            f'[ -e {dev}/driver ] && echo {pci} > {dev}/driver/unbind; '
+            f'o=$(readlink {dev}/driver); [ -e {dev}/driver ] && echo {pci} > {dev}/driver/unbind; '
             f'echo {driver} > {dev}/driver_override; echo {pci} > /sys/bus/pci/drivers/{driver}/bind; '
-            f'r=$(readlink {dev}/driver); echo "{BIND_MARK} bound ${{r##*/}}"; [ "${{r##*/}}" = {driver} ]')
+            f'r=$(readlink {dev}/driver); echo "{BIND_MARK} was ${{o##*/}}"; echo "{BIND_MARK} bound ${{r##*/}}"; '
+            f'[ "${{r##*/}}" = {driver} ]')
 
 
-def check_bound(lines: list[str], pci: str, driver: str) -> None:
-    """The bind's outcome (its marked line) as a BindError, or nothing: bound."""
-    said = next((line.split(None, 1)[1].strip() for line in lines if line.startswith(BIND_MARK)), "")
+def check_bound(lines: list[str], pci: str, driver: str) -> str | None:
+    """The bind's outcome (its marked lines) as a BindError, or the kernel driver it replaced (None: none)."""
+    said_all = [line.split(None, 1)[1].strip() if " " in line.strip() else "" for line in lines
+                if line.startswith(BIND_MARK)]
+    was = next((s.split(" ", 1)[1] for s in said_all if s.startswith("was ")), "")
+    said = next((s for s in said_all if not s.startswith("was")), "")
     if said == f"bound {driver}":
-        return
+        return was or None
     detail = " | ".join(line.strip() for line in lines if line.strip() and not line.startswith(BIND_MARK))
     if said == "no-device":
         why = f"no PCI device {pci} on the target (lspci: /sys/bus/pci/devices)"
@@ -384,12 +388,14 @@ class DpdkEcho:
         pages = self.settings.hugepages if pages is None else pages
         return parse_hugepages(_run(self.shell, hugepages_command(pages)), pages)
 
-    def bind(self, port: str) -> str:
-        """Hand the port to the setup's binding; a vdev PMD's stays the kernel's ("none")."""
+    def bind(self, port: str) -> dict[str, str | None]:
+        """Hand the port to the setup's binding (a vdev PMD's stays the kernel's: "none"); the binding and
+        the kernel driver it replaced."""
         if self.settings.binding == "none":
-            return "none"
-        check_bound(_run(self.shell, bind_command(port, self.settings.binding)), port, self.settings.binding)
-        return self.settings.binding
+            return {"driver": "none", "replaced": None}
+        replaced = check_bound(_run(self.shell, bind_command(port, self.settings.binding)), port,
+                               self.settings.binding)
+        return {"driver": self.settings.binding, "replaced": replaced}
 
     def pmd(self) -> str:
         return check_pmd(_run(self.shell, pmd_command(self.settings.pmd)), self.settings.pmd)
@@ -408,27 +414,33 @@ class DpdkEcho:
 
 @attrs.frozen
 class DpdkFlow:
-    """The netboot flow with the DPDK echo on the booted Linux (module docstring)."""
+    """The netboot flow with the DPDK echo on the booted Linux (module docstring), or the guest flow with
+    it in the guest (``settings.guest``: the host boots, the guest starts on its console, the echo there)."""
 
     settings: DpdkSettings
-    host: NetbootFlow = NetbootFlow()
+    host: object = NetbootFlow()  # NetbootFlow, or farm.guest.flow.GuestFlow
     kind: str = KIND
 
     def images(self, image: ImageRequest) -> ImageRequest:
-        return image
+        return self.host.images(image)
 
     @contextlib.contextmanager
     def boot(self, request: BootRequest) -> Iterator[BootedTarget]:
         with self.host.boot(request) as booted:
             echo = DpdkEcho(self.settings, booted.shell)
             try:
-                yield attrs.evolve(booted, **start_echo(echo, booted.recorded))
+                fields = start_echo(echo, booted.recorded, kind=self.kind)
+                if booted.reach_address:  # a guest's ports are reached through its host's forwards
+                    fields["reach_address"] = booted.reach_address
+                if booted.topology:  # the guest's (its QEMU command line, its host), with the DPDK echo in it
+                    fields["topology"] = {**booted.topology, **fields["topology"]}
+                yield attrs.evolve(booted, **fields)
             finally:
                 with contextlib.suppress(Exception):  # the board is powered off next, whatever happened
                     echo.stop()
 
 
-def start_echo(echo: DpdkEcho, recorded: dict) -> dict:
+def start_echo(echo: DpdkEcho, recorded: dict, kind: str = KIND) -> dict:
     """Take the NIC and start the echo; the BootedTarget fields that say so (its topology, the address
     the NIC had, the responder the sweeps reach, the polling cores)."""
     settings = echo.settings
@@ -445,17 +457,30 @@ def start_echo(echo: DpdkEcho, recorded: dict) -> dict:
     finally:  # the log's head on the console, whatever happened: the console log keeps EAL's probe (or why not)
         with contextlib.suppress(Exception):
             _run(echo.shell, f"head -n 60 {LOG}")
-    topology = {"flow": KIND, "dpdk": {
+    topology = {"flow": kind, "dpdk": {
         **probe.to_json(), "app": settings.app, "responder": settings.responder,
         "argv": testpmd_argv(settings, port), "lcores": list(settings.lcores),
         "forwarding_lcores": list(settings.forwarding_lcores), "hugepages": pages, "port": port,
-        "pmd_library": library, "binding": binding, "kernel_driver": kernel_driver,
+        "pmd_library": library, "binding": binding["driver"], "replaced_driver": binding["replaced"],
+        "kernel_driver": kernel_driver,
         "nic": nic.name if nic else None, "address": reach, "cpu": CPU_NOTE}}
     return {"topology": topology, "reach_address": reach,
             "responder": Responder(settings.responder, settings.forwarding_lcores, echo.check, CPU_NOTE),
             "recorded": {**recorded, "dpdk_version": probe.version, "dpdk_seconds": round(time.monotonic() - t0, 3)}}
 
 
+GUEST_KIND = "netboot+guest+dpdk"
+#: the guest's NIC when DPDK takes it (DPDK has no virtio-mmio PMD, farm's guests' default on arm64)
+GUEST_NIC = "virtio-net-pci,disable-legacy=on,romfile="
+
+
 def dpdk_flow(settings: DpdkSettings, setup: FlowSetup) -> DpdkFlow:
-    """The flow of a setup with ``dpdk:`` (farm.flows): the netboot flow, a twin's NIC as DPDK needs it."""
+    """The flow of a setup with ``dpdk:`` (farm.flows): the netboot flow, a twin's NIC as DPDK needs it; with
+    ``guest:``, the guest flow on the netbooted host, the guest's NIC a virtio-net-pci."""
+    if settings.guest is not None:
+        from ..guest.flow import GuestFlow
+
+        spec = attrs.evolve(settings.guest, nic=GUEST_NIC)
+        return DpdkFlow(settings, GuestFlow(spec, setup.ports, host=NetbootFlow(pin_khz=setup.cpu_frequency_khz,
+                                                                               cpus=setup.cpus)), kind=GUEST_KIND)
     return DpdkFlow(settings, NetbootFlow(pin_khz=setup.cpu_frequency_khz, cpus=setup.cpus, twin_nic=TWIN_NIC))

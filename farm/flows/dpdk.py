@@ -15,6 +15,8 @@ hands its NIC to DPDK, and a DPDK echo on it answers the sweeps (farm.boot.dpdk 
           port: auto               # the NIC: auto (the one holding the boot's address), a PCI address
                                    #   (0000:00:01.0), or for a vdev PMD an interface name (eth0)
           ready_timeout: 120       # seconds for EAL to probe the port and testpmd to start forwarding
+          guest: {vcpus: 2, memory: 1G}   # "DPDK on QEMU/KVM": the echo in a guest on the target (the guest
+                                   #   setup's fields, farm.guest.spec; network: user), its NIC a virtio-net-pci
 
 Everything is checked when the pipeline file is read (errors name file:line: field): the app, PMD and
 binding are ones farm knows and fit together, the lcores are a list EAL takes with a forwarding lcore,
@@ -63,6 +65,9 @@ class DpdkSettings:
     binding: str = "uio_pci_generic"
     port: str = "auto"
     ready_timeout: float = 120.0
+    #: "DPDK on QEMU/KVM": the echo in a Linux guest under QEMU/KVM on the target (farm.guest.spec), its NIC
+    #: a virtio-net-pci; None: on the target's own Linux ("DPDK on pure Linux")
+    guest: Any = None
 
     @property
     def responder(self) -> str:
@@ -86,7 +91,7 @@ class DpdkSettings:
     def describe(self) -> dict[str, Any]:
         return {"app": self.app, "responder": self.responder, "lcores": list(self.lcores),
                 "hugepages": self.hugepages, "pmd": self.pmd, "binding": self.binding, "port": self.port,
-                "ready_timeout": self.ready_timeout}
+                "ready_timeout": self.ready_timeout, "guest": self.guest.to_json() if self.guest else None}
 
 
 def parse_lcores(text: str) -> tuple[int, ...]:
@@ -118,7 +123,7 @@ def read_settings(setup: Node, key: str, base: Path) -> DpdkSettings:
         return DpdkSettings()
     if not isinstance(node, Node):
         raise setup.error(key, "expected the DPDK echo's settings, e.g. {lcores: 0-1, hugepages: 64, pmd: net_virtio}")
-    reject_unknown(node, {"app", "lcores", "hugepages", "pmd", "binding", "port", "ready_timeout"})
+    reject_unknown(node, {"app", "lcores", "hugepages", "pmd", "binding", "port", "ready_timeout", "guest"})
     app = field(node, "app", str, "testpmd-5tswap")
     if app not in APPS:
         raise node.error("app", f"unknown echo app {app!r} (known: {', '.join(APPS)})")
@@ -153,8 +158,20 @@ def read_settings(setup: Node, key: str, base: Path) -> DpdkSettings:
     timeout = field(node, "ready_timeout", (int, float), 120.0)
     if isinstance(timeout, bool) or not 0 < timeout <= MAX_TIMEOUT:
         raise node.error("ready_timeout", f"{timeout!r}: expected seconds, > 0 and <= {MAX_TIMEOUT:g}")
+    guest = None
+    if node.get("guest") is not None:
+        from ..guest.spec import guest_of
+
+        guest = guest_of(node, base, "guest")
+        if guest.network != "user":
+            raise node.error("guest", "a DPDK guest takes network: user (its NIC is DPDK's; the host forwards the "
+                                      "sweep's ports into it)")
+        if kind != "pci":
+            raise node.error("pmd", f"in a guest the PMD is net_virtio (the guest's NIC is a virtio-net-pci), not {pmd}")
+        if max(lcores) >= guest.vcpus:
+            raise node.error("lcores", f"core {max(lcores)}: the guest has {guest.vcpus} vCPUs (guest.vcpus)")
     return DpdkSettings(app=app, lcores=lcores, hugepages=hugepages, pmd=pmd, binding=binding, port=port,
-                        ready_timeout=float(timeout))
+                        ready_timeout=float(timeout), guest=guest)
 
 
 def _make(settings: DpdkSettings, setup: Any) -> Any:

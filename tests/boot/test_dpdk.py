@@ -22,7 +22,7 @@ from farm.boot import dpdk
 from farm.boot.console_log import ConsoleLog
 from farm.boot.flow import BootRequest, NetbootFlow
 from farm.boot.session import EnvFile
-from farm.errors import EXIT_OK, TestFailure
+from farm.errors import EXIT_OK, EXIT_TEST_FAILURE, TestFailure
 from farm.flows.dpdk import DpdkSettings
 from farm.images.cpio import read_newc
 from farm.images.image import read_initrd
@@ -80,6 +80,7 @@ def test_the_dpdk_echo_answers_the_sweep_with_the_wide_csv_and_its_topology(pipe
     assert topology["version"].startswith("22.11") and dpdk_boot["dpdk_version"] == topology["version"]
     assert (topology["pmd"], topology["binding"], topology["port"], topology["lcores"],
             topology["forwarding_lcores"]) == ("net_virtio", "uio_pci_generic", "0000:00:01.0", [0, 1], [1])
+    assert topology["replaced_driver"] == "virtio-pci" and topology["kernel_driver"] == "virtio_net"
     assert topology["hugepages"]["total"] >= 64 and topology["responder"] == "dpdk-testpmd-5tswap"
     assert "busy-polling" in topology["cpu"]
     assert info["setups"]["dpdk"]["dpdk"]["pmd"] == "net_virtio"
@@ -186,3 +187,21 @@ def test_no_hugepages_is_no_hugepages(shared):
         echo.start("0000:00:01.0")
     assert "hugepage" in str(caught.value).lower()
     assert "farm-dpdk-ready exited" in shared.console_text()
+
+
+def test_a_dpdk_error_at_boot_fails_the_setup_through_the_runner_with_the_console_kept(dpdk_image, tftp_root,
+                                                                                     tmp_path, monkeypatch):
+    """The flow's error as the runner reports it: the boot stage a junit failure naming the PMD, exit 1,
+    the console log in the run directory holding what the target said."""
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    pipeline = tmp_path / "dpdk-enetfec.yaml"
+    pipeline.write_text(f"name: dpdk-enetfec\nimage: {ROOT / 'images' / 'maaxboard-dpdk.yaml'}\n"
+                        f"targets: [{{env: {ROOT / 'env' / 'qemu-maaxboard.yaml'}}}]\n"
+                        "setups:\n  - {name: enetfec, cpus: 2, dpdk: {pmd: net_enetfec, binding: none}}\n"
+                        f"benchmarks:\n  - sweep: {json.dumps(SWEEP)}\nsettle: false\n")
+    run = run_pipeline(pipeline, out=tmp_path / "run")
+    assert run.status == EXIT_TEST_FAILURE
+    junit = (run.path / "junit.xml").read_text()
+    assert "<failure" in junit and "unknown PMD net_enetfec in this image" in junit
+    console = (run.path / "console" / "maaxboard-twin.log").read_text(errors="replace")
+    assert "farm-dpdk-pmd none" in console

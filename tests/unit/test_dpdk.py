@@ -36,7 +36,8 @@ def test_the_dpdk_settings_are_read_and_recorded(tmp_path):
     assert s.forwarding_lcores == (2, 3) and s.lcore_list == "0,2,3" and s.responder == "dpdk-testpmd-5tswap"
     assert setup.describe()["dpdk"] == {"app": "testpmd-5tswap", "responder": "dpdk-testpmd-5tswap",
                                         "lcores": [0, 2, 3], "hugepages": 32, "pmd": "net_virtio",
-                                        "binding": "uio_pci_generic", "port": "0000:00:02.0", "ready_timeout": 120.0}
+                                        "binding": "uio_pci_generic", "port": "0000:00:02.0", "ready_timeout": 120.0,
+                                        "guest": None}
     # a vdev PMD's default binding is none (the kernel keeps the NIC)
     p = load_pipeline(pipeline(tmp_path, "{pmd: net_af_packet, port: eth0}"))
     assert p.setups[0].flow.settings.binding == "none" and p.setups[0].flow.settings.vdev
@@ -59,6 +60,10 @@ def test_the_dpdk_settings_are_read_and_recorded(tmp_path):
     ("{pmd: net_af_packet, port: '0000:00:01.0'}", r"dpdk.port: '0000:00:01.0': expected auto or an interface"),
     ("{ready_timeout: 0}", r"dpdk.ready_timeout: 0"),
     ("{lcore: 0-1}", r"lcore"),
+    ("{guest: {vcpus: 1}}", r"dpdk.lcores: core 1: the guest has 1 vCPUs"),
+    ("{guest: {vcpus: 2, network: tap}}", r"dpdk.guest: a DPDK guest takes network: user"),
+    ("{guest: {vcpus: 2}, pmd: net_af_packet}", r"dpdk.pmd: in a guest the PMD is net_virtio"),
+    ("{guest: {vcpus: 2, memroy: 1G}}", r"memroy"),
     ("7", r"setups\[0\].dpdk: expected the DPDK echo's settings"),
 ])
 def test_bad_dpdk_settings_are_refused_when_the_file_is_read(tmp_path, settings, message):
@@ -103,10 +108,14 @@ def test_a_port_that_cannot_be_found_is_a_bind_error():
 
 def test_the_bind_says_bound_or_why_not():
     assert "driver_override" in dpdk.bind_command("0000:00:01.0", "uio_pci_generic")
-    dpdk.check_bound(["farm-dpdk-bind: bound uio_pci_generic"], "0000:00:01.0", "uio_pci_generic")
+    assert dpdk.check_bound(["farm-dpdk-bind: was virtio-pci", "farm-dpdk-bind: bound uio_pci_generic"],
+                            "0000:00:01.0", "uio_pci_generic") == "virtio-pci"
+    assert dpdk.check_bound(["farm-dpdk-bind: was ", "farm-dpdk-bind: bound uio_pci_generic"],
+                            "0000:00:01.0", "uio_pci_generic") is None
     for lines, why in [(["farm-dpdk-bind: no-device"], "no PCI device 0000:00:01.0"),
                        (["farm-dpdk-bind: no-driver"], "the kernel has no driver uio_pci_generic"),
-                       (["sh: write error: No such device", "farm-dpdk-bind: bound "], "bound to no driver instead.*write error"),
+                       (["sh: write error: No such device", "farm-dpdk-bind: was ", "farm-dpdk-bind: bound "],
+                        "bound to no driver instead.*write error"),
                        ([], "printed nothing")]:
         with pytest.raises(dpdk.BindError, match=why):
             dpdk.check_bound(lines, "0000:00:01.0", "uio_pci_generic")
@@ -194,3 +203,62 @@ def test_a_responder_param_splits_series_but_not_a_comparisons_row():
     dpdk_key = MetricKey.of(R("dpdk", "method=ipbench;packet_size=1472;requested=2000000;responder=dpdk-testpmd-5tswap"))
     assert kernel.measurement != dpdk_key.measurement
     assert kernel.anywhere == dpdk_key.anywhere
+
+
+def test_a_sweep_method_that_starts_its_own_echo_is_refused_on_a_flows_responder():
+    from types import SimpleNamespace
+
+    from farm.bench.context import BenchContext
+    from farm.bench.network import SweepParams, run_echo_sweep
+    from farm.boot.session import Responder
+    from farm.measure import BenchmarkError
+
+    booted = SimpleNamespace(responder=Responder("dpdk-testpmd-5tswap", (1,)), shell=None, target=None)
+    ctx = BenchContext(booted, None)
+    with pytest.raises(BenchmarkError, match="answers the echo itself \\(dpdk-testpmd-5tswap\\).*use method ipbench"):
+        run_echo_sweep(ctx, SweepParams.of({"method": "ipbench-echo", "loads": [1], "duration": 1}))
+
+
+def test_the_settle_rule_reads_the_cores_a_responder_does_not_poll():
+    from types import SimpleNamespace
+
+    from farm.bench.context import BenchContext
+    from farm.boot.session import Responder
+    from farm.measure.cpustat import WINDOW_MARK
+    from farm.run.settle import busiest_core
+
+    before = ["cpu  100 0 100 800 0 0 0 0 0 0", "cpu0 50 0 50 400 0 0 0 0 0 0", "cpu1 50 0 50 400 0 0 0 0 0 0"]
+    after = ["cpu  250 0 250 900 0 0 0 0 0 0", "cpu0 55 0 55 490 0 0 0 0 0 0", "cpu1 195 0 195 410 0 0 0 0 0 0"]
+
+    class Shell:
+        def run_check(self, command, timeout=60):
+            return [*before, WINDOW_MARK, *after]
+
+    polling = SimpleNamespace(shell=Shell(), cpu_scope="board", responder=Responder("dpdk", (1,)))
+    (window,) = BenchContext(polling, None).cpu_windows().values()
+    assert set(window(1.0)[0]) == {"cpu0"}
+    assert busiest_core(*window(1.0)) == pytest.approx(10.0)  # core 1 polls at 97 %: not waited for
+    plain = SimpleNamespace(shell=Shell(), cpu_scope="board")
+    (window,) = BenchContext(plain, None).cpu_windows().values()
+    assert busiest_core(*window(1.0)) > 90
+
+
+def test_dpdk_in_a_guest_composes_the_guest_flow_with_a_virtio_net_pci_nic(tmp_path):
+    from farm.boot.flow import FlowSetup
+    from farm.guest.command import qemu_command
+    from farm.guest.flow import GuestFlow
+
+    p = load_pipeline(pipeline(tmp_path, "{guest: {vcpus: 2, memory: 1G}, hugepages: 32}"))
+    (setup,) = p.setups
+    settings = setup.flow.settings
+    assert settings.guest.vcpus == 2 and settings.guest.memory_mb == 1024
+    assert setup.describe()["dpdk"]["guest"]["vcpus"] == 2
+    flow = setup.flow.make(FlowSetup(ports=(7, 1236)))
+    assert flow.kind == "netboot+guest+dpdk" and isinstance(flow.host, GuestFlow) and flow.host.ports == (7, 1236)
+    argv = qemu_command(flow.host.spec, "/k", "/i", {7: 7})
+    assert argv[argv.index("-device") + 1] == "virtio-net-pci,disable-legacy=on,romfile=,netdev=n0"
+    # the guest's image is the setup's, inside the host image
+    from farm.images.request import ImageRequest
+
+    own = ImageRequest(recipe=Path("images/maaxboard-dpdk.yaml"))
+    assert flow.images(own).carries is own
