@@ -59,8 +59,19 @@ class BenchContext:
 
         from ..measure import cpustat
 
+        responder = getattr(self.booted, "responder", None)
+        polling = {f"cpu{c}" for c in (responder.polling_cores if responder is not None else ())}
+
         def shell(seconds: float) -> tuple[dict, dict]:
-            return cpustat.parse_window(self.run(cpustat.window_command(seconds), timeout=seconds + 30, tool="cpu"))
+            before, after = cpustat.parse_window(self.run(cpustat.window_command(seconds), timeout=seconds + 30,
+                                                          tool="cpu"))
+            if not polling:
+                return before, after
+            # a busy-polling responder's cores are busy by design: the others (and not the aggregate) are read
+            kept = [k for k in before if k not in polling and k != "cpu" and k in after]
+            if not kept:  # every core polls: nothing quiet to wait for, the window as it is
+                return before, after
+            return {k: before[k] for k in kept}, {k: after[k] for k in kept}
 
         def channel_window(read: Callable[[], dict]) -> Callable[[float], tuple[dict, dict]]:
             def window(seconds: float) -> tuple[dict, dict]:

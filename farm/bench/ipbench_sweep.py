@@ -55,6 +55,8 @@ SAMPLES, WARMUP, COOLDOWN, CLIENTS, PACKET_SIZE = 200_000, 10.0, 10.0, 4, 1472
 #: the default time-out: this many times the window's length at the requested rate, at least MIN_TIMEOUT s
 TIMEOUT_FACTOR, MIN_TIMEOUT = 10, 60.0
 PROC_STAT = "proc-stat"  # the cpu= param of a /proc/stat CPU figure
+#: the param naming an echo responder a flow started (farm.boot.session.Responder: DPDK's testpmd)
+RESPONDER = "responder"
 
 
 @attrs.frozen
@@ -130,6 +132,14 @@ def run(ctx: BenchContext, params: "SweepParams", *, observe: Observer | None = 
     loads = [float(v) for v in params.loads]
     source = loadgen.generator(params.generator, getattr(getattr(ctx, "booted", None), "target", None))
     binary = source.prepare()
+    responder = getattr(getattr(ctx, "booted", None), "responder", None)
+    if responder is not None:  # the flow's own echo (a DPDK echo): reached, tagged, checked after each point
+        host, port = ctx.reach(echo.ECHO_PORT, ("udp",))
+        points = []
+        for load in loads:
+            points += _point(ctx, params, load, source, binary, host, port, None, observe, responder=responder)
+            responder.check()
+        return points
     if getattr(params, "served", False):  # a shell-less system serves both itself: farm only reaches them
         host, port = ctx.reach(echo.ECHO_PORT, ("udp",))
         target = ctx.reach(lukem_figures.PORT, ("tcp",))
@@ -153,12 +163,12 @@ def run(ctx: BenchContext, params: "SweepParams", *, observe: Observer | None = 
 
 
 def _point(ctx: BenchContext, params: "SweepParams", load: float, source: Any, binary: str, host: str, port: int,
-           target: tuple[str, int] | None, observe: Observer | None) -> list[Measurement]:
+           target: tuple[str, int] | None, observe: Observer | None, responder: Any = None) -> list[Measurement]:
     spec = point_spec(params, load)
     edges: dict[str, cpustat.CpuTimes] = {}
 
     def on_edge(edge: str) -> None:  # /proc/stat at the window's edges, when there is no CPU target
-        if target is None:
+        if target is None and responder is None:
             edges[edge] = cpustat.parse_proc_stat("\n".join(ctx.run("head -n1 /proc/stat", tool="cpu")))
 
     limit = spec.warmup + spec.timeout + spec.cooldown + 60
@@ -185,10 +195,16 @@ def _point(ctx: BenchContext, params: "SweepParams", load: float, source: Any, b
     if spec.clients != CLIENTS:
         point["clients"] = spec.clients
     # how long it measured, on every record (run lengths: they do not split keys)
+    if responder is not None:  # who answered: records join only records of the same responder
+        point[RESPONDER] = responder.name
     tagged = {**point, "method": METHOD, "samples": spec.samples, "warmup": spec.warmup,
               "cooldown": spec.cooldown, "timeout": spec.timeout}
     found = result.measurements({k: v for k, v in tagged.items() if k != "method"}, method=METHOD)
-    if window is not None:
+    if responder is not None:
+        # a busy-polling responder's cores are 100 % busy at any load: no utilisation figure is made for it
+        # (the wide CSV's CPU_Utilisation stays empty; run.json's topology says why: responder.cpu_note)
+        cpu = None
+    elif window is not None:
         found += window.measurements(SWEEP, tagged)
         cpu = window.utilisation
     else:
@@ -199,6 +215,7 @@ def _point(ctx: BenchContext, params: "SweepParams", load: float, source: Any, b
     timed_out = f", {result.timeouts} client(s) timed out" if result.timeouts else ""
     ctx.say(f"  sweep {human(load * 1e6, 'bit/s')}: sent {human(result.send, 'bit/s')}, received "
             f"{human(result.receive, 'bit/s')}, RTT median {human(result.rtt_median, 'us')} (max "
-            f"{human(result.rtt_max, 'us')}, n {result.samples}{timed_out}), CPU {human(cpu, 'percent')}"
-            + (" (cpu_target_lukem)" if window is not None else " (/proc/stat)"))
+            f"{human(result.rtt_max, 'us')}, n {result.samples}{timed_out}), "
+            + (f"CPU: {responder.name} busy-polls (not measured)" if cpu is None else
+               f"CPU {human(cpu, 'percent')}" + (" (cpu_target_lukem)" if window is not None else " (/proc/stat)")))
     return found

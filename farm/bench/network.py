@@ -273,6 +273,9 @@ def run_echo_sweep(ctx: BenchContext, params: SweepParams, *,
     (``client seq tx rx``) and the host's time between the two ``/proc/stat`` reads (0 with the CPU
     target), for tests.
     """
+    if getattr(getattr(ctx, "booted", None), "responder", None) is not None:
+        raise BenchmarkError(echo.TOOL, f"the setup's flow answers the echo itself ({ctx.booted.responder.name}): "
+                                        f"sweep method {ECHO} starts farm_echo; use method {IPBENCH}")
     loads = [float(v) for v in params.loads]
     source = loadgen.generator(params.generator, getattr(getattr(ctx, "booted", None), "target", None))
     binary = source.prepare()

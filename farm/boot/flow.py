@@ -77,6 +77,9 @@ class NetbootFlow:
     pin_khz: int | None = None
     cpus: int | None = None
     kind: str = "netboot"
+    #: a QEMU twin's NIC as this QEMU device instead of the env file's ``nic`` model (the DPDK flow's
+    #: modern virtio-net-pci); a board is left as it is
+    twin_nic: str | None = None
 
     def images(self, image: ImageRequest) -> ImageRequest:
         return image
@@ -85,10 +88,24 @@ class NetbootFlow:
     def boot(self, request: BootRequest) -> Iterator[BootedTarget]:
         bootargs = [*request.bootargs, *cpus_bootargs(self.cpus, request.bootargs)]
         with boot_target(request.env, request.image, request.job, request.console, bootargs,
-                         attempts=request.attempts, prepare=lambda target: use_twin_cpus(target, self.cpus)) as booted:
+                         attempts=request.attempts, prepare=self._prepare) as booted:
             if self.pin_khz:
                 booted.recorded["cpu_frequency"] = pin_or_nominal(booted, self.pin_khz)
             yield booted
+
+    def _prepare(self, target) -> None:
+        use_twin_cpus(target, self.cpus)
+        if self.twin_nic:
+            _twin(target, lambda driver: driver.use_nic_device(self.twin_nic))
+
+
+def _twin(target, use) -> None:
+    """``use(driver)`` for the target's QEMU twin driver, if it has one (a board has none)."""
+    from .qemu import TwinQEMUDriver
+
+    for driver in target.drivers:
+        if isinstance(driver, TwinQEMUDriver):
+            use(driver)
 
 
 def cpus_bootargs(cpus: int | None, bootargs) -> list[str]:

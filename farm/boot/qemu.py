@@ -42,6 +42,7 @@ class TwinQEMUDriver(QEMUDriver):
     def __attrs_post_init__(self):
         super().__attrs_post_init__()
         self.cpus: int | None = None  # a setup's cores (use_cpus): -smp, instead of extra_args' own
+        self.nic_device: str | None = None  # a flow's NIC device (use_nic_device), instead of nic's model
 
     def use_cpus(self, cpus: int) -> None:
         """Start the twin with ``cpus`` vCPUs (a setup's cores: QEMU's ``-smp``), replacing the env file's
@@ -49,6 +50,11 @@ class TwinQEMUDriver(QEMUDriver):
         if isinstance(cpus, bool) or not isinstance(cpus, int) or cpus < 1:
             raise JobError(f"{self.target.name}: cpus {cpus!r}: expected a number of vCPUs >= 1")
         self.cpus = cpus
+
+    def use_nic_device(self, device: str) -> None:
+        """Start the twin with its user-mode ``nic`` as this QEMU device (``virtio-net-pci,disable-legacy=on``:
+        the DPDK flow's), the netdev's options (tftp=, hostfwd=) kept; before the twin is powered on."""
+        self.nic_device = device
 
     def get_qemu_base_args(self):
         cmd = super().get_qemu_base_args()
@@ -74,6 +80,8 @@ class TwinQEMUDriver(QEMUDriver):
             nic = cmd[i + 1]
             if arg == "-nic" and nic.startswith("user") and "tftp=" not in nic and self.tftp is not None:
                 cmd[i + 1] = f"{nic},tftp={local_tftp_root(self.tftp.internal)}"
+        if self.nic_device:
+            cmd = nic_as_device(cmd, self.nic_device)
         return cmd
 
     #: seconds QEMU has to answer QMP's ``quit`` before it is killed (a PDU cuts power whatever the board does)
@@ -154,3 +162,21 @@ class TwinQEMUDriver(QEMUDriver):
             raise InfrastructureError(f"{self.target.name}: serial console closed: the board's QEMU "
                                       + ("is gone" if code is None else f"exited with code {code}"))
         return data
+
+
+#: the netdev id of a twin's NIC made a device (nic_as_device); QMP's hostfwd_add takes the first user netdev
+NETDEV_ID = "farmnet0"
+
+
+def nic_as_device(cmd: list[str], device: str) -> list[str]:
+    """``cmd`` with its ``-nic user,model=M,OPTS`` as ``-netdev user,id=farmnet0,OPTS -device DEVICE,netdev=
+    farmnet0`` (``-nic`` takes no device properties); a JobError when ``cmd`` has no user-mode ``-nic``."""
+    out = list(cmd)
+    for i, arg in enumerate(out[:-1]):
+        if arg == "-nic" and out[i + 1].split(",")[0] == "user":
+            options = [o for o in out[i + 1].split(",")[1:] if not o.startswith("model=")]
+            out[i:i + 2] = ["-netdev", ",".join(["user", f"id={NETDEV_ID}", *options]),
+                            "-device", f"{device},netdev={NETDEV_ID}"]
+            return out
+    raise JobError(f"the twin has no user-mode -nic to make a {device.split(',')[0]} (its env file's "
+                   f"TwinQEMUDriver nic: user,model=...)")

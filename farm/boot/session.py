@@ -153,6 +153,20 @@ def _remote_place_failure(exc: BaseException, env: EnvFile) -> bool:
     return False
 
 
+@attrs.frozen
+class Responder:
+    """An echo responder a flow started on the target (farm.boot.dpdk: DPDK's testpmd): a sweep reaches it
+    instead of starting farm's own, tags its records ``responder=<name>``, and calls ``check()`` after each
+    point (it raises when the responder is gone)."""
+
+    name: str
+    #: the target's cores it busy-polls: 100 % busy by design, left out of the settle rule and CPU figures
+    polling_cores: tuple[int, ...] = ()
+    check: Callable[[], None] = attrs.field(default=lambda: None, eq=False)
+    #: why the sweep reports no CPU utilisation for it (run.json and the sweep's progress say it)
+    cpu_note: str = ""
+
+
 @attrs.define
 class BootedTarget:
     """What a boot flow hands over (farm.boot.flow): where the benchmarks run, and what the boot was."""
@@ -182,6 +196,8 @@ class BootedTarget:
     #: other CPUs measured beside the shell's: scope -> a reader of their per-core times, given how the
     #: lab host reaches a port of the target (a guest's board, through its host channel: farm.guest.channel)
     cpu_channels: dict = attrs.field(factory=dict)
+    #: the echo responder the flow started (a DPDK echo), None: a sweep starts farm's own
+    responder: Responder | None = None
 
     def run(self, command: str, timeout: float = 60) -> list[str]:
         """Run a shell command on the target; a non-zero exit raises labgrid's ExecutionError."""

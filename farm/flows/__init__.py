@@ -7,7 +7,9 @@
       - name: sel4
         system: {path: build/loader.img, ready: 'ready'}   # the flow "system": a system image, no shell
       - name: dpdk
-        flow: dpdk-host                  # a flow by name (a lab's, registered by entry point)
+        dpdk: {lcores: 0-1}              # the flow "dpdk": DPDK's echo on the netbooted Linux
+      - name: bootelf
+        flow: bootelf                    # a flow by name (a lab's, registered by entry point)
 
 A :class:`FlowType` says how a setup names the flow (its ``name``, or the field holding its settings),
 how its settings are read and checked when the pipeline file is read (errors name file:line: field),
@@ -101,12 +103,14 @@ def _read_guest(setup: Node, key: str, base: Path) -> Any:
 
 def _farm_flows() -> tuple[FlowType, ...]:
     """farm's flows: the env file's netboot (the default), a Linux guest under QEMU/KVM on it
-    (docs/guest.md), and a system image booted as it is (farm.flows.system, docs/system-images.md)."""
+    (docs/guest.md), a system image booted as it is (farm.flows.system, docs/system-images.md), and DPDK's
+    echo on the netbooted Linux (farm.flows.dpdk, docs/dpdk.md)."""
+    from .dpdk import DPDK_FLOW
     from .system import SYSTEM_FLOW
 
     return (FlowType(DEFAULT, _netboot),
             FlowType("netboot+guest", _guest, key="guest", read=_read_guest, describe=lambda spec: spec.to_json()),
-            SYSTEM_FLOW)
+            SYSTEM_FLOW, DPDK_FLOW)
 
 
 _REGISTERED: dict[str, FlowType] = {}

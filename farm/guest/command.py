@@ -84,11 +84,11 @@ def qemu_command(spec: GuestSpec, kernel: str, initrd: str, forwards: Mapping[in
         # kernel, which needs KVM's ioeventfd/irqfd: under tcg QEMU's own virtio back end does it
         vhost = "on" if spec.accel == "kvm" else "off"
         netdev = f"tap,id=n0,ifname={TAP},script=no,downscript=no,vhost={vhost}"
-        nic = f"{NICS[arch]},mac={GUEST_MAC}"
+        nic = f"{spec.nic + ',netdev=n0' if spec.nic else NICS[arch]},mac={GUEST_MAC}"
     else:
         netdev = f"user,id=n0,net={GUEST_NET}" + "".join(f",hostfwd={proto}::{host}-:{guest}"
                                         for host, guest in sorted(forwards.items()) for proto in ("tcp", "udp"))
-        nic = NICS[arch]
+        nic = f"{spec.nic},netdev=n0" if spec.nic else NICS[arch]
     return [QEMU_BINARIES[arch], "-M", MACHINES[arch], "-cpu", spec.cpu, *accel,
             "-smp", str(spec.vcpus), "-m", f"{spec.memory_mb}M", "-nographic", "-serial", "mon:stdio",
             "-no-reboot", "-name", "guest,debug-threads=on",

@@ -94,13 +94,16 @@ class GuestSpec:
     boot_timeout: float = 120.0
     extra_args: tuple[str, ...] = ()
     network: Literal["user", "tap"] = "user"
+    #: the guest's NIC as this QEMU device (its netdev added), instead of the architecture's default: a flow's
+    #: (the DPDK flow's virtio-net-pci; not a pipeline field: DPDK has no virtio-mmio PMD)
+    nic: str | None = None
 
     def to_json(self) -> dict:
         return {"image": str(self.image) if self.image else None, "vcpus": self.vcpus, "memory_mb": self.memory_mb,
                 "cpu": self.cpu, "accel": self.accel, "pin": list(self.pin) if self.pin else None,
                 "rt": attrs.asdict(self.rt) if self.rt else None, "bootargs": list(self.bootargs),
                 "ports": list(self.ports), "boot_timeout": self.boot_timeout, "extra_args": list(self.extra_args),
-                "network": self.network}
+                "network": self.network, **({"nic": self.nic} if self.nic else {})}
 
 
 def load_guest(node: Node, base: Path) -> GuestSpec:

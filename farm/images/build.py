@@ -37,6 +37,10 @@ BUILDER_VERSION = "1"
 TRIPLETS = {"arm64": "aarch64-linux-gnu", "amd64": "x86_64-linux-gnu"}
 KERNEL_NAMES = {"arm64": "Image", "amd64": "bzImage"}
 ZSTD_LEVEL = 19  # the smallest initrd zstd makes in seconds; the kernel's unzstd takes any level
+#: the library glibc dlopens to unwind a cancelled thread (farm.images.build._collect adds it to a glibc closure)
+UNWINDER = "libgcc_s.so.1"
+#: packages of the target's C library a program is not linked against (the cross compiler has its own)
+TOOLCHAIN_OWN = frozenset({"libc6-dev"})
 BASE_DIRS = ("bin", "dev", "etc", "etc/farm", "lib", "proc", "root", "run", "sbin", "sys", "tmp",
              "usr", "usr/bin", "usr/sbin", "var")
 
@@ -340,11 +344,23 @@ def _collect(tree: _Tree, wanted: list[str], arch: str, recipe: Recipe,
             return
         raise recipe.error("initrd.files", f"'{path}': too many symlink hops")
 
-    while queue:
-        path = queue.pop(0)
-        if path not in done:
-            done.add(path)
-            add_path(path, path if path in wanted else "a program in the image")
+    def drain() -> None:
+        while queue:
+            path = queue.pop(0)
+            if path not in done:
+                done.add(path)
+                add_path(path, path if path in wanted else "a program in the image")
+
+    drain()
+    # glibc loads libgcc_s.so.1 itself (dlopen: no DT_NEEDED names it) to unwind a thread that is cancelled
+    # or exits (pthread_cancel, pthread_exit: DPDK's EAL cancels its control threads); without it such a
+    # program aborts ("libgcc_s.so.1 must be installed for pthread_cancel to work")
+    if any(posixpath.basename(p) == "libc.so.6" for p in entries):
+        for d in lib_dirs:
+            if tree.lookup(f"{d}/{UNWINDER}"):
+                queue.append(f"{d}/{UNWINDER}")
+                break
+        drain()
     return entries, used
 
 
@@ -445,9 +461,11 @@ def _build_into(recipe: Recipe, resolution: Resolution, key: str, image_dir: Pat
         progress.start("programs", len(recipe.programs), ", ".join(p.name for p in recipe.programs)
                        + f" ({TRIPLETS[recipe.arch]})")
     built = {}
+    # the cross compiler brings its own C library: a libc6-dev among the packages (dpdk-dev pulls it in) has
+    # linker scripts naming /lib/<triplet>/libc.so.6, absolute paths of the target that are not on this host
+    sysroot = [tree for pkg, tree in trees.items() if pkg.name not in TOOLCHAIN_OWN]
     for program in recipe.programs:
-        built[f"/usr/bin/{program.name}"] = build_program(program, recipe.arch, list(trees.values()),
-                                                          TRIPLETS[recipe.arch])
+        built[f"/usr/bin/{program.name}"] = build_program(program, recipe.arch, sysroot, TRIPLETS[recipe.arch])
         progress.step()
     if recipe.programs:
         progress.end()

@@ -4,6 +4,10 @@
 # hand the console a shell. Everything it prints starts with "farm-init:" so logs are easy to read.
 /bin/busybox mkdir -p /proc /sys /dev /tmp /run /sbin /usr/bin /usr/sbin
 /bin/busybox --install -s
+# the kernel's rootfs starts world-writable (1777), which a careful program refuses to trust (DPDK's EAL:
+# "Cannot init plugins"); /var/run is where daemons (DPDK's runtime directory) expect /run
+/bin/busybox chmod 755 /
+[ -e /var/run ] || /bin/busybox ln -s /run /var/run
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys

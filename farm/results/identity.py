@@ -28,6 +28,9 @@ MEASURED_COUNTS = frozenset({"n", "run"})
 #: a remark on a value, not what it measures: the sanity rules' flags (farm.results.sanity), e.g.
 #: ``flag=unsettled`` or ``flag=rtt_above_saturation``; a flagged value joins its series, marked
 FLAG = "flag"
+#: params that say what a setup is, as its name does (the echo ``responder`` a flow started): identity of a
+#: series, like the setup, and like the setup left out of a comparison's row, which joins across setups
+SETUP_PARAMS = frozenset({"responder"})
 #: the param of a cycles/byte figure saying how its cycles were found (farm.measure.isal, farm.results.cycles)
 CYCLES = "cycles"
 #: the param saying the cycles were a twin's (QEMU's virtual counter or clock), not a board's
@@ -82,8 +85,10 @@ class MetricKey:
 
     @property
     def anywhere(self) -> "MetricKey":
-        """What was measured, wherever: target and setup left empty (a comparison's row)."""
-        return MetricKey("", "", self.suite, self.benchmark, self.params, self.metric, self.unit)
+        """What was measured, wherever: target and setup left empty (a comparison's row), and the params
+        that say what the setup is (:data:`SETUP_PARAMS`: a kernel echo and a DPDK echo are one row)."""
+        return MetricKey("", "", self.suite, self.benchmark, _without(SETUP_PARAMS, self.params), self.metric,
+                         self.unit)
 
     def on(self, target: str, setup: str = "") -> "MetricKey":
         return attrs.evolve(self.measurement, target=target, setup=setup)

@@ -33,13 +33,13 @@ def test_a_setup_names_its_flow_by_its_settings_or_by_name(tmp_path):
     assert p.setups[1].flow.settings.vcpus == 1
     # run.json's setups: the flow's name, and every flow's settings field (None where another flow runs)
     assert p.setups[0].describe() == {"bootargs": [], "image": None, "cpu_frequency_khz": None, "cpus": None,
-                                      "flow": "netboot", "system": None,
+                                      "flow": "netboot", "system": None, "dpdk": None,
                                       "guest": None}
     assert p.setups[1].describe()["guest"]["vcpus"] == 1
 
 
 @pytest.mark.parametrize("setup, message", [
-    ("  - {name: a, flow: bootelf}\n", r"p.yaml:5: setups\[0\].flow: unknown flow 'bootelf' \(known: netboot, netboot\+guest"),
+    ("  - {name: a, flow: bootelf}\n", r"p.yaml:5: setups\[0\].flow: unknown flow 'bootelf' \(known: dpdk, netboot, netboot\+guest"),
     ("  - {name: a, flow: netboot, guest: {vcpus: 1}}\n",
      r"p.yaml:5: setups\[0\].guest: belongs to the flow netboot\+guest, but the setup's flow is netboot"),
     ("  - {name: a, flow: netboot+guest}\n", r"p.yaml:5: setups\[0\].guest: the flow netboot\+guest needs its guest's settings"),

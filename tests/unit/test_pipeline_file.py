@@ -181,7 +181,7 @@ def test_unknown_top_level_field_and_missing_image(tmp_path):
 
 def test_bad_setup(tmp_path):
     path = _write(tmp_path, GOOD + "setups:\n  - name: a\n  - nam: b\n")
-    assert _error(path).startswith(f"{path}:12: setups[1].nam: unknown field (allowed: bootargs, boots, cpu_frequency_khz, cpus, flow, guest, image, name, system)")
+    assert _error(path).startswith(f"{path}:12: setups[1].nam: unknown field (allowed: bootargs, boots, cpu_frequency_khz, cpus, dpdk, flow, guest, image, name, system)")
     path = _write(tmp_path, GOOD + "setups:\n  - name: a\n    bootargs: [quiet, 3]\n")
     assert _error(path) == f"{path}:12: setups[0].bootargs: item 1 must be a string, got int 3"
 
