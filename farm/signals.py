@@ -42,14 +42,15 @@ HELD = (signal.SIGINT, *TERMINATING)
 _arrived: list[int] = []
 
 
-def _terminate(signum: int, frame) -> None:
-    _arrived.append(signum)
-    raise Terminated(signum)
+def _raised(signum: int) -> KeyboardInterrupt:
+    """What a signal raises: Ctrl-C Python's KeyboardInterrupt, the others :class:`Terminated`."""
+    return KeyboardInterrupt() if signum == signal.SIGINT else Terminated(signum)
 
 
 def _interrupt(signum: int, frame) -> None:
+    """The handler under :func:`interrupts`: counted, then raised."""
     _arrived.append(signum)
-    raise KeyboardInterrupt
+    raise _raised(signum)
 
 
 def arrivals() -> int:
@@ -63,9 +64,7 @@ def raise_if_lost(since: int) -> None:
     if len(_arrived) > since:
         signum = _arrived[since]
         del _arrived[since:]
-        if signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        raise Terminated(signum)
+        raise _raised(signum)
 
 
 def _main_thread() -> bool:
@@ -85,7 +84,7 @@ def interrupts() -> Iterator[None]:
     saved = {}
     for sig in TERMINATING:
         if signal.getsignal(sig) in (signal.SIG_DFL, None):
-            saved[sig] = signal.signal(sig, _terminate)
+            saved[sig] = signal.signal(sig, _interrupt)
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # Python's own: the same, counted
         saved[signal.SIGINT] = signal.signal(signal.SIGINT, _interrupt)
     try:
@@ -132,7 +131,7 @@ def run(main: Callable[[], int]) -> int:
 
 def _deliver(signum: int, handler) -> None:
     if callable(handler):
-        handler(signum, None)  # raises, as Python's Ctrl-C handler and _terminate do
+        handler(signum, None)  # raises, as Python's Ctrl-C handler and _interrupt do
     elif handler == signal.SIG_DFL:
         os.kill(os.getpid(), signum)  # what would have happened without the block
     # SIG_IGN (or None: a handler not set from Python): ignored, as it would have been
