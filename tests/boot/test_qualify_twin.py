@@ -7,6 +7,7 @@ shared host cores (spread between identical runs here: up to ~15 %); the slowdow
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -33,9 +34,13 @@ def test_qualify_passes_unchanged_and_fails_slower_naming_the_metric(maaxboard_i
 
     slow = run_farm("qualify", "--baseline", "v1", "--candidate", str(runs["slow"]), "--threshold", "25%",
                     "--out", str(tmp_path / "q-slow"), env=env)
+    # Which algorithm's slowdown is significant with 3 boots a side depends on the machine's load (a busy
+    # moment in one baseline boot widens its range until it overlaps the candidate's), so the test names
+    # none: the slower candidate fails on an openssl throughput it names, in stderr, junit and the report.
     assert slow.returncode == 1, slow.stdout + slow.stderr
-    assert "REGRESSION crypto.openssl-speed throughput[algorithm=sha256" in slow.stderr
+    named = re.findall(r"REGRESSION crypto\.openssl-speed throughput\[algorithm=([\w-]+)", slow.stderr)
+    assert named, slow.stderr
     failures = [tc.get("name") for tc in ET.parse(tmp_path / "q-slow" / "junit.xml").getroot().iter("testcase")
                 if tc.find("failure") is not None]
-    assert any("openssl-speed throughput" in name and "sha256" in name for name in failures)
-    assert "sha256" in (tmp_path / "q-slow" / "qualify.md").read_text()
+    assert any("openssl-speed throughput" in name and named[0] in name for name in failures), failures
+    assert "**regression**" in (tmp_path / "q-slow" / "qualify.md").read_text()
