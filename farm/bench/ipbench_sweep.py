@@ -119,7 +119,7 @@ def check(params: "SweepParams") -> None:
     each field's own check ran when the params were made)."""
     for load in params.loads:
         point_spec(params, float(load))
-    echo.responder_command(echo.ECHO_PORT, priority=params.echo_priority, cpu=params.echo_cpu, single=True)
+    echo.responder_command(params.echo_port, priority=params.echo_priority, cpu=params.echo_cpu, single=True)
 
 
 Observer = Callable[[float, echo.LoadResult, str, lukem_figures.CpuWindow | None], None]
@@ -134,22 +134,22 @@ def run(ctx: BenchContext, params: "SweepParams", *, observe: Observer | None = 
     binary = source.prepare()
     responder = getattr(getattr(ctx, "booted", None), "responder", None)
     if responder is not None:  # the flow's own echo (a DPDK echo): reached, tagged, checked after each point
-        host, port = ctx.reach(echo.ECHO_PORT, ("udp",))
+        host, port = ctx.reach(params.echo_port, ("udp",))
         points = []
         for load in loads:
             points += _point(ctx, params, load, source, binary, host, port, None, observe, responder=responder)
             responder.check()
         return points
     if getattr(params, "served", False):  # a shell-less system serves both itself: farm only reaches them
-        host, port = ctx.reach(echo.ECHO_PORT, ("udp",))
-        target = ctx.reach(lukem_figures.PORT, ("tcp",))
+        host, port = ctx.reach(params.echo_port, ("udp",))
+        target = ctx.reach(params.cpu_target_port, ("tcp",))
         return [m for load in loads for m in _point(ctx, params, load, source, binary, host, port, target, observe)]
-    ctx.run(echo.responder_command(echo.ECHO_PORT, priority=params.echo_priority, cpu=params.echo_cpu,
+    ctx.run(echo.responder_command(params.echo_port, priority=params.echo_priority, cpu=params.echo_cpu,
                                    single=True), tool=echo.RESPONDER)
-    wait_listening(ctx, echo.ECHO_PORT, "udp", echo.RESPONDER)
-    host, port = ctx.reach(echo.ECHO_PORT, ("udp",))
+    wait_listening(ctx, params.echo_port, "udp", echo.RESPONDER)
+    host, port = ctx.reach(params.echo_port, ("udp",))
     with_target = params.cpu_target
-    target = lukem.start(ctx) if with_target else None
+    target = lukem.start(ctx, params.cpu_target_port) if with_target else None
     try:
         points = [m for load in loads
                   for m in _point(ctx, params, load, source, binary, host, port, target, observe)]

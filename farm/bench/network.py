@@ -27,12 +27,13 @@ from ..errors import JobError
 from ..images.needs import Needs
 from ..images.programs import Program
 from ..measure import BenchmarkError, Measurement, cpustat, iperf3
+from ..measure import lukem as lukem_figures
 from ..measure.ipbench import BENCHMARK as SWEEP
 from ..measure.units import human
 from . import echo, ipbench_sweep, loadgen, lukem, rtt
 from .context import BenchContext, wait_listening
 from .ipbench_target import cpu_target as cpu_target_session
-from .params import Params, a_bool, one_of, param
+from .params import Params, a_bool, a_port, one_of, param
 
 IPERF3_PORT = 5201
 
@@ -175,8 +176,17 @@ class SweepParams(Params):
                              doc="CPU from the cpu_target_lukem CPU target (farm_lukem, over ipbench's TCP "
                                  "protocol); false: /proc/stat over the window")
     served: bool = param(False, kind=bool, methods=(IPBENCH,), check=a_bool,
-                         doc="the target serves the echo (UDP 7) and the CPU target (TCP 1236) itself, as a "
-                             "shell-less system does (a setup of the flow system): farm starts nothing there")
+                         doc="the target serves the echo (UDP echo_port) and the CPU target (TCP cpu_target_port) "
+                             "itself, as a shell-less system does (a setup of the flow system): farm starts "
+                             "nothing there")
+    # where the services listen, not what is measured: on no record, so not identity (records of one
+    # echo at port 7 and at 1235 join), and not a run length either
+    echo_port: int = param(echo.ECHO_PORT, kind=int, methods=(IPBENCH, ECHO), check=a_port,
+                           doc="the echo's UDP port: farm_echo's, or with served: true the target's own "
+                               "(sDDF's echo server: 1235)")
+    cpu_target_port: int = param(lukem_figures.PORT, kind=int, methods=(IPBENCH, ECHO), check=a_port,
+                                 doc="the CPU target's TCP port (ipbench's START/STOP protocol): farm_lukem's, or "
+                                     "with served: true the target's own (sDDF's benchmark component: 1236)")
     protocol: str = param("udp", kind=str, identity=True, methods=(SOCKPERF,), check=one_of(*iperf3.PROTOCOLS))
     rtt_rate: int = param(100, kind=int, methods=(SOCKPERF,), doc="sockperf probe packets/s")
 
@@ -207,7 +217,7 @@ class SweepParams(Params):
         if self.method == ECHO:
             for load in self.loads:
                 _echo_spec(self, load)
-            echo.responder_command(echo.ECHO_PORT, priority=self.echo_priority, cpu=self.echo_cpu)
+            echo.responder_command(self.echo_port, priority=self.echo_priority, cpu=self.echo_cpu)
             return
         for load in self.loads:
             iperf3.client_command("127.0.0.1", IPERF3_PORT, duration=self.seconds, protocol=self.protocol,
@@ -220,6 +230,10 @@ class SweepParams(Params):
     def needs_shell(self) -> bool:
         """``served: true`` needs only the network: a shell-less target (a system image) can run it."""
         return not self.served
+
+    def ports(self) -> tuple[int, ...]:
+        """The echo's and the CPU target's ports (``ipbench``, ``ipbench-echo``): forwarded into a guest."""
+        return (self.echo_port, self.cpu_target_port) if self.method in (IPBENCH, ECHO) else ()
 
     def needs(self) -> Needs:
         if self.served:
@@ -279,12 +293,12 @@ def run_echo_sweep(ctx: BenchContext, params: SweepParams, *,
     loads = [float(v) for v in params.loads]
     source = loadgen.generator(params.generator, getattr(getattr(ctx, "booted", None), "target", None))
     binary = source.prepare()
-    ctx.run(echo.responder_command(echo.ECHO_PORT, priority=params.echo_priority, cpu=params.echo_cpu),
+    ctx.run(echo.responder_command(params.echo_port, priority=params.echo_priority, cpu=params.echo_cpu),
             tool=echo.RESPONDER)
-    wait_listening(ctx, echo.ECHO_PORT, "udp", echo.RESPONDER)
-    host, port = ctx.reach(echo.ECHO_PORT, ("udp",))
+    wait_listening(ctx, params.echo_port, "udp", echo.RESPONDER)
+    host, port = ctx.reach(params.echo_port, ("udp",))
     with_target = params.with_cpu_target
-    target = lukem.start(ctx) if with_target else None
+    target = lukem.start(ctx, params.cpu_target_port) if with_target else None
     try:
         points = _echo_points(ctx, params, loads, source, binary, host, port, target, observe)
     except BaseException:

@@ -130,6 +130,11 @@ class Params:
 
         return Needs()
 
+    def ports(self) -> tuple[int, ...]:
+        """The target's ports these parameters chose (an echo server's), reached from the lab host besides
+        the registration's fixed ones (farm.bench.registry.BenchmarkSpec.ports_for): forwarded into a guest."""
+        return ()
+
     def needs_shell(self) -> bool:
         """Whether the benchmark runs commands on the target's shell with these parameters (by default it
         does); one that needs only the network or the console runs on a shell-less target too (a system
@@ -165,6 +170,12 @@ def one_of(*allowed: Any) -> Callable[[str, Any], None]:
 def a_bool(name: str, value: Any) -> None:
     if not isinstance(value, bool):
         raise JobError(f"{name} {value!r}: expected true or false")
+
+
+def a_port(name: str, value: Any) -> None:
+    """A TCP or UDP port number, 1-65535."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 65535:
+        raise JobError(f"{name} {value!r}: expected a port number 1-65535")
 
 
 def number_in(low: float, high: float, *, whole: bool = False, low_open: bool = False,

@@ -114,6 +114,11 @@ class BenchmarkSpec:
     cycles_per_byte: bool = False  # its throughputs also get cycles/byte at the target's clock
     ports: tuple[int, ...] = ()  # the target's ports it needs reached from the lab host (forwarded into a guest)
 
+    def ports_for(self, params: Params) -> tuple[int, ...]:
+        """The target's ports it reaches with ``params``: its fixed ones and those the params chose (a sweep's
+        ``echo_port``); what a flow forwards into a guest."""
+        return tuple(dict.fromkeys([*self.ports, *params.ports()]))
+
     def target_needs(self, params: Params) -> Needs:
         """What it needs on the target (packages, files, programs) with ``params``: the image it runs on gains it."""
         return params.needs()
@@ -146,7 +151,8 @@ REGISTRATIONS: tuple[BenchmarkSpec, ...] = (
         units={"bit/s": HIGHER_IS_BETTER, "us": LOWER_IS_BETTER, "percent": LOWER_IS_BETTER,
                "count": UNKNOWN_DIRECTION,
                lukem.UNIT: UNKNOWN_DIRECTION, "Hz": UNKNOWN_DIRECTION},  # the CPU target's counts, its counter
-        # the echo's and the CPU target's (ipbench, ipbench-echo); iperf3-sockperf's
+        # the echo's and the CPU target's defaults (ipbench, ipbench-echo: SweepParams.ports, the chosen
+        # ones); iperf3-sockperf's
         ports=(echo.ECHO_PORT, lukem.PORT, IPERF3_PORT, SOCKPERF_PORT)),
     BenchmarkSpec(
         iperf3.BENCHMARK, NETWORK, run_iperf3, Iperf3Params,

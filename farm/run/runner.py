@@ -195,7 +195,8 @@ class Runner:
         chose (farm.flows)."""
         if self.flow_for is not None:
             return self.flow_for(setup)
-        ports = tuple(dict.fromkeys(p for b in self.pipeline.benchmarks for p in self.registry[b.name].ports))
+        ports = tuple(dict.fromkeys(p for b in self.pipeline.benchmarks
+                                       for p in self.registry[b.name].ports_for(b.params)))
         return setup.flow.make(FlowSetup(cpu_frequency_khz=setup.cpu_frequency_khz, ports=ports, cpus=setup.cpus,
                                          arch=env.arch if env is not None and env.arch != "unknown" else ""))
 

@@ -123,6 +123,60 @@ def test_the_ports_a_run_reaches_are_its_registered_ports(monkeypatch, name, par
         assert target.ports, "the fake target saw no reach: the test no longer runs the function"
 
 
+def test_a_sweep_reaches_the_ports_it_chose_and_a_guest_forwards_them(monkeypatch, tmp_path):
+    """sDDF's echo server listens on UDP 1235 and its CPU target on TCP 1236: the sweep reaches the ports
+    its params chose (served or farm's own responder), and the runner's flow forwards those into a guest."""
+    from farm.bench import ipbench_sweep, lukem as lukem_bench
+    from farm.run.runner import Runner
+
+    def stop(*args, **kwargs):
+        raise _Reached
+
+    monkeypatch.setattr(echo, "host_generator", lambda *a, **k: Path("/bin/false"))
+    monkeypatch.setattr(ipbench_sweep, "cpu_target", stop)
+    monkeypatch.setattr(network, "cpu_target_session", stop)
+    monkeypatch.setattr(echo, "run_load", stop)
+    for given, reached in (({"served": True, "echo_port": 1235, "cpu_target_port": 1236}, [1235, 1236]),
+                           ({"echo_port": 1235, "cpu_target_port": 4000}, [1235, 4000]),
+                           ({"method": "ipbench-echo", "echo_port": 9, "cpu_target_port": 4001}, [9, 4001])):
+        params = network.SweepParams.of(given)
+        commands: list[str] = []
+        target = _FakeTarget()
+        monkeypatch.setattr(target, "run", lambda command, **kw: commands.append(command) or [], raising=False)
+        with pytest.raises(_Reached):
+            BENCHMARKS["sweep"].run(target, params)  # type: ignore[arg-type]
+        assert target.ports == reached, given
+        assert set(reached) <= set(BENCHMARKS["sweep"].ports_for(params))
+        if not params.served:  # farm's responder and farm_lukem listen where the lab host reaches them
+            assert any(f"{echo.RESPONDER} -d -p {reached[0]}" in c for c in commands)
+            assert lukem_bench.start_command(reached[1]) in commands
+    assert network.SweepParams.of({"method": "iperf3-sockperf"}).ports() == ()
+    path = tmp_path / "p.yaml"
+    path.write_text(f"name: g\nimage: {ROOT / 'images' / 'maaxboard-bench.yaml'}\n"
+                    f"targets: [{{env: {ROOT / 'env' / 'qemu-maaxboard.yaml'}}}]\n"
+                    "setups: [{name: vm, guest: {vcpus: 1, accel: tcg}}]\n"
+                    "benchmarks: [{sweep: {echo_port: 1235, cpu_target_port: 4000}}]\n")
+    pipeline = load_pipeline(path)
+    flow = Runner(pipeline=pipeline, run=None, hooks=None).flow(pipeline.setups[0])  # type: ignore[arg-type]
+    assert {1235, 4000} <= set(flow.ports)
+
+
+@pytest.mark.parametrize("given, message", [
+    ({"echo_port": 0}, "sweep echo_port 0: expected a port number 1-65535"),
+    ({"cpu_target_port": 65536}, "sweep cpu_target_port 65536: expected a port number 1-65535"),
+    ({"echo_port": True}, ".sweep.echo_port: expected an integer, got True"),
+    ({"method": "iperf3-sockperf", "echo_port": 1235}, "echo_port not a parameter of this method"),
+])
+def test_a_sweeps_ports_are_checked_when_the_file_is_read(tmp_path, given, message):
+    path = tmp_path / "p.yaml"
+    path.write_text(f"name: s\nimage: {ROOT / 'images' / 'maaxboard-bench.yaml'}\n"
+                    f"targets: [{{env: {ROOT / 'env' / 'qemu-maaxboard.yaml'}}}]\n"
+                    f"benchmarks:\n  - sweep: {{loads: [10], {', '.join(f'{k}: {v}' for k, v in given.items())}}}\n")
+    with pytest.raises(JobError) as info:
+        load_pipeline(path)
+    assert str(info.value).startswith(f"{path}:5: benchmarks[0].sweep") and message in str(info.value)
+
+
 def test_registered_ports():
     assert BENCHMARKS["iperf3"].ports == (5201,)
     assert set(BENCHMARKS["sweep"].ports) == {echo.ECHO_PORT, lukem.PORT, network.IPERF3_PORT, network.SOCKPERF_PORT}
