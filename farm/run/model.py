@@ -158,6 +158,11 @@ def load_pipeline(path: str | Path, registry: Mapping[str, Any] | None = None) -
             raise item.error("name", f"{setup_name!r} is already the name of setups[{first}]: results are "
                              "keyed by setup name, two setups of one name would be pooled into one median")
         flow = setup_flow(item, Path(path).parent)
+        if khz is not None and not flow.type.shell:
+            # the frequency is set through cpufreq on the target's shell; a system image has none, and its
+            # flow would ignore the value, so the run would record a frequency nobody set
+            raise item.error("cpu_frequency_khz", f"the flow {flow.name} boots a system image without a shell: "
+                             "farm cannot set its CPU frequency (the lab's system sets its own)")
         if not images and setup_image is None and flow.type.image_kind == LINUX:
             raise doc.error(None, f"setups[{i}] ({setup_name}) boots a Linux image: give 'image' (one recipe) or "
                                   "'images' (a recipe per architecture)")

@@ -176,6 +176,19 @@ def test_a_benchmark_that_needs_a_shell_is_refused_a_shell_less_setup(tmp_path):
     assert "its flow, system, boots a system image" in message
 
 
+def test_a_system_setup_refuses_a_cpu_frequency_it_could_not_set(tmp_path):
+    """The system flow sets no frequency (cpufreq needs a shell): accepted, it would be recorded unset."""
+    path = tmp_path / "p.yaml"
+    path.write_text(f"name: sys\ntargets: [{{env: {TWIN}}}]\nsetups:\n  - name: sel4\n"
+                    "    system: {ready: r}\n    cpu_frequency_khz: 1000000\nbenchmarks: [{console: {}}]\n")
+    message = _error(path)
+    assert message.startswith(f"{path}:6: setups[0].cpu_frequency_khz: the flow system boots a system image")
+    assert "cannot set its CPU frequency" in message
+    path.write_text(f"name: sys\ntargets: [{{env: {TWIN}}}]\nsetups:\n  - name: sel4\n"
+                    "    system: {ready: r}\n    cpus: 1\nbenchmarks: [{console: {}}]\n")
+    assert load_pipeline(path).setups[0].cpus == 1  # its cores are the twin's -smp: still taken
+
+
 def test_a_linux_setup_beside_a_system_one_still_needs_its_recipe(tmp_path):
     path = tmp_path / "p.yaml"
     path.write_text(f"name: sys\ntargets: [{{env: {TWIN}}}]\nsetups:\n  - {{name: sel4, system: {{ready: r}}}}\n"
