@@ -198,8 +198,11 @@ class SystemFlow:
         if not self.settings.path.exists():
             raise JobError(f"{self.settings.path_where or 'system.path'}: {self.settings.path}: no such file or "
                            "directory (a system image, a directory with its manifest.json, or a bare-metal recipe)")
-        built = system_image(self.settings.path, name=self.settings.name, arch=self.setup.arch or None,
-                             load_addr=self.settings.load_addr)
+        try:
+            built = system_image(self.settings.path, name=self.settings.name, arch=self.setup.arch or None,
+                                 load_addr=self.settings.load_addr)
+        except JobError as exc:  # which setup's path, as well as what is wrong with it
+            raise JobError(f"{self.settings.path_where or 'system.path'}: {exc}") from None
         return ImageRequest(given=built, label=built.name)
 
     @contextlib.contextmanager

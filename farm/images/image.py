@@ -9,6 +9,7 @@ directories of artifacts with their sha256 in manifest.json, content-addressed a
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import os
 import re
@@ -82,6 +83,23 @@ def load_image(path: str | Path) -> Image:
         if not (path / name).is_file():
             raise JobError(f"{path / name}: artifact listed in manifest.json is missing")
     return Image(path, manifest)
+
+
+def verify_artifacts(image: Image) -> Image:
+    """``image`` if every artifact is the one its manifest.json lists (sha256); else a JobError naming the
+    directory and the file. An image handed in from outside farm's cache (``--image DIR``, a setup's
+    ``system.path`` directory) is checked so before it is booted: a file rebuilt or truncated after its
+    manifest was written (a stale manifest) would otherwise boot, and be recorded, as what it is not."""
+    for name, meta in image.manifest["artifacts"].items():
+        file = image.path / name
+        if not file.is_file():
+            raise JobError(f"{image.path}: {name}, listed in manifest.json, is missing")
+        with file.open("rb") as f:
+            digest = hashlib.file_digest(f, "sha256").hexdigest()
+        if digest != meta["sha256"]:
+            raise JobError(f"{image.path}: {name} does not match the sha256 in manifest.json (damaged, replaced, "
+                           "or the manifest is stale): build it again, or write its manifest again")
+    return image
 
 
 def manifest_problem(manifest: object) -> str | None:

@@ -37,7 +37,7 @@ import attrs
 
 from ..errors import JobError
 from ..values import name_problem
-from .image import SYSTEM, Image, default_cache, load_image
+from .image import SYSTEM, Image, default_cache, load_image, verify_artifacts
 
 BUILDER_VERSION = "1"
 UIMAGE_MAGIC = 0x27051956
@@ -260,12 +260,12 @@ def system_image(path: str | Path, *, name: str | None = None, arch: str | None 
     binary) and ``load_addr`` (a raw binary's, required for one: where ``go`` jumps and where the uImage
     farm wraps it in is loaded) apply to a file only. Bad input is a JobError naming the path."""
     path = Path(path)
-    if path.is_dir():
+    if path.is_dir():  # booted in place: checked as --image DIR is (a lab's stale manifest is refused)
         image = load_image(path)
         if image.kind != SYSTEM:
             raise JobError(f"{path}: a {image.kind} image (kernel + initrd), not a system image: a netboot setup "
                            "boots it")
-        return image
+        return verify_artifacts(image)
     if path.suffix in (".yaml", ".yml"):
         from ..config import load_yaml
         from .baremetal import build_baremetal

@@ -23,13 +23,13 @@ from ..boot.console_log import ConsoleLog
 from ..boot.flow import BootFlow
 from ..boot.session import EnvFile
 from ..errors import EXIT_OK, EXIT_TEST_FAILURE, FarmError, InfrastructureError, JobError
-from ..images.image import Image, load_image
+from ..images.image import Image, load_image, verify_artifacts
 from ..results.junit import Case
 from .events import Hooks
 from .listeners import PlaceGuard, Progress
 from .model import Pipeline, Setup, load_pipeline
 from .phases import PhaseTimes
-from .rundir import RunDir, RunInfo, Stage, new_run, new_run_id, reopen_run, sha256_of
+from .rundir import RunDir, RunInfo, Stage, new_run, new_run_id, reopen_run
 from .runner import Runner, plan_boots
 
 __all__ = ["FarmRequest", "Progress", "Run", "RunDir", "load_pipeline", "new_run_id", "run_pipeline"]
@@ -123,11 +123,10 @@ def given_images(paths: list[Path], arches: set[str], kinds: set[str] | None = N
                 raise JobError(f"--image {exc}") from None
         else:
             image = load_image(path)
-        image = attrs.evolve(image, cached=True)
-        for name, meta in image.manifest["artifacts"].items():
-            if "sha256" in meta and sha256_of(image.path / name) != meta["sha256"]:
-                raise JobError(f"--image {path}: {name} does not match the sha256 in manifest.json (damaged or "
-                               "replaced): build it again")
+        try:
+            image = attrs.evolve(verify_artifacts(image), cached=True)
+        except JobError as exc:
+            raise JobError(f"--image {exc}") from None
         key = (image.arch, image.kind)
         if key in given:
             what = f"{image.arch} image" if image.kind == LINUX else f"{image.arch} {image.kind} image"

@@ -253,6 +253,42 @@ def test_image_a_file_is_a_system_image_of_the_setups_load_address(standin, tmp_
         given_images([standin.path], {"arm64"}, {"linux"})
 
 
+def _lab_dir(path: Path, data: bytes = b"\x00" * 64) -> Path:
+    """A directory a lab writes: its file and a system manifest.json (docs/system-images.md)."""
+    import hashlib
+
+    path.mkdir()
+    (path / "loader.img").write_bytes(data)
+    (path / "manifest.json").write_text(json.dumps({
+        "kind": SYSTEM, "name": "client-vm", "arch": "arm64", "boot": {"go": "loader.img"}, "load_addr": "0x50000000",
+        "artifacts": {"loader.img": {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}}}))
+    return path
+
+
+def test_a_system_directory_is_checked_against_its_manifest_as_image_dir_is(tmp_path):
+    from farm.boot.flow import FlowSetup
+    from farm.images.request import ImageRequest
+
+    lab = _lab_dir(tmp_path / "client-vm")
+    assert system_image(lab).boots == {"go": "loader.img"}
+    assert set(given_images([lab], {"arm64"}, {SYSTEM})) == {("arm64", SYSTEM)}
+    (lab / "loader.img").write_bytes(b"\x01" * 64)  # rebuilt after its manifest was written: a stale manifest
+    stale = f"{lab}: loader.img does not match the sha256 in manifest.json"
+    with pytest.raises(JobError) as info:
+        system_image(lab)
+    assert str(info.value).startswith(stale) and "the manifest is stale" in str(info.value)
+    with pytest.raises(JobError) as info:  # the one check, --image DIR's
+        given_images([lab], {"arm64"}, {SYSTEM})
+    assert str(info.value).startswith(f"--image {stale}")
+    path = _pipeline(tmp_path, f"{{ready: r, path: {lab}}}")
+    with pytest.raises(JobError) as info:  # a setup's system.path: where the pipeline names it, and the file
+        load_pipeline(path).setups[0].flow.make(FlowSetup(arch="arm64")).images(ImageRequest(kind=SYSTEM))
+    assert str(info.value).startswith(f"{path}:5: setups[0].system.path: {stale}")
+    (lab / "loader.img").unlink()
+    with pytest.raises(JobError, match="loader.img.*missing"):
+        system_image(lab)
+
+
 # --- the shell-less stand-in with networking: a FIT, an /init without a shell, the served sweep -------
 
 def test_a_fit_of_a_kernel_and_ramdisk_reads_back_as_bootm_will_pick_it():
