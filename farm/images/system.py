@@ -265,7 +265,7 @@ def system_image(path: str | Path, *, name: str | None = None, arch: str | None 
         if image.kind != SYSTEM:
             raise JobError(f"{path}: a {image.kind} image (kernel + initrd), not a system image: a netboot setup "
                            "boots it")
-        return verify_artifacts(image)
+        return content_keyed(verify_artifacts(image))
     if path.suffix in (".yaml", ".yml"):
         from ..config import load_yaml
         from .baremetal import build_baremetal
@@ -278,6 +278,16 @@ def system_image(path: str | Path, *, name: str | None = None, arch: str | None 
         raise JobError(f"{path}: no such file or directory (a system image: a file the lab built, a directory "
                        "with a manifest.json, or a recipe of farm's bare-metal programs)")
     return _lab_image(path, name=name, arch=arch, load_addr=load_addr, cache=cache or default_cache())
+
+
+def content_keyed(image: Image) -> Image:
+    """``image`` with a ``key`` in its manifest: a lab's directory manifest need not write one (farm's keys
+    are farm's), so it gets the address of what it holds (run.json's ``image_key``, the archive's)."""
+    if "key" in image.manifest:
+        return image
+    content = {k: image.manifest.get(k) for k in ("name", "arch", "boot", "load_addr", "artifacts")}
+    key = hashlib.sha256(json.dumps({"builder": BUILDER_VERSION, **content}, sort_keys=True).encode()).hexdigest()
+    return attrs.evolve(image, manifest={**image.manifest, "key": key})
 
 
 def _lab_image(path: Path, *, name: str | None, arch: str | None, load_addr: int | None, cache: Path) -> Image:

@@ -127,6 +127,10 @@ def given_images(paths: list[Path], arches: set[str], kinds: set[str] | None = N
             image = attrs.evolve(verify_artifacts(image), cached=True)
         except JobError as exc:
             raise JobError(f"--image {exc}") from None
+        if image.kind == SYSTEM:
+            from ..images.system import content_keyed
+
+            image = content_keyed(image)  # a lab's directory whose manifest wrote no key
         key = (image.arch, image.kind)
         if key in given:
             what = f"{image.arch} image" if image.kind == LINUX else f"{image.arch} {image.kind} image"

@@ -270,8 +270,12 @@ def test_a_system_directory_is_checked_against_its_manifest_as_image_dir_is(tmp_
     from farm.images.request import ImageRequest
 
     lab = _lab_dir(tmp_path / "client-vm")
-    assert system_image(lab).boots == {"go": "loader.img"}
-    assert set(given_images([lab], {"arm64"}, {SYSTEM})) == {("arm64", SYSTEM)}
+    image = system_image(lab)
+    assert image.boots == {"go": "loader.img"}
+    # no key written: the content's (run.json's image_key, the archive's), the same for the same content
+    assert len(image.manifest["key"]) == 64 and system_image(lab).manifest["key"] == image.manifest["key"]
+    assert system_image(_lab_dir(tmp_path / "other", b"\x02" * 64)).manifest["key"] != image.manifest["key"]
+    assert given_images([lab], {"arm64"}, {SYSTEM})["arm64", SYSTEM].manifest["key"] == image.manifest["key"]
     (lab / "loader.img").write_bytes(b"\x01" * 64)  # rebuilt after its manifest was written: a stale manifest
     stale = f"{lab}: loader.img does not match the sha256 in manifest.json"
     with pytest.raises(JobError) as info:
