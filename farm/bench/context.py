@@ -24,6 +24,8 @@ class BenchContext:
     booted: object  # farm.boot.session.BootedTarget
     facts: "TargetFacts"
     say: Callable[[str], None] = lambda text: None  # live progress, e.g. one line per sweep point
+    #: (name, entry): a program the benchmark built and runs outside the image, for run.json's ``programs``
+    program_built: Callable[[str, dict], None] = lambda name, entry: None
 
     def run(self, command: str, *, timeout: float = 60, tool: str = "target") -> list[str]:
         """Run on the target's shell; a non-zero exit is a :class:`BenchmarkError` with the output."""

@@ -76,6 +76,11 @@ class RunSpec:
         """An image is built or given (``--image``): its directory and manifest."""
 
     @hookspec
+    def program_built(self, name: str, entry: dict[str, Any]) -> None:
+        """A benchmark built a program on the lab host and ran it on the target, outside any image (the
+        exitcost guest's ELF): its sha256, size and what it was built from (run.json's ``programs``)."""
+
+    @hookspec
     def place_taken(self, place: dict[str, Any]) -> None:
         """With ``--farm``: the place the boots run on."""
 

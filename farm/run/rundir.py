@@ -96,6 +96,8 @@ class RunInfo:
     current_stage: str | None = None
     stopped_at: str | None = None
     images: dict[str, dict[str, Any]] = attrs.field(factory=dict)  # image name -> dir + manifest
+    #: program name -> sha256, size, sources: what a benchmark built and ran outside an image (exitcost's ELF)
+    programs: dict[str, dict[str, Any]] = attrs.field(factory=dict)
     targets: dict[str, dict[str, Any]] = attrs.field(factory=dict)  # name -> {env, arch, boots: [...]}
     place: dict[str, Any] | None = None  # with --farm: the place, its coordinator, owner, tags, health
     stages: list[Stage] = attrs.field(factory=list)
@@ -124,7 +126,7 @@ class RunInfo:
         known = {f.name for f in attrs.fields(cls)}
         values = {k: v for k, v in data.items() if k in known}
         values["stages"] = [Stage.from_dict(s, f"{path}: stages[{i}]") for i, s in enumerate(stages)]
-        for name, kind in (("targets", dict), ("images", dict), ("setups", dict), ("envs", list),
+        for name, kind in (("targets", dict), ("images", dict), ("programs", dict), ("setups", dict), ("envs", list),
                            ("failures", list), ("resumed", list), ("experiment", dict), ("phases", dict)):
             if not isinstance(values.get(name, kind()), kind):
                 raise JobError(f"{path}: {name}: expected a {'mapping' if kind is dict else 'list'}")
@@ -210,6 +212,11 @@ class RunDir:
     @hookimpl(tryfirst=True)
     def image_built(self, name: str, entry: dict[str, Any]) -> None:
         self.info.images[name] = entry
+        self.save()
+
+    @hookimpl(tryfirst=True)
+    def program_built(self, name: str, entry: dict[str, Any]) -> None:
+        self.info.programs[name] = entry
         self.save()
 
     @hookimpl(tryfirst=True)

@@ -222,7 +222,8 @@ class Runner:
             with flow.boot(request) as booted:
                 facts = booted.read_facts()
                 frequency, source = cpu_frequency(facts, self.pipeline, env, setup)
-                ctx = BenchContext(booted, facts, lambda text: self.hooks.say(text=text))
+                ctx = BenchContext(booted, facts, lambda text: self.hooks.say(text=text),
+                                   lambda name, entry: self.hooks.program_built(name=name, entry=entry))
                 settled = self.settle(ctx, label)
                 self.hooks.boot_recorded(target=env.target_name, env=str(env.path), arch=env.arch, boot={
                     "label": label, "setup": setup.name, "repeat": plan.repeat, "image": image.name,
