@@ -7,8 +7,6 @@ import ast
 import subprocess
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[2]
 FORBIDDEN = "farm.guest"
 
@@ -42,7 +40,6 @@ def test_the_runner_names_no_guest_uboot_or_ipxe():
     assert found.returncode == 1 and found.stdout == "", f"farm/run names a flow:\n{found.stdout}{found.stderr}"
 
 
-@pytest.mark.xfail(strict=True, reason="farm/boot/dpdk.py still imports farm.guest.flow inside a function")
 def test_no_boot_module_imports_the_guest_layer():
     modules = sorted((ROOT / "farm" / "boot").rglob("*.py"))
     assert modules, "farm/boot has no modules: the check would pass on nothing"
