@@ -30,7 +30,7 @@ import attrs
 from ..errors import TestFailure
 from ..flows.dpdk import PCI_ADDRESS, DpdkSettings
 from ..images.request import ImageRequest
-from .flow import BootRequest, FlowSetup, NetbootFlow
+from .flow import BootRequest, NetbootFlow
 from .session import BootedTarget, Responder
 
 KIND = "netboot+dpdk"
@@ -414,11 +414,13 @@ class DpdkEcho:
 
 @attrs.frozen
 class DpdkFlow:
-    """The netboot flow with the DPDK echo on the booted Linux (module docstring), or the guest flow with
-    it in the guest (``settings.guest``: the host boots, the guest starts on its console, the echo there)."""
+    """A flow that hands over a shell (``host``), with the DPDK echo started on that shell: the netboot
+    flow's booted Linux (module docstring), or a guest on it (``settings.guest``: the host boots, the guest
+    starts on its console, the echo there). farm.flows.dpdk chooses the host; this module imports no guest
+    code (farm.guest builds on farm.boot)."""
 
     settings: DpdkSettings
-    host: object = NetbootFlow()  # NetbootFlow, or farm.guest.flow.GuestFlow
+    host: object = NetbootFlow()  # a boot flow whose target has a shell (farm.flows.dpdk.dpdk_flow)
     kind: str = KIND
 
     def images(self, image: ImageRequest) -> ImageRequest:
@@ -467,20 +469,3 @@ def start_echo(echo: DpdkEcho, recorded: dict, kind: str = KIND) -> dict:
     return {"topology": topology, "reach_address": reach,
             "responder": Responder(settings.responder, settings.forwarding_lcores, echo.check, CPU_NOTE),
             "recorded": {**recorded, "dpdk_version": probe.version, "dpdk_seconds": round(time.monotonic() - t0, 3)}}
-
-
-GUEST_KIND = "netboot+guest+dpdk"
-#: the guest's NIC when DPDK takes it (DPDK has no virtio-mmio PMD, farm's guests' default on arm64)
-GUEST_NIC = "virtio-net-pci,disable-legacy=on,romfile="
-
-
-def dpdk_flow(settings: DpdkSettings, setup: FlowSetup) -> DpdkFlow:
-    """The flow of a setup with ``dpdk:`` (farm.flows): the netboot flow, a twin's NIC as DPDK needs it; with
-    ``guest:``, the guest flow on the netbooted host, the guest's NIC a virtio-net-pci."""
-    if settings.guest is not None:
-        from ..guest.flow import GuestFlow
-
-        spec = attrs.evolve(settings.guest, nic=GUEST_NIC)
-        return DpdkFlow(settings, GuestFlow(spec, setup.ports, host=NetbootFlow(pin_khz=setup.cpu_frequency_khz,
-                                                                               cpus=setup.cpus)), kind=GUEST_KIND)
-    return DpdkFlow(settings, NetbootFlow(pin_khz=setup.cpu_frequency_khz, cpus=setup.cpus, twin_nic=TWIN_NIC))

@@ -58,6 +58,9 @@ class FlowType:
     #: the kind of image it boots (farm.images.image: ``linux``, kernel + initrd, or ``system``): the
     #: run's ``--image`` of that kind is its
     image_kind: str = "linux"
+    #: the load address a raw binary given as the run's ``--image FILE`` takes on a setup of this flow
+    #: (its settings -> an address; None: the setup boots no such image, or names none)
+    given_load_addr: Callable[[Any], int | None] = attrs.field(default=lambda settings: None)
 
 
 @attrs.frozen
@@ -73,6 +76,10 @@ class SetupFlow:
 
     def make(self, setup: "FlowSetup") -> "BootFlow":
         return self.type.make(self.settings, setup)
+
+    def given_load_addr(self) -> int | None:
+        """Where a raw ``--image FILE`` loads on this setup (:attr:`FlowType.given_load_addr`)."""
+        return self.type.given_load_addr(self.settings)
 
     def describe(self) -> dict[str, Any]:
         """run.json's view: the flow's name, and every flow's settings field (None for the others')."""

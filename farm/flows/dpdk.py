@@ -29,12 +29,16 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from ..config import Node, field, reject_unknown
 from . import FlowType
+
+if TYPE_CHECKING:  # the flows themselves (labgrid) load when a run makes one, not when a file is read
+    from ..boot.dpdk import DpdkFlow
+    from ..boot.flow import FlowSetup
 
 NAME = "dpdk"
 #: the echo apps: name -> the records' ``responder`` param (what answers the sweep)
@@ -174,10 +178,25 @@ def read_settings(setup: Node, key: str, base: Path) -> DpdkSettings:
                         ready_timeout=float(timeout), guest=guest)
 
 
-def _make(settings: DpdkSettings, setup: Any) -> Any:
-    from ..boot.dpdk import dpdk_flow
+GUEST_KIND = "netboot+guest+dpdk"
+#: the guest's NIC when DPDK takes it (DPDK has no virtio-mmio PMD, farm's guests' default on arm64)
+GUEST_NIC = "virtio-net-pci,disable-legacy=on,romfile="
 
-    return dpdk_flow(settings, setup)
+
+def dpdk_flow(settings: DpdkSettings, setup: "FlowSetup") -> "DpdkFlow":
+    """The flow of a setup with ``dpdk:``: the netboot flow, a twin's NIC as DPDK needs it; with
+    ``guest:``, the guest flow on the netbooted host, the guest's NIC a virtio-net-pci. Composed here, where
+    both layers may be imported: farm.guest builds on farm.boot, so farm.boot.dpdk never imports it."""
+    from ..boot.dpdk import TWIN_NIC, DpdkFlow
+    from ..boot.flow import NetbootFlow
+
+    if settings.guest is not None:
+        from ..guest.flow import GuestFlow
+
+        spec = attrs.evolve(settings.guest, nic=GUEST_NIC)
+        host = NetbootFlow(pin_khz=setup.cpu_frequency_khz, cpus=setup.cpus)
+        return DpdkFlow(settings, GuestFlow(spec, setup.ports, host=host), kind=GUEST_KIND)
+    return DpdkFlow(settings, NetbootFlow(pin_khz=setup.cpu_frequency_khz, cpus=setup.cpus, twin_nic=TWIN_NIC))
 
 
-DPDK_FLOW = FlowType(NAME, _make, key=NAME, read=read_settings, describe=DpdkSettings.describe)
+DPDK_FLOW = FlowType(NAME, dpdk_flow, key=NAME, read=read_settings, describe=DpdkSettings.describe)

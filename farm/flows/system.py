@@ -161,5 +161,10 @@ def _make(settings: SystemSettings, setup: Any) -> Any:
     return SystemFlow(settings, setup)
 
 
+def given_load_addr(settings: SystemSettings) -> int | None:
+    """A setup without ``path`` boots the run's ``--image``: a raw binary of it loads at ``load_addr``."""
+    return settings.load_addr if settings.path is None else None
+
+
 SYSTEM_FLOW = FlowType(NAME, _make, key=NAME, read=read_settings, describe=SystemSettings.describe,
-                       shell=False, image_kind=SYSTEM)
+                       shell=False, image_kind=SYSTEM, given_load_addr=given_load_addr)

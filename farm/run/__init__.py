@@ -87,18 +87,15 @@ def farm_env(pipeline: Pipeline, request: FarmRequest) -> Path:
     return path
 
 
-def system_load_addr(pipeline: Pipeline) -> int | None:
-    """The load address of a raw system image given by ``--image FILE``: the ``system.load_addr`` of the
-    pipeline's setups that boot the run's image (none of them, or setups that differ: a JobError)."""
-    from ..images.image import SYSTEM
-
-    found = {s.flow.settings.load_addr for s in pipeline.setups
-             if s.flow.type.image_kind == SYSTEM and getattr(s.flow.settings, "path", None) is None}
-    found.discard(None)
-    if len(found) > 1:
-        raise JobError(f"{pipeline.source}: setups boot the run's --image at different system.load_addr "
-                       f"({', '.join(sorted(f'{a:#x}' for a in found))}): one image has one load address")
-    return next(iter(found), None)
+def given_load_addr(pipeline: Pipeline) -> int | None:
+    """The load address of a raw image given by ``--image FILE``: the one the pipeline's setups' flows
+    give it (farm.flows.FlowType.given_load_addr; none of them, or setups that differ: a JobError)."""
+    found = {s.name: a for s in pipeline.setups if (a := s.flow.given_load_addr()) is not None}
+    if len(set(found.values())) > 1:
+        named = ", ".join(f"{name}: {a:#x}" for name, a in found.items())
+        raise JobError(f"{pipeline.source}: setups boot the run's --image at different load addresses ({named}): "
+                       "one image has one load address")
+    return next(iter(found.values()), None)
 
 
 def given_images(paths: list[Path], arches: set[str], kinds: set[str] | None = None, *,
@@ -109,7 +106,7 @@ def given_images(paths: list[Path], arches: set[str], kinds: set[str] | None = N
     A path is an image directory (``farm build``'s, or a system image's with its manifest.json) or a
     system image's file (a lab's ``loader.img``, farm.images.system), for setups of the flow system;
     ``kinds``: the kinds of image the pipeline's setups boot (a given image of another kind is refused);
-    ``load_addr``: a raw binary's load address (the setups' ``system.load_addr``)."""
+    ``load_addr``: a raw binary's load address (the setups' flows', :func:`given_load_addr`)."""
     from ..images.image import LINUX, SYSTEM
 
     given: dict[tuple[str, str], Image] = {}
@@ -281,7 +278,7 @@ def run_pipeline(pipeline_path: str | Path, *, out: Path | None = None, env_over
         envs = envs[:1] if env_override else (farm_env(pipeline, farm),)
     env_files = [EnvFile.load(e) for e in envs]  # bad env files fail now, before anything is built
     given = given_images(image_dirs or [], {e.arch for e in env_files},  # --image: built already, verified now
-                         {s.flow.type.image_kind for s in pipeline.setups}, load_addr=system_load_addr(pipeline))
+                         {s.flow.type.image_kind for s in pipeline.setups}, load_addr=given_load_addr(pipeline))
     progress = progress or Progress()
     if resume is not None:
         seed = recorded_seed(resume) if pipeline.experiment.order == "shuffled" else None

@@ -25,7 +25,9 @@ in the group ``farm`` (:data:`ENTRY_POINT_GROUP`) of any installed distribution:
     [project.entry-points.farm]
     archive = "mylab.farm_archive"        # a module (or an object) with @hookimpl functions
 
-so a lab adds a listener (an archive, a chat notice, a live dashboard feed) without touching farm.
+so a lab adds a listener (an archive, a chat notice) without touching farm. The dashboard is no listener:
+``farm serve`` reads the results store live and ``farm dashboard`` reads it when it writes its pages, so a
+run reaches both through the store's listener.
 """
 
 from __future__ import annotations
@@ -113,8 +115,9 @@ class RunSpec:
     def run_published(self, run_dir: "Path", qualification: dict[str, Any] | None) -> None:
         """A result directory is complete: a run (published), an import, a pytest session, or
         ``farm qualify``'s candidate (``qualification``: its out directory, baseline, verdict). Every
-        way results come in ends here, so the results store (farm.store.hook), an archive or a live
-        dashboard feed listens to this one hook. A listener must not fail the run: it warns instead."""
+        way results come in ends here, so the results store (farm.store.hook), the image archive
+        (farm.archive.hook) and a lab's listeners listen to this one hook. The dashboard does not:
+        ``farm serve`` reads the store live. A listener must not fail the run: it warns instead."""
 
     @hookspec
     def results_moved(self, old: "Path", new: "Path") -> None:

@@ -34,11 +34,12 @@ MAX_SEED = 2**32 - 1
 
 @attrs.frozen
 class SettleRule:
-    """A boot has settled when every CPU the benchmarks are measured on (the target's; a guest's
-    and its board's) was busy less than ``cpu_below`` percent over each ``interval`` for ``seconds``
-    in a row; it waits at most ``within`` seconds, then measures anyway and flags the boot's
-    records ``flag=unsettled``. Right after boot a twin is still busy (the first sweep points of a
-    boot measured 166-344 ms light-load RTTs, two cores at 97-100 %)."""
+    """A boot has settled when every CPU the benchmarks are measured on (the target's; for a
+    target nested on another machine, that machine's too) was busy less than ``cpu_below``
+    percent over each ``interval`` for ``seconds`` in a row; it waits at most ``within``
+    seconds, then measures anyway and flags the boot's records ``flag=unsettled``. Right after
+    boot a twin is still busy (the first sweep points of a boot measured 166-344 ms light-load
+    RTTs, two cores at 97-100 %)."""
 
     cpu_below: float = 25.0
     seconds: float = 2.0

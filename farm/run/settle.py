@@ -5,11 +5,12 @@
 
 Window after window of ``interval`` seconds, the CPU times of every CPU the benchmarks are measured on
 are read at its start and end (the target's ``/proc/stat``, both reads and the sleep in one command of
-shell builtins: no process of farm's runs in the window; a guest's vCPUs and, through its host
-channel, its board's cores); a window's figure is its busiest core's utilisation. The boot
-has settled after ``seconds`` of windows in a row all below ``cpu_below``; after ``within`` seconds it is
-measured anyway and its records are flagged ``unsettled`` (farm.results.sanity). A target whose CPU
-cannot be read (a system image without a shell) is not waited for; the record says why.
+shell builtins: no process of farm's runs in the window; a nested target's own CPUs and, through
+the channel to the machine it runs on, that machine's cores); a window's figure is its busiest core's
+utilisation. The boot has settled after ``seconds`` of windows in a row all below ``cpu_below``; after
+``within`` seconds it is measured anyway and its records are flagged ``unsettled``
+(farm.results.sanity). A target whose CPU cannot be read (a system image without a shell) is not
+waited for; the record says why.
 """
 
 from __future__ import annotations

@@ -28,7 +28,9 @@ from farm.flows import unregister as unregister_flow
 from farm.images.image import load_image
 from farm.images.request import ImageRequest
 from farm.measure import HIGHER_IS_BETTER, LOWER_IS_BETTER, Measurement
+from farm.measure.params import parse_params
 from farm.results.csvout import read_records
+from farm.results.identity import MetricKey
 from farm.run import run_pipeline
 
 # --- the benchmark: its parser (farm/measure would hold it), params, run and registration ---------------
@@ -59,7 +61,9 @@ class FrobParams(Params):
 
 def run_frob(ctx, params: FrobParams) -> list[Measurement]:
     lines = ctx.run(f"for i in $(seq {params.rounds}); do echo frob {params.flavour}$i 1000$i 3; done")
-    return parse_frob("\n".join(lines))
+    # its records say what was measured and how long, as farm's benchmarks' do; the key keeps only the first
+    return [attrs.evolve(m, params={**m.params, "flavour": params.flavour, "rounds": params.rounds})
+            for m in parse_frob("\n".join(lines))]
 
 
 # --- the flow: a fake bootloader, a local process that takes `boot` at its prompt and execs a shell -----
@@ -167,8 +171,12 @@ def test_a_toy_benchmark_and_a_toy_flow_run_through_the_real_runner(newcomer, tm
     run = run_pipeline(pipeline, out=tmp_path / "run")
     assert run.status == EXIT_OK, run.info.stages
     records = read_records(run.results_csv)
-    assert sorted((r.metric, r.params, r.value) for r in records if r.metric == "throughput") == [
-        ("throughput", f"name=spicy{i}", 1000.0 * 10 + i) for i in (1, 2, 3)]
+    throughput = sorted((r for r in records if r.metric == "throughput"), key=lambda r: r.value)
+    assert [(parse_params(r.params), r.value) for r in throughput] == [
+        ({"flavour": "spicy", "name": f"spicy{i}", "rounds": "3"}, 1000.0 * 10 + i) for i in (1, 2, 3)]
+    # the typed params decide the record key: flavour (identity) is in it, rounds (run length) is not
+    assert [parse_params(MetricKey.of(r).params) for r in throughput] == [
+        {"flavour": "spicy", "name": f"spicy{i}"} for i in (1, 2, 3)]
     assert {(r.suite, r.benchmark, r.target, r.setup, r.image) for r in records} == {
         ("toy", TOY, "toy-board", "fake", "toy-system")}
     info = json.loads((run.path / "run.json").read_text())

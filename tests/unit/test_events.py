@@ -4,6 +4,7 @@ the veto apart from notifications, listeners by entry point, and the results sto
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -13,7 +14,7 @@ import sqlalchemy as sa
 
 from farm.errors import EXIT_INFRA_ERROR
 from farm.run import run_pipeline
-from farm.run.events import ENTRY_POINT_GROUP, Hooks, hookimpl
+from farm.run.events import ENTRY_POINT_GROUP, FARM_LISTENERS, Hooks, RunSpec, hookimpl
 from tests.unit.test_runner import FakeFlow, cases, constant, pipeline, registry  # noqa: F401  (fixture)
 
 
@@ -153,3 +154,12 @@ def test_published_reaches_farms_listeners(tmp_path, monkeypatch):
         "pytest-1,2026-12-01T00:00:00.000+00:00,twin,arm64,default,,pytest,t,,0,latency,12.5,us\n")
     published(Path(out))
     assert stored_runs(str(store)) == {"pytest-1": 1}
+
+
+def test_run_published_names_farms_listeners_and_no_other():
+    """Its doc names the listeners farm registers (the store, the archive), each of which exists, and
+    none that does not (the dashboard reads the store, ``farm serve`` live: it has no listener)."""
+    doc = " ".join(RunSpec.run_published.__doc__.split())
+    named = set(re.findall(r"farm\.\w+\.hook", doc))
+    assert named == {spec.split(":")[0] for spec in FARM_LISTENERS}
+    assert "feed" not in doc and "The dashboard does not" in doc

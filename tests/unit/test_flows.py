@@ -4,12 +4,13 @@ they run on)."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
 
 from farm.errors import JobError
-from farm.flows import flow_types
+from farm.flows import ENTRY_POINT_GROUP, flow_types
 from farm.guest.flow import GuestFlow
 from farm.images.request import ImageRequest
 from farm.run.model import load_pipeline
@@ -67,3 +68,57 @@ def _setup(khz=None, ports=()):
     from farm.boot.flow import FlowSetup
 
     return FlowSetup(cpu_frequency_khz=khz, ports=ports)
+
+
+LAB_FLOW = """
+import attrs
+from farm.flows import FlowType
+
+
+@attrs.frozen
+class BootElfFlow:
+    entry: int
+    setup: object
+
+
+def read(setup, key, base):
+    node = setup[key]
+    if not isinstance(node.get("entry"), int):
+        raise setup.error(key, "bootelf needs the ELF's entry address (entry: 0x40000000)")
+    return node["entry"]
+
+
+BOOTELF = FlowType("bootelf", lambda entry, setup: BootElfFlow(entry, setup), key="bootelf", read=read,
+                   describe=lambda entry: {"entry": hex(entry)})
+"""
+
+
+@pytest.fixture
+def lab_flow(tmp_path, monkeypatch):
+    """A lab's flow as an installed distribution declares it: an entry point in the group ``farm.flows``
+    (a dist-info on sys.path, as pip would install it), pointing at a FlowType in a module of the lab's."""
+    site = tmp_path / "site"
+    dist = site / "mylab_flows-1.0.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: mylab-flows\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text(f"[{ENTRY_POINT_GROUP}]\nbootelf = mylab_bootelf:BOOTELF\n")
+    (site / "mylab_bootelf.py").write_text(LAB_FLOW)
+    monkeypatch.syspath_prepend(str(site))
+    yield
+    sys.modules.pop("mylab_bootelf", None)
+
+
+def test_a_lab_adds_a_flow_by_entry_point(lab_flow, tmp_path):
+    import mylab_bootelf
+
+    assert flow_types()["bootelf"] is mylab_bootelf.BOOTELF
+    p = load_pipeline(pipeline(tmp_path, "  - {name: elf, bootelf: {entry: 0x40000000}}\n"
+                                         "  - {name: bare}\n"))
+    elf, bare = p.setups
+    assert (elf.flow.name, elf.flow.settings, bare.flow.name) == ("bootelf", 0x40000000, "netboot")
+    assert elf.describe()["bootelf"] == {"entry": "0x40000000"} and bare.describe()["bootelf"] is None
+    made = elf.flow.make(_setup())
+    assert isinstance(made, mylab_bootelf.BootElfFlow) and made.entry == 0x40000000
+    # the lab's reader checks its settings when the file is read, as farm's flows' readers do
+    with pytest.raises(JobError, match=r"setups\[0\]\.bootelf: bootelf needs the ELF's entry address"):
+        load_pipeline(pipeline(tmp_path, "  - {name: elf, bootelf: {}}\n"))

@@ -10,17 +10,19 @@ import struct
 import zlib
 from pathlib import Path
 
+import attrs
 import pytest
 
 from farm.bench.console import STANDIN_STATS, parse_standin
 from farm.boot.system import choose_boot, find_address, fit_ramdisk_and_fdt
 from farm.boot.uboot import SystemBoot, system_boot_line, system_commands
 from farm.errors import JobError, ParseError
+from farm.flows import FlowType, SetupFlow
 from farm.images.image import SYSTEM, load_image, manifest_problem
 from farm.images.system import (ELF, RAW, UIMAGE, describe, file_format, make_uimage, system_image,
                                 uimage_header)
 from farm.measure.console import parse_stats, stats_pattern
-from farm.run import given_images, system_load_addr
+from farm.run import given_images, given_load_addr
 from farm.run.model import load_pipeline
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -244,8 +246,8 @@ def test_image_a_file_is_a_system_image_of_the_setups_load_address(standin, tmp_
     raw = tmp_path / "loader.img"
     raw.write_bytes((standin.path / "farm-standin.bin").read_bytes())
     p = load_pipeline(_pipeline(tmp_path, "{ready: r, load_addr: 0x40200000}"))
-    assert system_load_addr(p) == 0x40200000
-    given = given_images([raw], {"arm64"}, {SYSTEM}, load_addr=system_load_addr(p))
+    assert given_load_addr(p) == 0x40200000
+    given = given_images([raw], {"arm64"}, {SYSTEM}, load_addr=given_load_addr(p))
     assert set(given) == {("arm64", SYSTEM)} and given["arm64", SYSTEM].boots["go"] == "loader.img"
     with pytest.raises(JobError, match=r"--image .*loader.img: a raw binary: give its load address"):
         given_images([raw], {"arm64"}, {SYSTEM})
@@ -291,6 +293,22 @@ def test_a_system_directory_is_checked_against_its_manifest_as_image_dir_is(tmp_
     (lab / "loader.img").unlink()
     with pytest.raises(JobError, match="loader.img.*missing"):
         system_image(lab)
+
+
+def test_the_load_address_of_a_given_image_is_the_flows_word_not_the_runners(tmp_path):
+    p = load_pipeline(_pipeline(tmp_path, "{ready: r, load_addr: 0x40200000}"))
+    (sel4,) = p.setups
+    other = attrs.evolve(sel4, name="sel4-high", flow=SetupFlow(sel4.flow.type, attrs.evolve(
+        sel4.flow.settings, load_addr=0x50000000)))
+    with pytest.raises(JobError, match=r"different load addresses \(sel4: 0x40200000, sel4-high: 0x50000000\)"):
+        given_load_addr(attrs.evolve(p, setups=(sel4, other)))
+    # a setup of its own path boots no --image: its load_addr is not the given image's
+    own = attrs.evolve(other, flow=SetupFlow(sel4.flow.type, attrs.evolve(other.flow.settings, path=tmp_path)))
+    assert given_load_addr(attrs.evolve(p, setups=(sel4, own))) == 0x40200000
+    # a flow that does not say (no FlowType.given_load_addr) gives none, whatever its settings hold
+    mute = FlowType("mute-system", lambda settings, setup: None, key="mute", shell=False, image_kind=SYSTEM)
+    silent = attrs.evolve(sel4, flow=SetupFlow(mute, sel4.flow.settings))
+    assert given_load_addr(attrs.evolve(p, setups=(silent,))) is None
 
 
 # --- the shell-less stand-in with networking: a FIT, an /init without a shell, the served sweep -------
