@@ -80,7 +80,7 @@ class RunSpec:
     @hookspec
     def program_built(self, name: str, entry: dict[str, Any]) -> None:
         """A benchmark built a program on the lab host and ran it on the target, outside any image (the
-        exitcost guest's ELF): its sha256, size and what it was built from (run.json's ``programs``)."""
+        exit-cost benchmark's ELF): its sha256, size and what it was built from (run.json's ``programs``)."""
 
     @hookspec
     def place_taken(self, place: dict[str, Any]) -> None:
