@@ -288,6 +288,13 @@ def _check_pages(browser, base: str, tmp_path: Path, prefix: str, live: bool) ->
     ticks = [t.text for t in charts[0].find_elements(By.TAG_NAME, "text") if "bit/s" in t.text]
     assert "100 Mbit/s" in ticks and not any("." in t for t in ticks), ticks  # round values in human units
     assert len(page.find_elements(By.CSS_SELECTOR, "table.sweep")) == 2  # a row per load, per setup
+    # its screenshot shows the whole page: the sweep summary is below the charts, past the first screen
+    size = browser.get_window_size()
+    browser.set_window_size(size["width"], browser.execute_script("return document.body.scrollHeight") + 120)
+    try:
+        _shot(browser, tmp_path, f"{prefix}run-sweep")
+    finally:
+        browser.set_window_size(size["width"], size["height"])
 
 
 def test_the_static_site_in_a_browser(store, browser, tmp_path):

@@ -297,3 +297,105 @@ def test_a_run_page_draws_its_sweep_inline(tmp_path):
     # ... in units too (not requested=10000000)
     assert status_all == 200 and every.count("<tr><td>maaxboard-twin</td>") == 19
     assert "packet_size=1472 B; requested=10 Mbit/s</td>" in every and "requested=10000000" not in every
+
+
+def _many_runs(tmp_path, n: int):
+    """``n`` runs a minute apart, ``r000`` the oldest; every 50th failed, the rest passed."""
+    runs = []
+    for i in range(n):
+        hour, minute = 10 + i // 60, i % 60
+        runs.append(make_run(tmp_path / f"r{i:03d}", f"20261201-{hour:02d}{minute:02d}00-r{i:03d}",
+                             started=f"2026-12-01T{hour:02d}:{minute:02d}:00.000+00:00",
+                             status="failed" if i % 50 == 0 else "passed"))
+    eng = open_store({"FARM_DB": str(tmp_path / "results.db")})
+    ingest(eng, runs)
+    return eng
+
+
+def _pager_links(html: str) -> tuple[str, list[tuple[str, str]]]:
+    """A run list's pager: its 'page N of M' and its links (href, text)."""
+    nav = re.search(r'<nav class="pages">(page \d+ of \d+):(.*?)</nav>', html)
+    assert nav, html
+    return nav.group(1), re.findall(r'<a href="([^"]+)"[^>]*>([^<]+)</a>', nav.group(2))
+
+
+def test_the_run_list_is_paginated_100_runs_a_page(tmp_path):
+    """110 runs (107 passed): two pages of the whole list and of the passed ones, static and live; a page
+    past the last is 404."""
+    import os
+    import subprocess
+    import sys
+    import urllib.error
+    import urllib.request
+
+    from tests.conftest import ROOT
+
+    eng = _many_runs(tmp_path, 110)
+    newest_first = [f"20261201-{10 + i // 60:02d}{i % 60:02d}00-r{i:03d}" for i in reversed(range(110))]
+    passed = [r for r in newest_first if int(r[-3:]) % 50]
+    with eng.connect() as c:
+        paths = site.site_paths(c)
+        assert {"index.html", "runs-2.html", "runs/status/passed/1.html", "runs/status/passed/2.html",
+                "runs/status/failed/1.html"} <= set(paths)
+        assert "runs-3.html" not in paths and "runs/status/failed/2.html" not in paths
+
+        # the static site: index.html, runs-2.html; a filter value's pages runs/<filter>/<value>/N.html
+        status, html = site.render(c, "index.html")
+        assert status == 200 and _runs_listed(html) == newest_first[:100]
+        assert _pager_links(html) == ("page 1 of 2", [("runs-2.html", "2"), ("runs-2.html", "older ›")])
+        status, html = site.render(c, "runs-2.html")
+        assert status == 200 and _runs_listed(html) == newest_first[100:]
+        assert _pager_links(html) == ("page 2 of 2", [("index.html", "‹ newer"), ("index.html", "1")])
+        status, html = site.render(c, "runs/status/passed/2.html")
+        assert status == 200 and _runs_listed(html) == passed[100:] and len(passed) == 107
+        assert _pager_links(html) == ("page 2 of 2", [("../../../runs/status/passed/1.html", "‹ newer"),
+                                                      ("../../../runs/status/passed/1.html", "1")])
+        for path in ("runs-3.html", "runs-0.html", "runs/status/passed/3.html", "runs/status/failed/2.html"):
+            assert site.render(c, path)[0] == 404, path
+
+        # live: index.html?page=N, the filters kept in the pager's links
+        live = lambda **q: site.render(c, "index.html", {k: [v] for k, v in q.items()}, live=True)  # noqa: E731
+        status, html = live()
+        assert status == 200 and _pager_links(html)[1][0] == ("index.html?page=2", "2")
+        status, html = live(page="2")
+        assert status == 200 and _runs_listed(html) == newest_first[100:]
+        status, html = live(status="passed", page="2")
+        assert status == 200 and _runs_listed(html) == passed[100:]
+        assert _pager_links(html) == ("page 2 of 2", [("index.html?status=passed", "‹ newer"),
+                                                      ("index.html?status=passed", "1")])
+        assert _pager_links(live(status="passed")[1])[1][0] == ("index.html?status=passed&amp;page=2", "2")
+        for page in ("3", "0", "-1", "two"):
+            assert live(page=page)[0] == 404, page
+        assert live(status="failed", page="2")[0] == 404  # 3 failed runs: one page
+
+    # farm serve answers the same: page 2, and 404 past the last
+    proc = subprocess.Popen([sys.executable, "-m", "farm.cli", "serve", "--port", "0"], cwd=ROOT,
+                            env={**os.environ, "FARM_DB": str(tmp_path / "results.db")}, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        port = re.search(r":(\d+)/", proc.stderr.readline()).group(1)
+        base = f"http://127.0.0.1:{port}/"
+        with urllib.request.urlopen(base + "index.html?page=2") as resp:
+            assert _runs_listed(resp.read().decode()) == newest_first[100:]
+        with urllib.request.urlopen(base + "runs-2.html") as resp:
+            assert _runs_listed(resp.read().decode()) == newest_first[100:]
+        with pytest.raises(urllib.error.HTTPError) as err:
+            urllib.request.urlopen(base + "index.html?page=3")
+        assert err.value.code == 404
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_the_pager_links_the_first_last_and_nearby_pages():
+    from farm.dashboard.pages import _pager
+
+    def shown(page: int, pages: int) -> str:
+        return re.sub(r"<[^>]+>", "", _pager(page, pages, str)).split(": ", 1)[1]
+
+    assert _pager(1, 1, str) == ""  # one page: no pager
+    assert shown(1, 2) == "1 2 older ›"
+    assert shown(10, 20) == "‹ newer 1 … 7 8 9 10 11 12 13 … 20 older ›"
+    assert shown(20, 20) == "‹ newer 1 … 17 18 19 20"
+    assert shown(2, 9) == "‹ newer 1 2 3 4 5 … 9 older ›"
+    assert '<b>10</b>' in _pager(10, 20, str) and 'href="9" rel="prev"' in _pager(10, 20, str)
