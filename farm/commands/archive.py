@@ -9,7 +9,7 @@ from pathlib import Path
 
 from . import add_coordinator
 from ..errors import EXIT_INFRA_ERROR, EXIT_OK, JobError
-from ..values import number_arg, out_dir_arg
+from ..values import min_boots_arg, number_arg, out_dir_arg
 
 VERBS = ("gc", "list", "verify", "serve")
 
@@ -170,7 +170,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
                            coordinator=args.coordinator)
     done = reproduce(args.run, envs=[Path(e) for e in args.env] if args.env else None, farm=farm,
                      out=Path(args.out) if args.out else None, threshold=parse_threshold(args.threshold),
-                     pipeline=Path(args.pipeline) if args.pipeline else None, force=args.force)
+                     min_boots=args.min_boots, pipeline=Path(args.pipeline) if args.pipeline else None, force=args.force)
     rep = done.reproduction
     if rep is not None:
         for figure in rep.figures:
@@ -214,13 +214,14 @@ def register(sub) -> None:
                        "checked: a missing or corrupt one is an error naming it, before anything boots), run its "
                        "pipeline file as run again with the same setups, parameters and extra kernel arguments "
                        "on the same board type (its env files, --env, or a place of the farm with --farm), "
-                       "nothing built, then judge each of its figures: reproduced when the new median lies in "
-                       "the original's interval (95 % CI of its median with n >= 6, else its min-max range) "
-                       "widened to at least the original median +-THRESHOLD; else not reproduced, with both "
-                       "values. Writes reproduction.json, reproduction.md and reproduction.xml (junit) into the "
+                       "nothing built, then judge each of its figures on one value per boot a side, by farm "
+                       "compare's rule: reproduced when the interval of new/original lies within 1 +-THRESHOLD, "
+                       "not reproduced when it lies wholly outside (both values given), inconclusive when it "
+                       "straddles an edge or a side has fewer than --min-boots boots. Writes reproduction.json, reproduction.md and reproduction.xml (junit) into the "
                        "new run directory, which is stored as a reproduction of RUN (farm history --reproductions, "
                        "the dashboard). Prints a line per figure and the run directory last; exit 0 when every "
-                       "figure reproduced, 1 when one did not (or was not measured), else the run's own code.")
+                       "figure reproduced, 1 when one did not (or was not measured), 4 when none failed but one was "
+                       "inconclusive, else the run's own code (2, 3). See docs/archive.md.")
     p.add_argument("run", metavar="RUN_ID|RUN_DIR", help="the run to reproduce (its run directory names its id)")
     p.add_argument("--env", action="append", metavar="ENV",
                    help="run on this env file (a target of the same board type) instead of the original's (repeatable)")
@@ -231,7 +232,11 @@ def register(sub) -> None:
                    help="give up waiting for a place after S seconds (default 3600)")
     add_coordinator(p, "of --farm")
     p.add_argument("--threshold", default="5%",
-                   help="the least band around the original median a new median may lie in (default 5%%)")
+                   help="the band of 'the same': the interval of new/original must lie within 1 +-THRESHOLD "
+                   "(default 5%%)")
+    p.add_argument("--min-boots", type=min_boots_arg, metavar="N",
+                   help="fewer boots a side is inconclusive (default: the original pipeline's compare.min_boots, "
+                   "else 5)")
     p.add_argument("--pipeline", metavar="FILE",
                    help="the pipeline file as run (checked against its sha256), when the archive has it masked "
                    "or not at all")

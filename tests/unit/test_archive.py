@@ -17,7 +17,7 @@ from farm.archive.archiving import archive_run
 from farm.archive.directory import DirArchive
 from farm.archive.record import Entry
 from farm.archive.reproduce import reproduce
-from farm.errors import EXIT_OK, EXIT_TEST_FAILURE, JobError
+from farm.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_TEST_FAILURE, JobError
 from farm.run import run_pipeline
 
 from .archive_helpers import ENV, fake_image, pipeline_tree, use_image, values
@@ -33,11 +33,11 @@ def lab(tmp_path, monkeypatch):
     return tmp_path
 
 
-def original_run(lab, monkeypatch, *numbers, out="run", image=None):
+def original_run(lab, monkeypatch, *numbers, out="run", image=None, extra=""):
     image = image or fake_image(lab / "cache" / "images" / "fake-1")
     use_image(monkeypatch, image)
     flow = FakeFlow()
-    run = run_pipeline(pipeline_tree(lab / "repo"), out=lab / out, flow_for=lambda s: flow,
+    run = run_pipeline(pipeline_tree(lab / "repo", extra=extra), out=lab / out, flow_for=lambda s: flow,
                        registry=values(*(numbers or (10.0,))))
     return run, image
 
@@ -127,7 +127,7 @@ def test_a_tampered_object_is_refused_naming_the_run_image_and_file(lab, monkeyp
 
 
 def test_reproduce_boots_the_archived_bytes_from_an_empty_cache_and_judges_every_figure(lab, monkeypatch, capfd):
-    run, image = original_run(lab, monkeypatch, 10.0)
+    run, image = original_run(lab, monkeypatch, 10.0, extra="boots: 5\n")  # 5 boots: enough for a verdict
     built: list = []
     use_image(monkeypatch, lab / "nowhere", built)  # nothing may be built: the archive's image is booted
     flow = FakeFlow()
@@ -143,7 +143,7 @@ def test_reproduce_boots_the_archived_bytes_from_an_empty_cache_and_judges_every
                      registry=values(10.2))
     assert built == []
     manifest = json.loads((image / "manifest.json").read_text())
-    assert booted == [{n: a["sha256"] for n, a in manifest["artifacts"].items()}]
+    assert booted == [{n: a["sha256"] for n, a in manifest["artifacts"].items()}] * 5
     assert str(lab / "empty") in str(done.run.info.images["fake"]["dir"])
     rep = done.reproduction
     assert rep.passed and done.exit_code == EXIT_OK and [f.verdict for f in rep.figures] == ["reproduced"]
@@ -164,13 +164,34 @@ def test_reproduce_boots_the_archived_bytes_from_an_empty_cache_and_judges_every
 
 
 def test_a_figure_off_its_band_is_not_reproduced_and_exits_1(lab, monkeypatch):
-    run, _ = original_run(lab, monkeypatch, 10.0)
+    run, _ = original_run(lab, monkeypatch, 10.0, extra="boots: 5\n")
     done = reproduce(str(run.path), out=lab / "again", cache=lab / "empty", flow_for=lambda s: FakeFlow(),
                      registry=values(13.0))
     [figure] = done.reproduction.figures
-    assert figure.verdict == "not reproduced" and figure.new_median == 13.0 and figure.original.median == 10.0
+    assert figure.verdict == "not reproduced" and figure.new_median == 13.0 and figure.original_median == 10.0
+    assert (figure.original_n, figure.new_n) == (5, 5)
     assert done.exit_code == EXIT_TEST_FAILURE
     assert "failure" in (lab / "again" / "reproduction.xml").read_text()
+
+
+def test_repeats_of_one_boot_are_one_value_so_the_verdict_is_inconclusive_and_exits_4(lab, monkeypatch):
+    run, _ = original_run(lab, monkeypatch, 10.0, extra="repeats_in_boot: 6\n")  # six repeats, one boot
+    done = reproduce(run.run_id, out=lab / "again", cache=lab / "empty", flow_for=lambda s: FakeFlow(),
+                     registry=values(10.0))
+    [figure] = done.reproduction.figures
+    assert (figure.verdict, figure.original_n, figure.new_n) == ("inconclusive", 1, 1)
+    assert "fewer than 5 boots a side" in figure.note
+    assert done.reproduction.verdict == "inconclusive" and done.exit_code == EXIT_INCONCLUSIVE == 4
+    assert "<skipped" in (lab / "again" / "reproduction.xml").read_text()
+    from farm.store.db import open_store
+    from farm.store.reproductions import reproductions_of
+
+    with open_store().connect() as c:
+        [row] = reproductions_of(c, run.run_id)
+    assert row.verdict == "inconclusive"
+    lenient = reproduce(run.run_id, out=lab / "again2", cache=lab / "empty", flow_for=lambda s: FakeFlow(),
+                        registry=values(10.0), min_boots=1)  # one boot a side has no interval: still not judged
+    assert lenient.reproduction.verdict == "inconclusive" and "no interval" in lenient.reproduction.figures[0].note
 
 
 def test_reproduce_refuses_a_run_that_is_not_archived_and_a_target_of_another_architecture(lab, monkeypatch):
