@@ -150,7 +150,9 @@ def _serve(args: argparse.Namespace, rest: list[str]) -> int:
         raise JobError(f"farm archive serve: unexpected {' '.join(rest)}")
     archive = _archive(writable=True)
     try:
-        serve(archive, host=args.host or "127.0.0.1", port=DEFAULT_PORT if args.port is None else args.port)
+        host = args.host or "127.0.0.1"
+        serve(archive, host=host, port=DEFAULT_PORT if args.port is None else args.port,
+              allowed_hosts=[*args.allow_host, host])
     except OSError as exc:
         raise JobError(f"farm archive serve: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
     return EXIT_OK
@@ -197,7 +199,8 @@ def register(sub) -> None:
                        "(never one a saved baseline or a stored qualification names) and the objects no other run "
                        "uses. farm archive list [RUN_ID...] [--json]: what it holds. farm archive verify "
                        "[RUN_ID...]: hash every object (exit 3 when one is missing or corrupt). farm archive serve "
-                       "[--host H] [--port P]: serve it read-only over HTTP. See docs/archive.md.")
+                       "[--host H] [--port P] [--allow-host NAME]: serve it read-only over HTTP (only to requests naming "
+                       "it). See docs/archive.md.")
     p.add_argument("what", nargs="*", metavar="RUN_DIR|gc|list|verify|serve",
                    help="run directories to archive, or a verb (gc, list, verify, serve) and its run ids")
     p.add_argument("--keep", action="append", default=[], metavar="N|AGE",
@@ -206,6 +209,10 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true", help="list: the records as JSON")
     p.add_argument("--host", help="serve: address to bind (default 127.0.0.1: this machine only)")
     p.add_argument("--port", type=int, help="serve: port (default 8471; 0 picks a free one)")
+    p.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                   help="serve: a host name readers may reach it by, besides IP addresses, localhost and this "
+                   "machine's own names (repeatable, e.g. archive.lab.example); a request naming any other host "
+                   "is refused (421), which stops DNS rebinding")
     p.set_defaults(func=cmd_archive)
 
     p = sub.add_parser("reproduce", help="re-run an archived run with its exact images and say, per figure, "
