@@ -10,7 +10,8 @@
    (farm.archive.fetch).
 3. The pipeline again (farm.run.run_pipeline), each setup booting the image the original booted for
    its architecture, nothing built; the same setups, parameters and extra kernel arguments
-   (``--bootarg`` of the original run, recorded in run.json's setups); on the original's env files,
+   (``--bootarg`` of the original run, recorded in run.json's setups), a shuffled order's boots in
+   the same order (run.json's ``experiment.seed``, drawn when the pipeline gave none); on the original's env files,
    or ``--env``, or a place of the farm (``--farm``: its board type, by default the original's).
 4. Its figures against the original's, one value per boot on each side (farm.results.reproduction,
    farm compare's ratio rule: reproduced, not reproduced or inconclusive): a listener of the run's
@@ -258,7 +259,8 @@ def reproduce(spec: str, *, envs: Sequence[Path] | None = None, farm: Any = None
     ``cache``: where fetched things go (default farm's cache, ``FARM_CACHE``); ``flow_for``,
     ``registry``: the runner's (farm.run.run_pipeline: a test's flow that boots nothing)."""
     from ..boot.session import EnvFile
-    from ..run import run_pipeline
+    from ..run import recorded_seed, run_pipeline
+    from ..run.experiment import SHUFFLED
     from ..run.model import load_pipeline
 
     archive = archive if archive is not None else open_archive()
@@ -284,8 +286,12 @@ def reproduce(spec: str, *, envs: Sequence[Path] | None = None, farm: Any = None
     if min_boots is None:
         recorded = recorded_rule(original.path)
         min_boots = recorded.min_n if recorded is not None else MIN_BOOTS
+    seed = recorded_seed(original.path) if loaded.experiment.order == SHUFFLED else None
+    if loaded.experiment.order == SHUFFLED and seed is None:
+        _say(f"warning: run {r.run_id}'s run.json records no seed of its shuffled boot order: its boots run in "
+             "an order drawn anew")
     writer = ReproductionWriter(original, threshold, min_boots)
     run = run_pipeline(pipeline_path, out=out, env_override=env_paths, extra_bootargs=extra_bootargs(original, loaded),
                        farm=farm, force=force, progress=progress, images=images, listeners=[writer],
-                       flow_for=flow_for, registry=registry)
+                       flow_for=flow_for, registry=registry, seed=seed)
     return Reproduced(original, run, writer.result, writer.error)

@@ -291,3 +291,17 @@ def test_where_a_reproduction_runs_the_original_s_env_files_the_farm_s_board_or_
     assert default_board(ran_here) == "qemu-maaxboard"
     assert default_board(original(envs=["env/x.yaml"], place={"name": "m-1", "tags": {"board": "maaxboard"}})) \
         == "maaxboard"
+
+
+def test_a_shuffled_order_drawn_for_the_original_is_run_again_in_the_same_order(lab, monkeypatch):
+    """No seed in the pipeline: the original drew one (run.json records it); its reproduction uses it."""
+    image = fake_image(lab / "img")
+    use_image(monkeypatch, image)
+    pipeline = pipeline_tree(lab / "repo", extra="boots: 4\norder: shuffled\nsettle: false\n")
+    pipeline.write_text(pipeline.read_text().replace("setups: [{name: a}]", "setups: [{name: a}, {name: b}, {name: c}]"))
+    run = run_pipeline(pipeline, out=lab / "run", flow_for=lambda s: FakeFlow(), registry=values(1.0))
+    done = reproduce(run.run_id, out=lab / "again", cache=lab / "empty", flow_for=lambda s: FakeFlow(),
+                     registry=values(1.0))
+    original, again = run.info.experiment, done.run.info.experiment
+    assert isinstance(original["seed"], int) and again["seed"] == original["seed"]
+    assert again["plan"] == original["plan"] and len(again["plan"]) == 12
