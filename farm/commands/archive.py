@@ -172,7 +172,8 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
                            coordinator=args.coordinator)
     done = reproduce(args.run, envs=[Path(e) for e in args.env] if args.env else None, farm=farm,
                      out=Path(args.out) if args.out else None, threshold=parse_threshold(args.threshold),
-                     min_boots=args.min_boots, pipeline=Path(args.pipeline) if args.pipeline else None, force=args.force)
+                     min_boots=args.min_boots, pipeline=Path(args.pipeline) if args.pipeline else None, force=args.force,
+                     allow_other_board=args.allow_other_board)
     rep = done.reproduction
     if rep is not None:
         for figure in rep.figures:
@@ -220,7 +221,8 @@ def register(sub) -> None:
                        description="Fetch the images RUN booted from the archive ($FARM_ARCHIVE; each sha256-"
                        "checked: a missing or corrupt one is an error naming it, before anything boots), run its "
                        "pipeline file as run again with the same setups, parameters and extra kernel arguments "
-                       "on the same board type (its env files, --env, or a place of the farm with --farm), "
+                       "on the same board type (its env files, --env, or a place of the farm with --farm; another "
+                       "architecture is refused, another board type too unless --allow-other-board), "
                        "nothing built, then judge each of its figures on one value per boot a side, by farm "
                        "compare's rule: reproduced when the interval of new/original lies within 1 +-THRESHOLD, "
                        "not reproduced when it lies wholly outside (both values given), inconclusive when it "
@@ -235,6 +237,9 @@ def register(sub) -> None:
     p.add_argument("--farm", nargs="*", metavar="TAG=VAL",
                    help="run on a place of the farm with these tags; the board tag defaults to the original's "
                    "(its place's board, else its env file's name); env/<board>.yaml unless --env is given")
+    p.add_argument("--allow-other-board", action="store_true",
+                   help="run on a target whose board type (its env file's options.board) is not the original's "
+                   "(its place's board tag, else its env file's); without it that is refused, naming both")
     p.add_argument("--farm-timeout", type=number_arg(0, 7 * 86400, low_open=True, unit="s"), default=3600, metavar="S",
                    help="give up waiting for a place after S seconds (default 3600)")
     add_coordinator(p, "of --farm")

@@ -305,3 +305,32 @@ def test_a_shuffled_order_drawn_for_the_original_is_run_again_in_the_same_order(
     original, again = run.info.experiment, done.run.info.experiment
     assert isinstance(original["seed"], int) and again["seed"] == original["seed"]
     assert again["plan"] == original["plan"] and len(again["plan"]) == 12
+
+
+def test_a_target_of_another_board_type_is_refused_naming_both_unless_allowed(lab, monkeypatch, capfd):
+    run, _ = original_run(lab, monkeypatch)  # on env/qemu-maaxboard.yaml: options.board maaxboard, arm64
+    other = lab / "imx8mp.yaml"  # the same architecture, another board
+    other.write_text(ENV.read_text().replace("board: maaxboard", "board: imx8mp-evk"))
+    with pytest.raises(JobError, match=rf"imx8mp.yaml: board imx8mp-evk, but run {run.run_id} ran on board "
+                       rf"maaxboard \(options.board of its env file .*qemu-maaxboard.yaml\).*--allow-other-board"):
+        reproduce(run.run_id, envs=[other], cache=lab / "c", flow_for=lambda s: FakeFlow(), registry=values(10.0))
+    done = reproduce(run.run_id, envs=[other], out=lab / "again", cache=lab / "c", flow_for=lambda s: FakeFlow(),
+                     registry=values(10.0), allow_other_board=True)
+    assert done.run.status == EXIT_OK and "reproducing there anyway (--allow-other-board)" in capfd.readouterr().err
+    nameless = lab / "nameless.yaml"  # no options.board at all: not the same board type either
+    nameless.write_text(ENV.read_text().replace("board: maaxboard", "flavour: x"))
+    with pytest.raises(JobError, match=r"board \(none: no options.board\), but run .* ran on board maaxboard"):
+        reproduce(run.run_id, envs=[nameless], cache=lab / "c", flow_for=lambda s: FakeFlow(), registry=values(1.0))
+
+
+def test_the_original_s_board_type_is_its_place_s_tag_else_its_env_file_s(tmp_path):
+    from farm.archive.record import RunRecord
+    from farm.archive.reproduce import Original, original_board
+
+    def original(**info):
+        return Original(RunRecord("r1", "", "", "p", "passed", "", {}, None, (), {}), info, (), tmp_path)
+
+    assert original_board(original(envs=[str(ENV)], place={"tags": {"board": "maaxboard-rev-b"}})) == \
+        ("maaxboard-rev-b", "its farm place's board tag")
+    assert original_board(original(envs=[str(ENV)]))[0] == "maaxboard"
+    assert original_board(original(envs=["/lab/env/gone.yaml"])) is None  # only its architecture can be checked
