@@ -12,6 +12,9 @@ EXIT_OK = 0
 EXIT_TEST_FAILURE = 1
 EXIT_JOB_ERROR = 2
 EXIT_INFRA_ERROR = 3
+#: farm reproduce: nothing failed, but a figure could not be judged (too few boots, a straddling
+#: interval): CI may treat it apart (GitLab: ``allow_failure: {exit_codes: [4]}``)
+EXIT_INCONCLUSIVE = 4
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143
 

@@ -117,6 +117,17 @@ def number_arg(low: float, high: float, *, whole: bool = False, low_open: bool =
     return parse
 
 
+def min_boots_arg(text: str) -> int:
+    """``--min-boots N`` (farm compare, farm reproduce): the fewest boots a side for a verdict."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number of boots (1 or more)") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected 1 or more boots")
+    return value
+
+
 def out_dir_problem(text: str) -> str | None:
     """Why farm cannot write a directory ``text`` (made with its parents), or None.
 

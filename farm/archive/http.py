@@ -9,7 +9,9 @@ The server is read-only: GET and HEAD, every other method 405; a path is one of 
 (a run id that can name a file, 64 hex digits) or 404, so no URL reaches a file outside the archive.
 It hashes an object before it sends it and refuses (500, naming it) one whose bytes are not its
 name; the reader hashes what it receives again, so a corrupt object is refused at both ends. It
-binds to 127.0.0.1 unless told otherwise (a lab gives ``--host`` of its network).
+binds to 127.0.0.1 unless told otherwise (a lab gives ``--host`` of its network), and answers only
+requests whose ``Host`` names it (farm.hostnames, farm serve's check: an IP address, this machine's
+names, ``--allow-host``; else 421), so a rebinding page cannot read it from a lab member's browser.
 """
 
 from __future__ import annotations
@@ -23,12 +25,13 @@ import urllib.error
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import IO, ClassVar, Iterator
+from typing import IO, ClassVar, Iterable, Iterator
 from urllib.parse import unquote, urlsplit
 
 import attrs
 
 from ..errors import JobError
+from ..hostnames import allowed_names, host_ok
 from ..values import name_problem
 from . import ArchiveError
 from .directory import CHUNK, DirArchive, _Discard, copy_hashing
@@ -41,11 +44,15 @@ _RUN = re.compile(r"runs/([A-Za-z0-9][A-Za-z0-9._-]{0,63})\.json")
 _OBJECT = re.compile(r"objects/([0-9a-f]{64})")
 
 
-def make_handler(archive: DirArchive) -> type[BaseHTTPRequestHandler]:
+def make_handler(archive: DirArchive, allowed_hosts: Iterable[str] = ()) -> type[BaseHTTPRequestHandler]:
+    allowed = allowed_names(allowed_hosts)
+
     class Handler(BaseHTTPRequestHandler):
         server_version = "farm-archive"
 
         def _answer(self, send_body: bool) -> None:
+            if not host_ok(self, allowed, "farm archive serve"):
+                return
             path = unquote(urlsplit(self.path).path).lstrip("/")
             if path in ("", "runs", "runs/"):
                 return self._bytes(200, json.dumps(archive.run_ids()).encode() + b"\n", "application/json", send_body)
@@ -99,6 +106,8 @@ def make_handler(archive: DirArchive) -> type[BaseHTTPRequestHandler]:
             self._answer(False)
 
         def _refuse(self) -> None:
+            if not host_ok(self, allowed, "farm archive serve"):
+                return
             self.send_response(405, "read-only")
             self.send_header("Allow", "GET, HEAD")
             self.send_header("Content-Length", "0")
@@ -112,12 +121,16 @@ def make_handler(archive: DirArchive) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-def make_server(archive: DirArchive, host: str = "127.0.0.1", port: int = DEFAULT_PORT) -> ThreadingHTTPServer:
-    return ThreadingHTTPServer((host, port), make_handler(archive))
+def make_server(archive: DirArchive, host: str = "127.0.0.1", port: int = DEFAULT_PORT,
+                allowed_hosts: Iterable[str] = ()) -> ThreadingHTTPServer:
+    return ThreadingHTTPServer((host, port), make_handler(archive, allowed_hosts))
 
 
-def serve(archive: DirArchive, host: str = "127.0.0.1", port: int = DEFAULT_PORT) -> None:
-    server = make_server(archive, host, port)
+def serve(archive: DirArchive, host: str = "127.0.0.1", port: int = DEFAULT_PORT,
+          allowed_hosts: Iterable[str] = ()) -> None:
+    """Serve ``archive`` until Ctrl-C; ``allowed_hosts``: names besides this machine's a request's
+    ``Host`` may give (farm.hostnames: any other is refused, 421)."""
+    server = make_server(archive, host, port, allowed_hosts)
     bound_host, bound_port = server.server_address[:2]
     print(f"farm: serving the archive {archive.location} on http://{bound_host}:{bound_port}/ (read-only; "
           "Ctrl-C stops)", file=sys.stderr, flush=True)

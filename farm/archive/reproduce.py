@@ -10,9 +10,13 @@
    (farm.archive.fetch).
 3. The pipeline again (farm.run.run_pipeline), each setup booting the image the original booted for
    its architecture, nothing built; the same setups, parameters and extra kernel arguments
-   (``--bootarg`` of the original run, recorded in run.json's setups); on the original's env files,
-   or ``--env``, or a place of the farm (``--farm``: its board type, by default the original's).
-4. Its figures against the original's (farm.results.reproduction): a listener of the run's
+   (``--bootarg`` of the original run, recorded in run.json's setups), a shuffled order's boots in
+   the same order (run.json's ``experiment.seed``, drawn when the pipeline gave none); on the
+   original's env files, or ``--env``, or a place of the farm (``--farm``: its board type, by default the original's); a
+   target of another architecture is refused, one of another board type (``options.board``, against
+   the original's place tag or env file) too unless ``--allow-other-board``.
+4. Its figures against the original's, one value per boot on each side (farm.results.reproduction,
+   farm compare's ratio rule: reproduced, not reproduced or inconclusive): a listener of the run's
    ``run_published`` hook, called first, writes ``reproduction.json``, ``reproduction.md`` and
    ``reproduction.xml`` (junit) into the new run directory before the results store ingests it (which
    so learns that this run reproduces that one) and the archive archives it.
@@ -24,21 +28,26 @@ import hashlib
 import json
 import sys
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import attrs
 import pluggy
 
-from ..errors import EXIT_OK, EXIT_TEST_FAILURE, JobError
+from ..errors import EXIT_INCONCLUSIVE, EXIT_INFRA_ERROR, EXIT_OK, EXIT_TEST_FAILURE, JobError
 from ..images.image import Image, default_cache
 from ..results.csvout import read_records
 from ..results.junit import Case, write_junit
 from ..results.record import Record, write_text_atomic
-from ..results.reproduction import DEFAULT_THRESHOLD, Reproduction, dumps, judge, junit_cases, markdown
+from ..results.ratio import MIN_BOOTS, recorded_rule, repeats_in_boot
+from ..results.reproduction import (DEFAULT_THRESHOLD, INCONCLUSIVE, REPRODUCED, Reproduction, dumps, judge,
+                                    junit_cases, markdown)
 from ..values import name_problem
 from . import ArchiveError, NotArchived, open_archive
 from .fetch import fetch_image, fetch_run, fetch_tree
 from .record import RunRecord
+
+if TYPE_CHECKING:
+    from ..boot.session import EnvFile
 
 hookimpl = pluggy.HookimplMarker("farm")
 #: what a reproduction writes into its run directory
@@ -172,6 +181,47 @@ def default_board(original: Original) -> str:
     return Path(str(envs[0])).stem
 
 
+def original_board(original: Original) -> tuple[str, str] | None:
+    """The board type the original ran on and where that is said: its farm place's ``board`` tag,
+    else its env file's ``options.board`` (when the file is here); None when neither says."""
+    from ..boot.session import EnvFile
+
+    place = original.info.get("place")
+    tags = place.get("tags") if isinstance(place, dict) and isinstance(place.get("tags"), dict) else {}
+    if isinstance(tags.get("board"), str) and tags["board"]:
+        return tags["board"], "its farm place's board tag"
+    for env in original.info.get("envs") or []:
+        if Path(str(env)).is_file() and (board := env_board(EnvFile.load(Path(str(env))))):
+            return board, f"options.board of its env file {env}"
+    return None
+
+
+def env_board(env: "EnvFile") -> str | None:
+    """An env file's board type: its target's ``options.board`` (labgrid's env files, farm's places)."""
+    board = env.options.get("board")
+    return str(board) if board not in (None, "") else None
+
+
+def check_board(original: Original, env: "EnvFile", allow_other: bool) -> None:
+    """Refuse to reproduce on ``env`` when its board type is not the original's (a JobError naming
+    both), unless ``allow_other`` (``--allow-other-board``: said, then done)."""
+    want = original_board(original)
+    if want is None:
+        _say(f"warning: run {original.run_id} records no board type (no farm place, its env file is not here): "
+             f"only the architecture of {env.path} is checked")
+        return
+    got = env_board(env)
+    if got == want[0]:
+        return
+    text = (f"{env.path}: board {got or '(none: no options.board)'}, but run {original.run_id} ran on board "
+            f"{want[0]} ({want[1]})")
+    if allow_other:
+        _say(f"warning: {text}: reproducing there anyway (--allow-other-board)")
+        return
+    raise JobError(f"{text}: reproduce on a target of the same board type, or give --allow-other-board to run "
+                   "it there anyway")
+
+
 def extra_bootargs(original: Original, pipeline) -> list[str]:
     """The kernel arguments the original run added to every setup (``farm run --bootarg``)."""
     setups = original.info.get("setups") if isinstance(original.info.get("setups"), dict) else {}
@@ -193,8 +243,8 @@ class ReproductionWriter:
     """Judges the new run against the original when its results are complete (``run_published``, called
     before the store and the archive take the run) and writes the verdict into its run directory."""
 
-    def __init__(self, original: Original, threshold: float):
-        self.original, self.threshold = original, threshold
+    def __init__(self, original: Original, threshold: float, min_boots: int):
+        self.original, self.threshold, self.min_boots = original, threshold, min_boots
         self.status: int | None = None
         self.result: Reproduction | None = None
         self.error: str | None = None
@@ -209,8 +259,9 @@ class ReproductionWriter:
             run_dir = Path(run_dir)
             new = read_records(run_dir / "results.csv") if (run_dir / "results.csv").is_file() else []
             run_id = json.loads((run_dir / "run.json").read_text(encoding="utf-8")).get("run_id", "")
-            rep = judge(self.original.records, new, threshold=self.threshold,
-                        original_run_id=self.original.run_id, run_id=run_id)
+            boots = {**repeats_in_boot(self.original.path), **repeats_in_boot(run_dir)}  # run id -> N
+            rep = judge(self.original.records, new, threshold=self.threshold, min_boots=self.min_boots,
+                        repeats_in_boot=boots, original_run_id=self.original.run_id, run_id=run_id)
             write_text_atomic(run_dir / "reproduction.json", dumps(rep))
             write_text_atomic(run_dir / "reproduction.md", markdown(rep))
             ran = "pass" if self.status == EXIT_OK else ("failure" if self.status == EXIT_TEST_FAILURE else "error")
@@ -233,26 +284,30 @@ class Reproduced:
 
     @property
     def exit_code(self) -> int:
-        """The run's own failure first (the lab's, the job's); else 1 unless every figure reproduced."""
+        """The run's own failure first (the lab's, the job's); else by the verdict: 0 reproduced,
+        4 inconclusive (nothing failed, a figure could not be told), 1 not reproduced."""
         if self.run.status != EXIT_OK:
             return self.run.status
         if self.reproduction is None:
-            from ..errors import EXIT_INFRA_ERROR
-
             return EXIT_INFRA_ERROR
-        return EXIT_OK if self.reproduction.passed else EXIT_TEST_FAILURE
+        return {REPRODUCED: EXIT_OK, INCONCLUSIVE: EXIT_INCONCLUSIVE}.get(self.reproduction.verdict,
+                                                                          EXIT_TEST_FAILURE)
 
 
 def reproduce(spec: str, *, envs: Sequence[Path] | None = None, farm: Any = None, out: Path | None = None,
-              threshold: float = DEFAULT_THRESHOLD, pipeline: Path | None = None, force: bool = False,
+              threshold: float = DEFAULT_THRESHOLD, min_boots: int | None = None, pipeline: Path | None = None,
+              force: bool = False, allow_other_board: bool = False,
               progress: object | None = None, archive: Any = None, cache: Path | None = None,
               flow_for: Any = None, registry: Any = None) -> Reproduced:
     """Reproduce the run ``spec`` names (module docstring). ``farm``: a farm.run.FarmRequest (its
-    tags may leave out the board: the original's); ``archive``: default ``FARM_ARCHIVE``'s;
+    tags may leave out the board: the original's); ``min_boots``: the fewest boots a side for a
+    verdict (default the original pipeline's ``compare.min_boots``, else 5); ``allow_other_board``:
+    run on a target whose board type is not the original's (:func:`check_board`); ``archive``: default ``FARM_ARCHIVE``'s;
     ``cache``: where fetched things go (default farm's cache, ``FARM_CACHE``); ``flow_for``,
     ``registry``: the runner's (farm.run.run_pipeline: a test's flow that boots nothing)."""
     from ..boot.session import EnvFile
-    from ..run import run_pipeline
+    from ..run import recorded_seed, run_pipeline
+    from ..run.experiment import SHUFFLED
     from ..run.model import load_pipeline
 
     archive = archive if archive is not None else open_archive()
@@ -275,8 +330,16 @@ def reproduce(spec: str, *, envs: Sequence[Path] | None = None, farm: Any = None
                 archs = sorted({a for a, _ in images})
                 raise JobError(f"{env.path}: {env.arch}, but run {r.run_id} booted setup {setup.name} on "
                                f"{', '.join(archs)} only: reproduce on a target of the same board type")
-    writer = ReproductionWriter(original, threshold)
+        check_board(original, env, allow_other_board)
+    if min_boots is None:
+        recorded = recorded_rule(original.path)
+        min_boots = recorded.min_n if recorded is not None else MIN_BOOTS
+    seed = recorded_seed(original.path) if loaded.experiment.order == SHUFFLED else None
+    if loaded.experiment.order == SHUFFLED and seed is None:
+        _say(f"warning: run {r.run_id}'s run.json records no seed of its shuffled boot order: its boots run in "
+             "an order drawn anew")
+    writer = ReproductionWriter(original, threshold, min_boots)
     run = run_pipeline(pipeline_path, out=out, env_override=env_paths, extra_bootargs=extra_bootargs(original, loaded),
                        farm=farm, force=force, progress=progress, images=images, listeners=[writer],
-                       flow_for=flow_for, registry=registry)
+                       flow_for=flow_for, registry=registry, seed=seed)
     return Reproduced(original, run, writer.result, writer.error)

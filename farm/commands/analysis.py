@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..bench.registry import IMPORTERS
 from ..results.outdir import OutDir, prepare_out_dir
-from ..values import name_arg, out_dir_arg
+from ..values import min_boots_arg, name_arg, out_dir_arg
 
 COMPARE_FILES = frozenset({"compare.csv", "compare.md", "compare.png", "compare-sweep.png"})
 
@@ -39,16 +39,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
     print(f"farm: wrote {', '.join(str(p) for p in written.values())}", file=sys.stderr)
     print(out)
     return 0
-
-
-def _min_boots(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number of boots (1 or more)") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected 1 or more boots")
-    return value
 
 
 def _threshold(text: str) -> float:
@@ -107,7 +97,7 @@ def register(sub) -> None:
                    "holding only compare's own files (which are made anew); never a run directory")
     p.add_argument("--force", action="store_true", help="--out DIR holds other files: move them aside to "
                    "DIR.replaced-<time> and start it anew")
-    p.add_argument("--min-boots", type=_min_boots, metavar="N", help="a ratio from fewer boots a side is "
+    p.add_argument("--min-boots", type=min_boots_arg, metavar="N", help="a ratio from fewer boots a side is "
                    "inconclusive (default: the first run's pipeline's compare.min_boots, else 5)")
     p.add_argument("--threshold", type=_threshold, metavar="T", help="the band of 'the same', e.g. 2%% or 0.02: a "
                    "ratio whose interval straddles 1 - T or 1 + T is inconclusive, within it the same (default: the "

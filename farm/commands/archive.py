@@ -9,7 +9,7 @@ from pathlib import Path
 
 from . import add_coordinator
 from ..errors import EXIT_INFRA_ERROR, EXIT_OK, JobError
-from ..values import number_arg, out_dir_arg
+from ..values import min_boots_arg, number_arg, out_dir_arg
 
 VERBS = ("gc", "list", "verify", "serve")
 
@@ -150,7 +150,9 @@ def _serve(args: argparse.Namespace, rest: list[str]) -> int:
         raise JobError(f"farm archive serve: unexpected {' '.join(rest)}")
     archive = _archive(writable=True)
     try:
-        serve(archive, host=args.host or "127.0.0.1", port=DEFAULT_PORT if args.port is None else args.port)
+        host = args.host or "127.0.0.1"
+        serve(archive, host=host, port=DEFAULT_PORT if args.port is None else args.port,
+              allowed_hosts=[*args.allow_host, host])
     except OSError as exc:
         raise JobError(f"farm archive serve: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
     return EXIT_OK
@@ -170,7 +172,8 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
                            coordinator=args.coordinator)
     done = reproduce(args.run, envs=[Path(e) for e in args.env] if args.env else None, farm=farm,
                      out=Path(args.out) if args.out else None, threshold=parse_threshold(args.threshold),
-                     pipeline=Path(args.pipeline) if args.pipeline else None, force=args.force)
+                     min_boots=args.min_boots, pipeline=Path(args.pipeline) if args.pipeline else None, force=args.force,
+                     allow_other_board=args.allow_other_board)
     rep = done.reproduction
     if rep is not None:
         for figure in rep.figures:
@@ -197,7 +200,8 @@ def register(sub) -> None:
                        "(never one a saved baseline or a stored qualification names) and the objects no other run "
                        "uses. farm archive list [RUN_ID...] [--json]: what it holds. farm archive verify "
                        "[RUN_ID...]: hash every object (exit 3 when one is missing or corrupt). farm archive serve "
-                       "[--host H] [--port P]: serve it read-only over HTTP. See docs/archive.md.")
+                       "[--host H] [--port P] [--allow-host NAME]: serve it read-only over HTTP (only to requests naming "
+                       "it). See docs/archive.md.")
     p.add_argument("what", nargs="*", metavar="RUN_DIR|gc|list|verify|serve",
                    help="run directories to archive, or a verb (gc, list, verify, serve) and its run ids")
     p.add_argument("--keep", action="append", default=[], metavar="N|AGE",
@@ -206,6 +210,10 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true", help="list: the records as JSON")
     p.add_argument("--host", help="serve: address to bind (default 127.0.0.1: this machine only)")
     p.add_argument("--port", type=int, help="serve: port (default 8471; 0 picks a free one)")
+    p.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                   help="serve: a host name readers may reach it by, besides IP addresses, localhost and this "
+                   "machine's own names (repeatable, e.g. archive.lab.example); a request naming any other host "
+                   "is refused (421), which stops DNS rebinding")
     p.set_defaults(func=cmd_archive)
 
     p = sub.add_parser("reproduce", help="re-run an archived run with its exact images and say, per figure, "
@@ -213,25 +221,34 @@ def register(sub) -> None:
                        description="Fetch the images RUN booted from the archive ($FARM_ARCHIVE; each sha256-"
                        "checked: a missing or corrupt one is an error naming it, before anything boots), run its "
                        "pipeline file as run again with the same setups, parameters and extra kernel arguments "
-                       "on the same board type (its env files, --env, or a place of the farm with --farm), "
-                       "nothing built, then judge each of its figures: reproduced when the new median lies in "
-                       "the original's interval (95 % CI of its median with n >= 6, else its min-max range) "
-                       "widened to at least the original median +-THRESHOLD; else not reproduced, with both "
-                       "values. Writes reproduction.json, reproduction.md and reproduction.xml (junit) into the "
+                       "on the same board type (its env files, --env, or a place of the farm with --farm; another "
+                       "architecture is refused, another board type too unless --allow-other-board), "
+                       "nothing built, then judge each of its figures on one value per boot a side, by farm "
+                       "compare's rule: reproduced when the interval of new/original lies within 1 +-THRESHOLD, "
+                       "not reproduced when it lies wholly outside (both values given), inconclusive when it "
+                       "straddles an edge or a side has fewer than --min-boots boots. Writes reproduction.json, reproduction.md and reproduction.xml (junit) into the "
                        "new run directory, which is stored as a reproduction of RUN (farm history --reproductions, "
                        "the dashboard). Prints a line per figure and the run directory last; exit 0 when every "
-                       "figure reproduced, 1 when one did not (or was not measured), else the run's own code.")
+                       "figure reproduced, 1 when one did not (or was not measured), 4 when none failed but one was "
+                       "inconclusive, else the run's own code (2, 3). See docs/archive.md.")
     p.add_argument("run", metavar="RUN_ID|RUN_DIR", help="the run to reproduce (its run directory names its id)")
     p.add_argument("--env", action="append", metavar="ENV",
                    help="run on this env file (a target of the same board type) instead of the original's (repeatable)")
     p.add_argument("--farm", nargs="*", metavar="TAG=VAL",
                    help="run on a place of the farm with these tags; the board tag defaults to the original's "
                    "(its place's board, else its env file's name); env/<board>.yaml unless --env is given")
+    p.add_argument("--allow-other-board", action="store_true",
+                   help="run on a target whose board type (its env file's options.board) is not the original's "
+                   "(its place's board tag, else its env file's); without it that is refused, naming both")
     p.add_argument("--farm-timeout", type=number_arg(0, 7 * 86400, low_open=True, unit="s"), default=3600, metavar="S",
                    help="give up waiting for a place after S seconds (default 3600)")
     add_coordinator(p, "of --farm")
     p.add_argument("--threshold", default="5%",
-                   help="the least band around the original median a new median may lie in (default 5%%)")
+                   help="the band of 'the same': the interval of new/original must lie within 1 +-THRESHOLD "
+                   "(default 5%%)")
+    p.add_argument("--min-boots", type=min_boots_arg, metavar="N",
+                   help="fewer boots a side is inconclusive (default: the original pipeline's compare.min_boots, "
+                   "else 5)")
     p.add_argument("--pipeline", metavar="FILE",
                    help="the pipeline file as run (checked against its sha256), when the archive has it masked "
                    "or not at all")

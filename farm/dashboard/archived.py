@@ -104,9 +104,14 @@ def section(run_id: str, images: Sequence[Any], reproductions: Sequence[Any], ar
         body.append('<h2 id="reproductions">Reproductions</h2>' + _table(
             ("run", "started (UTC)", "status", "verdict", "figures"),
             ([f'<td><a href="{e(run_href(root, r.run_id))}">{e(r.run_id)}</a></td>', _td(r.started[:19]),
-              _td(r.status, r.status), _td(r.verdict, "pass" if r.verdict == "reproduced" else "failure"),
+              _td(r.status, r.status), _td(r.verdict, verdict_class(r.verdict)),
               _td(r.headline)] for r in reproductions)))
     return "".join(body)
+
+
+def verdict_class(verdict: str) -> str:
+    """A reproduction verdict's CSS class: reproduced passes, inconclusive is neither."""
+    return {"reproduced": "pass", "inconclusive": "inconclusive"}.get(verdict, "failure")
 
 
 def reproduces_line(reproduces: Any | None, root: str) -> str:
@@ -115,7 +120,7 @@ def reproduces_line(reproduces: Any | None, root: str) -> str:
         return ""
     from .pages import e, run_href
 
-    cls = "pass" if reproduces.verdict == "reproduced" else "failure"
+    cls = verdict_class(reproduces.verdict)
     return (f'<p class="{cls}">reproduces <a href="{e(run_href(root, reproduces.original_run_id))}">'
             f"{e(reproduces.original_run_id)}</a>: {e(reproduces.headline)}</p>")
 

@@ -68,7 +68,7 @@ nav.facets{font-size:13px;margin:6px 0}nav.facets span.facet{margin-right:14px}
 nav.pages a,nav.pages b{margin:0 3px}
 svg.spark .spark-line{fill:none;stroke:#36c;stroke-width:1.2}svg.spark .spark-last{fill:#36c}
 svg.spark .spark-last.regression{fill:#c00}
-td.regression{color:#c00;font-weight:bold}td.improvement{color:#060}td.inconclusive{color:#a60}
+td.regression{color:#c00;font-weight:bold}td.improvement{color:#060}td.inconclusive,p.inconclusive{color:#a60}
 td.flagged,p.flagged{color:#a60}svg.chart .bar.inconclusive{fill:#e4e4e4;stroke:#555;stroke-dasharray:3 2}
 svg.chart .ci{stroke:#000;stroke-width:1}
 svg.strip rect.pass{fill:#2e9e44}svg.strip rect.failure{fill:#d0342c}svg.strip rect.error{fill:#e9a21a}

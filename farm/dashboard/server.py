@@ -7,8 +7,8 @@ symbolic link, text masked). It binds to 127.0.0.1 unless told otherwise. Pages 
 Content-Security-Policy that allows no script at all, so even a name that slipped past escaping
 could not run.
 
-**Host names.** A request must name this server in its ``Host`` header: an IP address (which no
-one else's page can be served from), ``localhost``, this machine's own names, or a name given with
+**Host names** (farm.hostnames, as ``farm archive serve``'s): a request must name this server in
+its ``Host`` header: an IP address, ``localhost``, this machine's own names, or a name given with
 ``--allow-host``. Anything else is refused (421) before a page is made: through DNS rebinding, a
 page of another site whose name was made to point at 127.0.0.1 would otherwise read every run's
 console from the browser of someone who opened it.
@@ -25,6 +25,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 import sqlalchemy as sa
 
+from farm.hostnames import allowed_names, host_ok
 from farm.secrets import mask
 
 from . import pages, site
@@ -35,50 +36,9 @@ REQUEST_TIMEOUT = 30
 ALLOWED_METHODS = ("GET", "HEAD")
 
 
-def own_names() -> set[str]:
-    """This machine's names, which a browser sends in ``Host`` when it is reached by them."""
-    names = {"localhost", "localhost.localdomain"}
-    for name in (socket.gethostname(), socket.getfqdn()):
-        if name:
-            names.add(name.lower().rstrip("."))
-    return names
-
-
-def host_of(header: str) -> str | None:
-    """The host of a ``Host`` header (``name``, ``name:port``, ``[v6]``, ``[v6]:port``), lower case,
-    without a final dot; None when the header is not one."""
-    text = header.strip().lower()
-    if text.startswith("["):
-        end = text.find("]")
-        rest = text[end + 1:] if end > 0 else ":x"
-        if rest and not (rest.startswith(":") and rest[1:].isdigit()):
-            return None
-        return text[1:end]
-    name, colon, port = text.partition(":")
-    if colon and not port.isdigit():
-        return None
-    return name.rstrip(".") or None
-
-
-def host_allowed(header: str | None, allowed: Iterable[str]) -> bool:
-    """Whether a request's ``Host`` header names this server (see the module docstring): an IP
-    address, or one of ``allowed`` (names, lower case). A missing header (HTTP/1.0) is allowed:
-    browsers always send one, so a rebinding page cannot leave it out."""
-    if header is None:
-        return True
-    host = host_of(header)
-    if host is None:
-        return False
-    try:
-        ipaddress.ip_address(host)
-        return True
-    except ValueError:
-        return host in {name.lower().rstrip(".") for name in allowed}
-
-
 def make_handler(eng: sa.Engine, places: site.PlacesNow | None = None,
                  allowed_hosts: Iterable[str] = ()) -> type[BaseHTTPRequestHandler]:
-    allowed = own_names() | {h.lower() for h in allowed_hosts}
+    allowed = allowed_names(allowed_hosts)
 
     class Handler(BaseHTTPRequestHandler):
         server_version = "farm-dashboard"
@@ -92,16 +52,7 @@ def make_handler(eng: sa.Engine, places: site.PlacesNow | None = None,
             raise AttributeError(name)
 
         def _host_ok(self) -> bool:
-            if host_allowed(self.headers.get("Host"), allowed):
-                return True
-            body = b"farm serve: this server does not answer for that host name (see farm serve --allow-host)\n"
-            self.send_response(421, "Misdirected Request")
-            self.send_header("Content-Type", "text/plain; charset=utf-8")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            if self.command != "HEAD":
-                self.wfile.write(body)
-            return False
+            return host_ok(self, allowed, "farm serve")
 
         def _page(self, send_body: bool) -> None:
             if not self._host_ok():

@@ -1,79 +1,74 @@
-"""Did a result hold when it was run again? Per figure, "reproduced" or "not reproduced", with both values.
+"""Did a result hold when it was run again? Per figure "reproduced", "not reproduced" or
+"inconclusive", with both values.
 
-    rep = judge(original_records, new_records, threshold=0.05)   # farm reproduce's verdict
-    rep.passed, rep.headline()
+    rep = judge(original_records, new_records, threshold=0.05, repeats_in_boot={...})   # farm reproduce's
+    rep.verdict, rep.headline()
 
-**The rule** (:func:`figure_verdict`, one small pure function): a figure of the original run is
-**reproduced** when the median of the new run's values lies in the original's *band*: the
-original's interval (:mod:`farm.results.stats`: the 95 % distribution-free confidence interval of its
-median when it has 6 values or more, else the min–max range of its values), widened to at least
-``median ± threshold × |median|`` (default 5 %, farm qualify's threshold). The interval says what the
-original's own repeats make plausible; the threshold is what "the same" means where the original has
-too few repeats for an interval (one value: the range is a point). Two-sided: a figure that came out
-much better did not reproduce either. It is **not reproduced** when the new median lies outside the
-band, and **not measured** when the new run has no value of it (its benchmark failed, its target did
-not boot): both fail. A figure only the new run has is listed, not judged.
+**The rule** (:func:`figure_verdict`, one small pure function) is farm compare's (farm.results.ratio,
+issue #25), on the ratio *new / original* of a figure: each side is first reduced to one value per
+boot (:func:`farm.results.ratio.per_boot`, run.json's ``repeats_in_boot``: repeats inside one boot
+share that boot's caches and placement, so they would narrow the interval), then
+:func:`farm.results.ratio.estimate_ratio` gives the ratio's Hodges–Lehmann interval and n per side,
+judged against the band ``[1 - threshold, 1 + threshold]`` (default 5 %, farm qualify's threshold):
+
+- **reproduced** when the interval lies within the band (farm compare: ``same``);
+- **not reproduced** when it lies wholly above or below it (``higher``/``lower``: two-sided, a figure
+  that came out much better did not reproduce either), both values and the interval given;
+- **inconclusive** when a side has fewer than ``min_boots`` boots (default the original pipeline's
+  ``compare.min_boots``, else 5), when the interval straddles an edge of the band, or when a value of 0
+  or below leaves no log ratio: the runs cannot tell. Boot more (``boots:``), or widen the threshold;
+- **not measured** when the new run has no value of it (its benchmark failed, its target did not
+  boot). A figure only the new run has is listed, not judged.
+
+The run's verdict: ``not reproduced`` when a figure was not reproduced or not measured (or there was
+none), else ``inconclusive`` when one was, else ``reproduced``. farm reproduce exits 1, 4
+(:data:`farm.errors.EXIT_INCONCLUSIVE`) and 0 for them; in junit an inconclusive figure is a skipped
+case (as farm qualify's), one not reproduced or not measured a failure.
 
 Figures pair by the record identity (farm.results.identity.MetricKey) and setup, the target
 matched by name, else by architecture (the same board type under another name: a reproduction on
 another board of the lab's). Failed-benchmark markers and values that are not finite are no
-measurement. This rule is farm's until the comparisons of issue #25 (between-boot variation,
-inconclusive marking) land in farm.results: :func:`figure_verdict` is the one place to change.
+measurement.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import attrs
 
 from farm.measure.units import human
 from farm.results.identity import MetricKey
-from farm.results.junit import Case
+from farm.results.junit import Case, Kind
+from farm.results.ratio import HIGHER, LOWER, MIN_BOOTS, SAME, RatioEstimate, Rule, estimate_ratio, per_boot
 from farm.results.record import FAILED_METRIC, Record
 from farm.results.report import md_escape as _md
-from farm.results.stats import median, median_interval, value_range
+from farm.results.stats import median
 
 DEFAULT_THRESHOLD = 0.05
 REPRODUCED = "reproduced"
 NOT_REPRODUCED = "not reproduced"
+INCONCLUSIVE = "inconclusive"
 NOT_MEASURED = "not measured"
-RULE = ("the new median within the original's interval (95 % CI of its median with n >= 6, else its "
-        "min-max range), widened to at least the original median ± threshold")
-
-
-@attrs.frozen
-class Band:
-    """What the original makes plausible: its median, interval and the band a new median must hit."""
-
-    n: int
-    median: float
-    interval: tuple[float, float]
-    interval_kind: str          # "ci95" | "range"
-    low: float                  # the band: the interval, widened to median ± threshold
-    high: float
-
-
-def band(original: Sequence[float], threshold: float) -> Band:
-    """The band of ``original`` (non-empty, finite values) under ``threshold``."""
-    m = median(original)
-    ci = median_interval(original)
-    interval, kind = (ci, "ci95") if ci is not None else (value_range(original), "range")
-    slack = abs(m) * threshold
-    return Band(len(original), m, interval, kind, min(interval[0], m - slack), max(interval[1], m + slack))
+VERDICTS = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE)  # a run's
+RULE = ("one value per boot; the Hodges-Lehmann interval of new/original (farm compare's) within "
+        "1 ± threshold: reproduced, wholly outside: not reproduced, else (or fewer than min_boots boots a "
+        "side) inconclusive")
 
 
 @attrs.frozen
 class FigureVerdict:
     key: MetricKey              # the original's (its target)
     verdict: str
-    original: Band
+    original_n: int             # boots
+    original_median: float      # of its per-boot values
+    ratio: RatioEstimate | None = None  # new / original; None when not measured
     new_n: int = 0
     new_median: float = math.nan
     new_target: str = ""
-    note: str = ""              # why it was not measured
+    note: str = ""              # why it was not measured, or inconclusive
 
     @property
     def reproduced(self) -> bool:
@@ -82,29 +77,32 @@ class FigureVerdict:
     @property
     def change(self) -> float:
         """(new median - original median) / |original median|."""
-        m = self.original.median
+        m = self.original_median
         return (self.new_median - m) / abs(m) if m else math.nan
 
     def explain(self) -> str:
-        unit, o = self.key.unit, self.original
-        interval = (f"95 % CI {human(o.interval[0], unit)} – {human(o.interval[1], unit)}" if o.interval_kind == "ci95"
-                    else f"range {human(o.interval[0], unit)} – {human(o.interval[1], unit)}" if o.n > 1 else "one value")
-        was = f"original {human(o.median, unit)} (n={o.n}, {interval}; band {human(o.low, unit)} – {human(o.high, unit)})"
-        if self.verdict == NOT_MEASURED:
+        unit = self.key.unit
+        was = f"original {human(self.original_median, unit)} (n={self.original_n} boots)"
+        if self.verdict == NOT_MEASURED or self.ratio is None:
             return f"{was}; not measured again: {self.note}"
         change = f"{self.change:+.1%}" if math.isfinite(self.change) else "n/a"
-        return f"new {human(self.new_median, unit)} (n={self.new_n}, {change}); {was}"
+        ratio = f"; new/original {self.ratio.interval_text()}" if self.ratio.interval else ""
+        why = f"; {self.note}" if self.note else ""
+        return f"new {human(self.new_median, unit)} (n={self.new_n} boots, {change}); {was}{ratio}{why}"
 
 
-def figure_verdict(key: MetricKey, original: Sequence[float], new: Sequence[float], threshold: float, *,
+def figure_verdict(key: MetricKey, original: Sequence[float], new: Sequence[float], rule: Rule, *,
                    new_target: str = "", note: str = "") -> FigureVerdict:
-    """THE rule (module docstring): the verdict on one figure, from the original's values and the new ones."""
-    b = band(original, threshold)
+    """THE rule (module docstring): the verdict on one figure, from per-boot values of each side
+    (``original`` non-empty) and ``rule`` (its ``threshold`` the band, its ``min_n`` the fewest boots)."""
+    m = median(original)
     if not new:
-        return FigureVerdict(key, NOT_MEASURED, b, new_target=new_target, note=note or "no value in the new run")
-    m = median(new)
-    verdict = REPRODUCED if b.low <= m <= b.high else NOT_REPRODUCED
-    return FigureVerdict(key, verdict, b, len(new), m, new_target)
+        return FigureVerdict(key, NOT_MEASURED, len(original), m, new_target=new_target,
+                             note=note or "no value in the new run")
+    estimate = estimate_ratio(original, new, rule)
+    verdict = {SAME: REPRODUCED, HIGHER: NOT_REPRODUCED, LOWER: NOT_REPRODUCED}.get(estimate.verdict, INCONCLUSIVE)
+    return FigureVerdict(key, verdict, len(original), m, estimate, len(new), median(new), new_target,
+                         "" if verdict == REPRODUCED else estimate.why)
 
 
 def pair_targets(original: dict[str, str], new: dict[str, str]) -> dict[str, str]:
@@ -123,11 +121,12 @@ def pair_targets(original: dict[str, str], new: dict[str, str]) -> dict[str, str
     return pairs
 
 
-def _samples(records: Iterable[Record]) -> dict[MetricKey, list[float]]:
+def _samples(records: Iterable[Record], repeats_in_boot: Mapping[str, int] | int) -> dict[MetricKey, list[float]]:
+    """Per figure, one value per boot (the median of its repeats): the between-boot sample."""
+    measured = [r for r in records if r.metric != FAILED_METRIC and math.isfinite(r.value)]
     out: dict[MetricKey, list[float]] = {}
-    for r in records:
-        if r.metric != FAILED_METRIC and math.isfinite(r.value):
-            out.setdefault(MetricKey.of(r), []).append(r.value)
+    for r in per_boot(measured, repeats_in_boot):
+        out.setdefault(MetricKey.of(r), []).append(r.value)
     return out
 
 
@@ -139,6 +138,7 @@ class Reproduction:
     figures: tuple[FigureVerdict, ...]
     only_new: tuple[MetricKey, ...]
     targets: dict[str, str]         # original target -> new target
+    min_boots: int = MIN_BOOTS
 
     def count(self, verdict: str) -> int:
         return sum(f.verdict == verdict for f in self.figures)
@@ -150,61 +150,72 @@ class Reproduction:
 
     @property
     def verdict(self) -> str:
-        return REPRODUCED if self.passed else NOT_REPRODUCED
+        """Not reproduced when a figure failed (or none was judged), else inconclusive when one could
+        not be told, else reproduced."""
+        if not self.figures or self.count(NOT_REPRODUCED) or self.count(NOT_MEASURED):
+            return NOT_REPRODUCED
+        return INCONCLUSIVE if self.count(INCONCLUSIVE) else REPRODUCED
 
     def headline(self) -> str:
         n = len(self.figures)
         if not n:
             return f"nothing to compare: the original run {self.original_run_id} has no measured figure"
         parts = [f"{self.count(REPRODUCED)} of {n} figure{'s' * (n != 1)} reproduced"]
-        parts += [f"{self.count(v)} {v}" for v in (NOT_REPRODUCED, NOT_MEASURED) if self.count(v)]
-        return f"{'reproduced' if self.passed else 'NOT reproduced'}: " + ", ".join(parts) + \
-            f" (threshold {self.threshold:.1%})"
+        parts += [f"{self.count(v)} {v}" for v in (NOT_REPRODUCED, NOT_MEASURED, INCONCLUSIVE) if self.count(v)]
+        word = {REPRODUCED: "reproduced", NOT_REPRODUCED: "NOT reproduced", INCONCLUSIVE: "INCONCLUSIVE"}
+        return f"{word[self.verdict]}: " + ", ".join(parts) + \
+            f" (threshold {self.threshold:.1%}, min {self.min_boots} boots a side)"
 
     def as_json(self) -> dict[str, Any]:
-        return {"format": 1, "original_run_id": self.original_run_id, "run_id": self.run_id,
-                "threshold": self.threshold, "rule": RULE, "verdict": self.verdict, "headline": self.headline(),
-                "reproduced": self.count(REPRODUCED), "not_reproduced": self.count(NOT_REPRODUCED),
-                "not_measured": self.count(NOT_MEASURED), "targets": self.targets,
+        return {"format": 2, "original_run_id": self.original_run_id, "run_id": self.run_id,
+                "threshold": self.threshold, "min_boots": self.min_boots, "rule": RULE, "verdict": self.verdict,
+                "headline": self.headline(), "reproduced": self.count(REPRODUCED),
+                "not_reproduced": self.count(NOT_REPRODUCED), "not_measured": self.count(NOT_MEASURED),
+                "inconclusive": self.count(INCONCLUSIVE), "targets": self.targets,
                 "figures": [_figure_json(f) for f in self.figures],
                 "only_new": [attrs.asdict(k) for k in self.only_new]}
 
 
-def _number(value: float) -> float | None:
-    return value if math.isfinite(value) else None
+def _number(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) else None
 
 
 def _figure_json(f: FigureVerdict) -> dict[str, Any]:
-    o = f.original
+    r = f.ratio
     return {**attrs.asdict(f.key), "verdict": f.verdict, "new_target": f.new_target, "new_n": f.new_n,
-            "new_median": _number(f.new_median), "original_n": o.n, "original_median": o.median,
-            "interval": list(o.interval), "interval_kind": o.interval_kind, "band": [o.low, o.high],
-            "note": f.note}
+            "new_median": _number(f.new_median), "original_n": f.original_n, "original_median": f.original_median,
+            "ratio": _number(r.ratio) if r else None,
+            "interval": list(r.interval) if r and r.interval else None, "note": f.note}
 
 
 def judge(original: Sequence[Record], new: Sequence[Record], *, threshold: float = DEFAULT_THRESHOLD,
+          min_boots: int = MIN_BOOTS, repeats_in_boot: Mapping[str, int] | int = 1,
           original_run_id: str = "", run_id: str = "") -> Reproduction:
-    """Every figure of ``original`` judged against ``new`` (module docstring)."""
+    """Every figure of ``original`` judged against ``new`` (module docstring). ``repeats_in_boot``:
+    per run id (each run's run.json), or one number for both: how records' repeats group into boots."""
     if not threshold >= 0:
         raise ValueError(f"threshold {threshold}: must be 0 or more")
+    if min_boots < 1:
+        raise ValueError(f"min_boots {min_boots}: must be 1 or more")
+    rule = Rule(min_n=min_boots, threshold=threshold)
     targets = pair_targets({r.target: r.arch for r in original}, {r.target: r.arch for r in new})
-    before, after = _samples(original), _samples(new)
+    before, after = _samples(original, repeats_in_boot), _samples(new, repeats_in_boot)
     failed = {(r.target, r.setup, r.suite, r.benchmark) for r in new if r.metric == FAILED_METRIC}
     used: set[MetricKey] = set()
     figures = []
     for key, values in sorted(before.items()):
         target = targets.get(key.target)
         if target is None:
-            figures.append(figure_verdict(key, values, [], threshold, note=f"no target of {key.target}'s "
+            figures.append(figure_verdict(key, values, [], rule, note=f"no target of {key.target}'s "
                                           "architecture in the new run"))
             continue
         there = key.on(target, key.setup)
         used.add(there)
         note = ("its benchmark failed in the new run" if (target, key.setup, key.suite, key.benchmark) in failed
                 else "no value in the new run")
-        figures.append(figure_verdict(key, values, after.get(there, []), threshold, new_target=target, note=note))
+        figures.append(figure_verdict(key, values, after.get(there, []), rule, new_target=target, note=note))
     return Reproduction(original_run_id, run_id, threshold, tuple(figures),
-                        tuple(k for k in sorted(after) if k not in used), targets)
+                        tuple(k for k in sorted(after) if k not in used), targets, min_boots)
 
 
 # --- outputs: lines for the terminal, reproduction.md, the junit cases, reproduction.json ---
@@ -216,20 +227,20 @@ def line(f: FigureVerdict) -> str:
 def markdown(rep: Reproduction) -> str:
     lines = [f"# Reproduction of {_md(rep.original_run_id)}: {_md(rep.headline())}", "",
              f"- original run: {_md(rep.original_run_id)}", f"- this run: {_md(rep.run_id)}",
-             f"- rule: {_md(RULE)} (threshold {rep.threshold:.1%})", ""]
+             f"- rule: {_md(RULE)} (threshold {rep.threshold:.1%}, min_boots {rep.min_boots})", ""]
     if any(o != n for o, n in rep.targets.items()):
         lines += ["Targets: " + ", ".join(f"{_md(o)} as {_md(n)}" for o, n in rep.targets.items()), ""]
     if rep.figures:
-        lines += ["| verdict | target | setup | benchmark | params | metric | original (n, interval) | band | new (n) "
-                  "| change |", "|---|---|---|---|---|---|---|---|---|---:|"]
+        lines += ["| verdict | target | setup | benchmark | params | metric | original (boots) | new (boots) "
+                  "| new/original [interval] | change |", "|---|---|---|---|---|---|---|---|---|---:|"]
         for f in rep.figures:
-            o, unit = f.original, f.key.unit
+            unit = f.key.unit
             verdict = _md(f.verdict) if f.reproduced else f"**{_md(f.verdict)}**"
             new = f"{human(f.new_median, unit)} (n={f.new_n})" if f.new_n else _md(f.note)
+            ratio = f.ratio.text() if f.ratio else "-"
             lines.append("| " + " | ".join([verdict, *(_md(v) for v in (
                 f.key.target, f.key.setup, f"{f.key.suite}.{f.key.benchmark}", f.key.params or "-", f.key.metric,
-                f"{human(o.median, unit)} (n={o.n}, {o.interval_kind} {human(o.interval[0], unit)} – "
-                f"{human(o.interval[1], unit)})", f"{human(o.low, unit)} – {human(o.high, unit)}", new,
+                f"{human(f.original_median, unit)} (n={f.original_n})", new, ratio,
                 f"{f.change:+.1%}" if f.new_n and math.isfinite(f.change) else "-"))]) + " |")
         lines.append("")
     if rep.only_new:
@@ -238,8 +249,11 @@ def markdown(rep: Reproduction) -> str:
 
 
 def junit_cases(rep: Reproduction) -> list[Case]:
-    """A testcase per figure of the original: a failure when not reproduced or not measured."""
-    return [Case(f.key.label(), f"farm.reproduce.{f.key.suite}", 0.0, "pass" if f.reproduced else "failure",
+    """A testcase per figure of the original: a failure when not reproduced or not measured, skipped
+    when inconclusive (farm qualify's convention; the exit code says the run could not tell)."""
+    def kind(f: FigureVerdict) -> Kind:
+        return "pass" if f.reproduced else "skipped" if f.verdict == INCONCLUSIVE else "failure"
+    return [Case(f.key.label(), f"farm.reproduce.{f.key.suite}", 0.0, kind(f),
                  message="" if f.reproduced else f"{f.verdict}: {f.explain()}", output=f.explain())
             for f in rep.figures]
 

@@ -154,13 +154,17 @@ def _json_params(params: Any) -> dict[str, Any]:
     return {k: list(v) if isinstance(v, tuple) else v for k, v in attrs.asdict(params, recurse=False).items()}
 
 
-def run_seed(pipeline: Pipeline) -> int | None:
-    """The seed of a new run's boot order: the pipeline's, else (shuffled) one drawn now."""
+def run_seed(pipeline: Pipeline, given: int | None = None) -> int | None:
+    """The seed of a new run's boot order: ``given`` (farm reproduce: the original run's), else the
+    pipeline's, else (shuffled) one drawn now."""
     from .experiment import SHUFFLED, draw_seed
 
     if pipeline.experiment.order != SHUFFLED:
         return None
-    return pipeline.experiment.seed if pipeline.experiment.seed is not None else draw_seed()
+    for seed in (given, pipeline.experiment.seed):
+        if seed is not None:
+            return seed
+    return draw_seed()
 
 
 def recorded_seed(run_dir: Path) -> int | None:
@@ -262,13 +266,15 @@ def run_pipeline(pipeline_path: str | Path, *, out: Path | None = None, env_over
                  resume: Path | None = None, progress: object | None = None, force: bool = False,
                  image_dirs: list[Path] | None = None, flow_for: Callable[[Setup], BootFlow] | None = None,
                  listeners: list[object] | None = None, registry: Mapping[str, Any] | None = None,
-                 images: Mapping[tuple[str, str], Image] | None = None) -> Run:
+                 images: Mapping[tuple[str, str], Image] | None = None, seed: int | None = None) -> Run:
     """Carry out a pipeline file. ``flow_for``: the boot flow of a setup (default: the one its pipeline
     file chose, farm.flows); ``listeners``: more hooks
     (farm.run.events), besides the run directory, ``progress`` and farm's and the lab's listeners
     (the results store, the archive, entry points); ``registry``: the benchmarks (default: farm's,
     farm.bench.registry); ``images``: (architecture, setup) -> the image to boot as it is, nothing
-    built (``farm reproduce``: the original run's, from the archive)."""
+    built (``farm reproduce``: the original run's, from the archive); ``seed``: a shuffled boot
+    order's seed instead of the pipeline's or a drawn one (``farm reproduce``: the original's, so its
+    boots run in the same order)."""
     pipeline = load_pipeline(pipeline_path, registry)
     if extra_bootargs:
         pipeline = attrs.evolve(pipeline, setups=tuple(attrs.evolve(s, bootargs=(*s.bootargs, *extra_bootargs))
@@ -288,7 +294,7 @@ def run_pipeline(pipeline_path: str | Path, *, out: Path | None = None, env_over
         run = _reopen(resume, pipeline, env_files, seed)
         progress.say(f"resume run {run.run_id} in {resume}: {len(run.info.stages)} stages done")
     else:
-        seed = run_seed(pipeline)
+        seed = run_seed(pipeline, seed)
         plan = [p.label for p in plan_boots(pipeline, env_files, seed)]
         boots = {s.name: pipeline.boots_of(s) for s in pipeline.setups}
         asked = [{"benchmark": b.name, "params": _json_params(b.params)} for b in pipeline.benchmarks]

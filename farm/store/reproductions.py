@@ -13,6 +13,7 @@ import sqlalchemy as sa
 
 from farm.config import load_json
 from farm.errors import JobError
+from farm.results.reproduction import VERDICTS
 from farm.store import schema
 from farm.values import name_problem
 
@@ -30,8 +31,8 @@ def reproduction_rows(run_dir: str | os.PathLike[str]) -> tuple[dict[str, Any], 
     original = data.get("original_run_id")
     if (problem := name_problem(original, "run id")):
         raise JobError(f"{path}: original_run_id: {problem}")
-    if data.get("verdict") not in ("reproduced", "not reproduced"):
-        raise JobError(f"{path}: verdict: expected 'reproduced' or 'not reproduced', got {data.get('verdict')!r}")
+    if data.get("verdict") not in VERDICTS:
+        raise JobError(f"{path}: verdict: expected one of {', '.join(map(repr, VERDICTS))}, got {data.get('verdict')!r}")
     for key in _COUNTS:
         if not isinstance(data.get(key), int) or isinstance(data[key], bool) or not 0 <= data[key] < 2 ** 31:
             raise JobError(f"{path}: {key}: expected a count of figures")

@@ -39,7 +39,7 @@ def test_a_smoke_run_is_archived_and_reproduced_from_an_empty_cache(maaxboard_im
     cache = tmp_path / "empty-cache"  # farm's cache setting: never the shared ~/.cache/farm
     again = tmp_path / "again"
     proc = run_farm("reproduce", run_id, "--out", str(again), env={**env, "FARM_CACHE": str(cache)}, timeout=900)
-    assert proc.returncode in (0, 1), proc.stderr  # 1: a figure of the loaded twin did not reproduce
+    assert proc.returncode in (0, 1, 4), proc.stderr  # 1: a figure did not reproduce; 4: inconclusive (one boot)
     reproduced = json.loads((again / "run.json").read_text())
     assert shas(reproduced) == shas(info)  # the same bytes booted, fetched into the empty cache
     assert all(str(cache) in image["dir"] for image in reproduced["images"].values())
@@ -54,9 +54,10 @@ def test_a_smoke_run_is_archived_and_reproduced_from_an_empty_cache(maaxboard_im
     figures = lines[:-1]
     assert len(figures) == len(verdict["figures"]) >= 5  # iperf3's and openssl's figures, each judged
     for line, figure in zip(figures, verdict["figures"]):
-        assert line.startswith("reproduced: " if figure["verdict"] == "reproduced" else "NOT REPRODUCED: "), line
+        word = figure["verdict"] if figure["verdict"] == "reproduced" else figure["verdict"].upper()
+        assert line.startswith(f"{word}: "), line
         assert figure["new_n"] >= 1, line  # measured again, whatever the verdict
-    assert proc.returncode == (0 if verdict["verdict"] == "reproduced" else 1)
+    assert proc.returncode == {"reproduced": 0, "inconclusive": 4}.get(verdict["verdict"], 1)
     suite = ET.parse(again / "reproduction.xml").getroot()
     assert int(suite.get("tests")) == len(verdict["figures"]) + 1 and suite.get("errors") == "0"
 

@@ -28,9 +28,12 @@ from tests.store.rundirs import make_run
 A, B = "20261201-100000-aaaa", "20261202-100000-bbbb"
 
 
-def pair(tmp_path, new_values=(1.0e8, 1.1e8, 1.2e8)):
+STEADY = (1.00e8, 1.01e8, 0.99e8, 1.00e8, 1.02e8)  # five boots (one repeat each): enough for a verdict
+
+
+def pair(tmp_path, new_values=STEADY):
     """An original run and a reproduction of it, with its reproduction.json as farm reproduce writes it."""
-    a = make_run(tmp_path / A, A, started="2026-12-01T10:00:00.000+00:00")
+    a = make_run(tmp_path / A, A, started="2026-12-01T10:00:00.000+00:00", values={"throughput": list(STEADY)})
     b = make_run(tmp_path / B, B, started="2026-12-02T10:00:00.000+00:00", values={"throughput": list(new_values)})
     rep = judge(read_records(a / "results.csv"), read_records(b / "results.csv"), threshold=0.05,
                 original_run_id=A, run_id=B)
@@ -82,7 +85,7 @@ def test_a_reproduction_json_that_is_not_farm_s_is_refused_naming_the_field(stor
 
 
 def test_farm_history_shows_reproductions_beside_their_original(store_env, tmp_path):
-    a, b, _ = pair(tmp_path, new_values=(2.0e8, 2.1e8, 2.2e8))  # not reproduced
+    a, b, _ = pair(tmp_path, new_values=tuple(2 * v for v in STEADY))  # not reproduced
     c_run = make_run(tmp_path / "c", "20261203-100000-cccc", started="2026-12-03T10:00:00.000+00:00")
     ingest(open_store(store_env), [a, b, c_run])
     plain = run_farm("history", "throughput", env=store_env)
@@ -112,8 +115,8 @@ def archived_pair(tmp_path, monkeypatch):
         monkeypatch.setenv(k, v)
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
     use_image(monkeypatch, fake_image(tmp_path / "img"))
-    run = run_pipeline(pipeline_tree(tmp_path / "repo"), out=tmp_path / "run", flow_for=lambda s: FakeFlow(),
-                       registry=values(4.0))
+    run = run_pipeline(pipeline_tree(tmp_path / "repo", extra="boots: 5\n"), out=tmp_path / "run",
+                       flow_for=lambda s: FakeFlow(), registry=values(4.0))
     again = reproduce(run.run_id, out=tmp_path / "again", cache=tmp_path / "empty", flow_for=lambda s: FakeFlow(),
                       registry=values(9.0))
     return env, run, again

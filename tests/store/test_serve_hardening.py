@@ -132,7 +132,7 @@ def test_serving_beyond_this_machine_is_said_loudly(tmp_path):
 
 
 def test_host_header_parsing():
-    from farm.dashboard.server import host_allowed, host_of
+    from farm.hostnames import host_allowed, host_of
 
     assert host_of("Example.COM.:8470") == "example.com" and host_of("[::1]:80") == "::1"
     assert host_of("a:b") is None and host_of("[::1]x") is None

@@ -17,7 +17,7 @@ from farm.archive.archiving import archive_run
 from farm.archive.directory import DirArchive
 from farm.archive.record import Entry
 from farm.archive.reproduce import reproduce
-from farm.errors import EXIT_OK, EXIT_TEST_FAILURE, JobError
+from farm.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_TEST_FAILURE, JobError
 from farm.run import run_pipeline
 
 from .archive_helpers import ENV, fake_image, pipeline_tree, use_image, values
@@ -33,11 +33,11 @@ def lab(tmp_path, monkeypatch):
     return tmp_path
 
 
-def original_run(lab, monkeypatch, *numbers, out="run", image=None):
+def original_run(lab, monkeypatch, *numbers, out="run", image=None, extra=""):
     image = image or fake_image(lab / "cache" / "images" / "fake-1")
     use_image(monkeypatch, image)
     flow = FakeFlow()
-    run = run_pipeline(pipeline_tree(lab / "repo"), out=lab / out, flow_for=lambda s: flow,
+    run = run_pipeline(pipeline_tree(lab / "repo", extra=extra), out=lab / out, flow_for=lambda s: flow,
                        registry=values(*(numbers or (10.0,))))
     return run, image
 
@@ -127,7 +127,7 @@ def test_a_tampered_object_is_refused_naming_the_run_image_and_file(lab, monkeyp
 
 
 def test_reproduce_boots_the_archived_bytes_from_an_empty_cache_and_judges_every_figure(lab, monkeypatch, capfd):
-    run, image = original_run(lab, monkeypatch, 10.0)
+    run, image = original_run(lab, monkeypatch, 10.0, extra="boots: 5\n")  # 5 boots: enough for a verdict
     built: list = []
     use_image(monkeypatch, lab / "nowhere", built)  # nothing may be built: the archive's image is booted
     flow = FakeFlow()
@@ -143,7 +143,7 @@ def test_reproduce_boots_the_archived_bytes_from_an_empty_cache_and_judges_every
                      registry=values(10.2))
     assert built == []
     manifest = json.loads((image / "manifest.json").read_text())
-    assert booted == [{n: a["sha256"] for n, a in manifest["artifacts"].items()}]
+    assert booted == [{n: a["sha256"] for n, a in manifest["artifacts"].items()}] * 5
     assert str(lab / "empty") in str(done.run.info.images["fake"]["dir"])
     rep = done.reproduction
     assert rep.passed and done.exit_code == EXIT_OK and [f.verdict for f in rep.figures] == ["reproduced"]
@@ -164,13 +164,34 @@ def test_reproduce_boots_the_archived_bytes_from_an_empty_cache_and_judges_every
 
 
 def test_a_figure_off_its_band_is_not_reproduced_and_exits_1(lab, monkeypatch):
-    run, _ = original_run(lab, monkeypatch, 10.0)
+    run, _ = original_run(lab, monkeypatch, 10.0, extra="boots: 5\n")
     done = reproduce(str(run.path), out=lab / "again", cache=lab / "empty", flow_for=lambda s: FakeFlow(),
                      registry=values(13.0))
     [figure] = done.reproduction.figures
-    assert figure.verdict == "not reproduced" and figure.new_median == 13.0 and figure.original.median == 10.0
+    assert figure.verdict == "not reproduced" and figure.new_median == 13.0 and figure.original_median == 10.0
+    assert (figure.original_n, figure.new_n) == (5, 5)
     assert done.exit_code == EXIT_TEST_FAILURE
     assert "failure" in (lab / "again" / "reproduction.xml").read_text()
+
+
+def test_repeats_of_one_boot_are_one_value_so_the_verdict_is_inconclusive_and_exits_4(lab, monkeypatch):
+    run, _ = original_run(lab, monkeypatch, 10.0, extra="repeats_in_boot: 6\n")  # six repeats, one boot
+    done = reproduce(run.run_id, out=lab / "again", cache=lab / "empty", flow_for=lambda s: FakeFlow(),
+                     registry=values(10.0))
+    [figure] = done.reproduction.figures
+    assert (figure.verdict, figure.original_n, figure.new_n) == ("inconclusive", 1, 1)
+    assert "fewer than 5 boots a side" in figure.note
+    assert done.reproduction.verdict == "inconclusive" and done.exit_code == EXIT_INCONCLUSIVE == 4
+    assert "<skipped" in (lab / "again" / "reproduction.xml").read_text()
+    from farm.store.db import open_store
+    from farm.store.reproductions import reproductions_of
+
+    with open_store().connect() as c:
+        [row] = reproductions_of(c, run.run_id)
+    assert row.verdict == "inconclusive"
+    lenient = reproduce(run.run_id, out=lab / "again2", cache=lab / "empty", flow_for=lambda s: FakeFlow(),
+                        registry=values(10.0), min_boots=1)  # one boot a side has no interval: still not judged
+    assert lenient.reproduction.verdict == "inconclusive" and "no interval" in lenient.reproduction.figures[0].note
 
 
 def test_reproduce_refuses_a_run_that_is_not_archived_and_a_target_of_another_architecture(lab, monkeypatch):
@@ -270,3 +291,46 @@ def test_where_a_reproduction_runs_the_original_s_env_files_the_farm_s_board_or_
     assert default_board(ran_here) == "qemu-maaxboard"
     assert default_board(original(envs=["env/x.yaml"], place={"name": "m-1", "tags": {"board": "maaxboard"}})) \
         == "maaxboard"
+
+
+def test_a_shuffled_order_drawn_for_the_original_is_run_again_in_the_same_order(lab, monkeypatch):
+    """No seed in the pipeline: the original drew one (run.json records it); its reproduction uses it."""
+    image = fake_image(lab / "img")
+    use_image(monkeypatch, image)
+    pipeline = pipeline_tree(lab / "repo", extra="boots: 4\norder: shuffled\nsettle: false\n")
+    pipeline.write_text(pipeline.read_text().replace("setups: [{name: a}]", "setups: [{name: a}, {name: b}, {name: c}]"))
+    run = run_pipeline(pipeline, out=lab / "run", flow_for=lambda s: FakeFlow(), registry=values(1.0))
+    done = reproduce(run.run_id, out=lab / "again", cache=lab / "empty", flow_for=lambda s: FakeFlow(),
+                     registry=values(1.0))
+    original, again = run.info.experiment, done.run.info.experiment
+    assert isinstance(original["seed"], int) and again["seed"] == original["seed"]
+    assert again["plan"] == original["plan"] and len(again["plan"]) == 12
+
+
+def test_a_target_of_another_board_type_is_refused_naming_both_unless_allowed(lab, monkeypatch, capfd):
+    run, _ = original_run(lab, monkeypatch)  # on env/qemu-maaxboard.yaml: options.board maaxboard, arm64
+    other = lab / "imx8mp.yaml"  # the same architecture, another board
+    other.write_text(ENV.read_text().replace("board: maaxboard", "board: imx8mp-evk"))
+    with pytest.raises(JobError, match=rf"imx8mp.yaml: board imx8mp-evk, but run {run.run_id} ran on board "
+                       rf"maaxboard \(options.board of its env file .*qemu-maaxboard.yaml\).*--allow-other-board"):
+        reproduce(run.run_id, envs=[other], cache=lab / "c", flow_for=lambda s: FakeFlow(), registry=values(10.0))
+    done = reproduce(run.run_id, envs=[other], out=lab / "again", cache=lab / "c", flow_for=lambda s: FakeFlow(),
+                     registry=values(10.0), allow_other_board=True)
+    assert done.run.status == EXIT_OK and "reproducing there anyway (--allow-other-board)" in capfd.readouterr().err
+    nameless = lab / "nameless.yaml"  # no options.board at all: not the same board type either
+    nameless.write_text(ENV.read_text().replace("board: maaxboard", "flavour: x"))
+    with pytest.raises(JobError, match=r"board \(none: no options.board\), but run .* ran on board maaxboard"):
+        reproduce(run.run_id, envs=[nameless], cache=lab / "c", flow_for=lambda s: FakeFlow(), registry=values(1.0))
+
+
+def test_the_original_s_board_type_is_its_place_s_tag_else_its_env_file_s(tmp_path):
+    from farm.archive.record import RunRecord
+    from farm.archive.reproduce import Original, original_board
+
+    def original(**info):
+        return Original(RunRecord("r1", "", "", "p", "passed", "", {}, None, (), {}), info, (), tmp_path)
+
+    assert original_board(original(envs=[str(ENV)], place={"tags": {"board": "maaxboard-rev-b"}})) == \
+        ("maaxboard-rev-b", "its farm place's board tag")
+    assert original_board(original(envs=[str(ENV)]))[0] == "maaxboard"
+    assert original_board(original(envs=["/lab/env/gone.yaml"])) is None  # only its architecture can be checked

@@ -4,12 +4,14 @@ kinds of path, a corrupt object refused at the server and at the reader; and far
 from __future__ import annotations
 
 import contextlib
+import http.client
 import os
 import re
 import subprocess
 import sys
 import urllib.error
 import urllib.request
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -23,8 +25,8 @@ from .test_runner import FakeFlow
 
 
 @contextlib.contextmanager
-def served(env: dict):
-    proc = subprocess.Popen([sys.executable, "-m", "farm.cli", "archive", "serve", "--port", "0"], cwd=ROOT,
+def served(env: dict, *args: str):
+    proc = subprocess.Popen([sys.executable, "-m", "farm.cli", "archive", "serve", "--port", "0", *args], cwd=ROOT,
                             env={**os.environ, **env}, stderr=subprocess.PIPE, text=True)
     try:
         line = proc.stderr.readline()
@@ -86,12 +88,42 @@ def test_the_archive_served_read_only_answers_runs_and_whole_objects_only(archiv
             remote.read(kernel, "kernel")
 
 
+def with_host(base: str, host: str, method: str = "GET", path: str = "/runs/"):
+    """A request naming ``host`` in its Host header (a page whose name was rebound to the server)."""
+    netloc = urlsplit(base)
+    conn = http.client.HTTPConnection(netloc.hostname, netloc.port, timeout=10)
+    try:
+        conn.putrequest(method, path, skip_host=True)
+        conn.putheader("Host", host)
+        conn.endheaders()
+        resp = conn.getresponse()
+        return resp.status, resp.read()
+    finally:
+        conn.close()
+
+
+def test_a_request_naming_another_host_is_refused_421_as_farm_serve_does(archived, tmp_path):
+    with served({"FARM_ARCHIVE": str(tmp_path / "archive")}, "--allow-host", "Archive.Lab.Example") as base:
+        port = urlsplit(base).port
+        status, body = with_host(base, f"evil.example:{port}")  # DNS rebinding: another site's name
+        assert status == 421 and b"farm archive serve --allow-host" in body and archived.run_id.encode() not in body
+        assert with_host(base, "evil.example", "HEAD") == (421, b"")
+        assert with_host(base, "evil.example", "POST")[0] == 421  # refused before the method is
+        assert with_host(base, "evil.example", path=f"/runs/{archived.run_id}.json")[0] == 421
+        assert with_host(base, "a:b")[0] == 421  # not a Host header at all
+        for host in (f"127.0.0.1:{port}", "localhost", f"archive.lab.example:{port}", f"[::1]:{port}"):
+            status, body = with_host(base, host)
+            assert status == 200 and archived.run_id.encode() in body, host
+        assert with_host(base, f"archive.lab.example:{port}", "POST")[0] == 405
+
+
 def test_farm_reproduce_fetches_over_http_into_an_empty_cache(archived, tmp_path, monkeypatch):
     with served({"FARM_ARCHIVE": str(tmp_path / "archive")}) as base:
         monkeypatch.setenv("FARM_ARCHIVE", base)
         done = reproduce(archived.run_id, out=tmp_path / "again", cache=tmp_path / "empty",
                          flow_for=lambda s: FakeFlow(), registry=values(5.0))
-        assert done.reproduction.passed
+        [figure] = done.reproduction.figures  # measured again; one boot a side is too few to judge
+        assert (figure.new_n, figure.verdict, done.reproduction.verdict) == (1, "inconclusive", "inconclusive")
         assert (tmp_path / "empty" / "archive" / "images").is_dir()
         # an archive over HTTP is read-only: the run's listener says so, the command refuses to write
         assert "read-only" in subprocess.run([sys.executable, "-m", "farm.cli", "archive", str(archived.path)],

@@ -1,5 +1,6 @@
-"""farm reproduce's verdict, per figure: the one rule (farm.results.reproduction.figure_verdict) on
-values whose answer is known, and the pairing of a reproduction's figures with the original's."""
+"""farm reproduce's verdict, per figure: the one rule (farm.results.reproduction.figure_verdict, farm
+compare's ratio on one value per boot) on values whose answer is known, and the pairing of a
+reproduction's figures with the original's."""
 
 from __future__ import annotations
 
@@ -10,53 +11,70 @@ import pytest
 
 from farm.results.identity import MetricKey
 from farm.results.record import Record
-from farm.results.reproduction import (NOT_MEASURED, NOT_REPRODUCED, REPRODUCED, band, dumps, figure_verdict,
+from farm.results.ratio import Rule
+from farm.results.reproduction import (INCONCLUSIVE, NOT_MEASURED, NOT_REPRODUCED, REPRODUCED, dumps, figure_verdict,
                                        judge, junit_cases, line, markdown, pair_targets)
 
 KEY = MetricKey("board", "default", "crypto", "openssl-speed", "algorithm=sha256", "throughput", "bytes/s")
 
 
-def test_one_original_value_has_only_the_threshold_for_a_band():
-    b = band([100.0], 0.05)
-    assert (b.low, b.high, b.interval_kind, b.n) == (95.0, 105.0, "range", 1)
-    assert figure_verdict(KEY, [100.0], [104.9], 0.05).verdict == REPRODUCED
-    assert figure_verdict(KEY, [100.0], [105.1], 0.05).verdict == NOT_REPRODUCED
-    assert figure_verdict(KEY, [100.0], [94.9], 0.05).verdict == NOT_REPRODUCED  # two-sided: worse and better
-    assert figure_verdict(KEY, [100.0], [100.0], 0.0).verdict == REPRODUCED
+RULE = Rule(min_n=5, threshold=0.05)
+STEADY = [100.0, 101.0, 99.0, 100.0, 102.0]  # one value per boot
 
 
-def test_a_few_values_give_their_range_widened_to_the_threshold():
-    b = band([90.0, 100.0, 120.0], 0.05)  # n < 6: the min-max range, wider than median +-5 %
-    assert (b.low, b.high, b.interval_kind) == (90.0, 120.0, "range")
-    assert figure_verdict(KEY, [90.0, 100.0, 120.0], [119.0], 0.05).reproduced
-    narrow = band([99.0, 100.0, 101.0], 0.05)  # narrower than the threshold: the threshold's band
-    assert (narrow.low, narrow.high) == (95.0, 105.0)
+def test_an_interval_of_new_over_original_within_the_band_is_reproduced_wholly_outside_not():
+    v = figure_verdict(KEY, STEADY, [100.0, 101.0, 100.0, 99.0, 101.0], RULE)
+    assert v.verdict == REPRODUCED and v.ratio.verdict == "same" and (v.original_n, v.new_n) == (5, 5)
+    assert 0.95 <= v.ratio.interval[0] <= v.ratio.interval[1] <= 1.05
+    faster = figure_verdict(KEY, STEADY, [120.0, 121.0, 119.0, 122.0, 120.0], RULE)
+    assert faster.verdict == NOT_REPRODUCED and "above" in faster.note  # two-sided: better is not the same either
+    slower = figure_verdict(KEY, STEADY, [80.0, 81.0, 79.0, 80.0, 82.0], RULE)
+    assert slower.verdict == NOT_REPRODUCED and "below" in slower.note
 
 
-def test_six_values_or_more_give_the_median_s_confidence_interval_not_the_range():
-    values = [80.0, 98.0, 99.0, 100.0, 101.0, 102.0, 103.0, 104.0, 130.0]  # n = 9: x(2) .. x(8)
-    b = band(values, 0.0)
-    assert b.interval_kind == "ci95" and b.interval == (98.0, 104.0) and (b.low, b.high) == (98.0, 104.0)
-    assert figure_verdict(KEY, values, [125.0], 0.0).verdict == NOT_REPRODUCED  # inside the range, not the CI
-    assert figure_verdict(KEY, values, [97.0, 99.0, 103.0], 0.0).verdict == REPRODUCED  # the new median: 99
+def test_too_few_boots_a_side_or_a_straddling_interval_is_inconclusive_never_reproduced():
+    few = figure_verdict(KEY, [100.0], [100.0], RULE)  # a point on the point: still one boot a side
+    assert few.verdict == INCONCLUSIVE and "fewer than 5 boots" in few.note and not few.reproduced
+    assert figure_verdict(KEY, [100.0], [100.0], Rule(min_n=1, threshold=0.05)).verdict == INCONCLUSIVE  # no interval
+    assert figure_verdict(KEY, STEADY[:4], STEADY[:4], Rule(min_n=4, threshold=0.05)).verdict == REPRODUCED
+    wide = figure_verdict(KEY, STEADY, [80.0, 120.0, 100.0, 90.0, 110.0], RULE)
+    assert wide.verdict == INCONCLUSIVE and "straddles" in wide.note
+    zero = figure_verdict(KEY, [0.0] * 5, [0.0] * 5, RULE)  # no log ratio: farm compare's answer too
+    assert zero.verdict == INCONCLUSIVE
+
+
+def test_repeats_inside_one_boot_do_not_narrow_the_verdict():
+    """Ten repeats of one boot a side are one value a side (run.json's repeats_in_boot), not ten."""
+    original = [record(value=100.0 + i % 2, repeat=i) for i in range(10)]
+    new = [record(value=100.5 + i % 2, repeat=i) for i in range(10)]
+    pooled = judge(original, new, repeats_in_boot=1)  # as if every repeat were a boot of its own
+    assert pooled.figures[0].verdict == REPRODUCED and pooled.figures[0].new_n == 10
+    rep = judge(original, new, repeats_in_boot={"r": 10})
+    [f] = rep.figures
+    assert (f.original_n, f.new_n, f.verdict) == (1, 1, INCONCLUSIVE)
+    assert rep.verdict == INCONCLUSIVE and rep.headline().startswith("INCONCLUSIVE: 0 of 1 figure reproduced")
+    [case] = junit_cases(rep)
+    assert case.kind == "skipped" and "fewer than 5 boots" in case.message
+    # five boots of two repeats each: five values a side, each the median of its boot
+    five = judge(original, new, repeats_in_boot=2)
+    assert (five.figures[0].original_n, five.figures[0].verdict) == (5, REPRODUCED)
+    assert five.figures[0].original_median == 100.5
 
 
 def test_no_new_value_is_not_measured_and_says_why():
-    v = figure_verdict(KEY, [100.0], [], 0.05, note="its benchmark failed in the new run")
+    v = figure_verdict(KEY, [100.0], [], RULE, note="its benchmark failed in the new run")
     assert v.verdict == NOT_MEASURED and not v.reproduced and "benchmark failed" in v.explain()
     assert math.isnan(v.new_median)
-
-
-def test_negative_and_zero_medians_keep_a_band_of_their_own_size():
-    b = band([-10.0], 0.1)
-    assert (b.low, b.high) == (-11.0, -9.0)
-    assert figure_verdict(KEY, [0.0], [0.0], 0.05).reproduced
-    assert not figure_verdict(KEY, [0.0], [0.001], 0.05).reproduced
 
 
 def record(target="board", arch="arm64", setup="default", metric="throughput", value=100.0, repeat=0,
            params="algorithm=sha256;seconds=1", benchmark="openssl-speed", suite="crypto", unit="bytes/s"):
     return Record("r", "t", target, arch, setup, "img", suite, benchmark, params, repeat, metric, value, unit)
+
+
+def boots(value=100.0, **fields):
+    """Five boots of a figure around ``value`` (STEADY's spread), one record each."""
+    return [record(value=value * v / 100, repeat=i, **fields) for i, v in enumerate(STEADY)]
 
 
 def test_targets_pair_by_name_else_by_architecture_one_to_one():
@@ -66,10 +84,10 @@ def test_targets_pair_by_name_else_by_architecture_one_to_one():
 
 
 def test_judge_pairs_figures_by_identity_run_lengths_aside_and_lists_what_is_new_or_gone():
-    original = [record(value=100.0), record(metric="cycles_per_byte", unit="cycles/byte", value=5.0),
-                record(benchmark="iperf3", suite="network", metric="sent", value=1e9, params="protocol=tcp")]
-    new = [record(target="board-7", value=102.0, params="algorithm=sha256;seconds=3"),  # another run length
-           record(target="board-7", metric="cycles_per_byte", unit="cycles/byte", value=7.0),
+    original = [*boots(100.0), *boots(5.0, metric="cycles_per_byte", unit="cycles/byte"),
+                *boots(1e9, benchmark="iperf3", suite="network", metric="sent", params="protocol=tcp")]
+    new = [*boots(102.0, target="board-7", params="algorithm=sha256;seconds=3"),  # another run length
+           *boots(7.0, target="board-7", metric="cycles_per_byte", unit="cycles/byte"),
            record(target="board-7", benchmark="iperf3", suite="network", metric="failed", value=1.0,
                   params="protocol=tcp", unit="count"),
            record(target="board-7", metric="new_metric", value=1.0)]
@@ -85,16 +103,26 @@ def test_judge_pairs_figures_by_identity_run_lengths_aside_and_lists_what_is_new
 
 
 def test_every_output_says_the_verdict_with_both_values():
-    rep = judge([record(value=100.0)], [record(value=150.0)], threshold=0.05, original_run_id="A", run_id="B")
+    rep = judge(boots(100.0), boots(150.0), threshold=0.05, original_run_id="A", run_id="B")
     [f] = rep.figures
     assert "NOT REPRODUCED" in line(f) and "150 B/s" in line(f) and "100 B/s" in line(f)
     [case] = junit_cases(rep)
     assert case.kind == "failure" and "not reproduced" in case.message
     data = json.loads(dumps(rep))
     assert data["verdict"] == "not reproduced" and data["not_reproduced"] == 1
-    assert data["figures"][0]["new_median"] == 150.0 and data["figures"][0]["band"] == [95.0, 105.0]
+    assert data["figures"][0]["new_median"] == 150.0 and data["figures"][0]["interval"][0] > 1.05
     md = markdown(rep)
     assert "**not reproduced**" in md and "+50.0%" in md
+
+
+def test_the_run_is_not_reproduced_when_a_figure_failed_else_inconclusive_when_one_could_not_be_told():
+    steady = [record(value=v, repeat=i) for i, v in enumerate(STEADY)]
+    other = [record(metric="latency", unit="s", value=1.0)]  # one boot only
+    rep = judge(steady + other, steady + other)
+    assert [f.verdict for f in rep.figures] == [INCONCLUSIVE, REPRODUCED] and rep.verdict == INCONCLUSIVE
+    assert not rep.passed and json.loads(dumps(rep))["inconclusive"] == 1
+    worse = judge(steady + other, [record(value=v * 0.8, repeat=i) for i, v in enumerate(STEADY)] + other)
+    assert worse.verdict == NOT_REPRODUCED
 
 
 def test_a_run_with_nothing_measured_reproduces_nothing():
