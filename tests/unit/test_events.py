@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from pathlib import Path
 
 import pluggy
@@ -15,6 +14,7 @@ import sqlalchemy as sa
 from farm.errors import EXIT_INFRA_ERROR
 from farm.run import run_pipeline
 from farm.run.events import ENTRY_POINT_GROUP, FARM_LISTENERS, Hooks, RunSpec, hookimpl
+from tests.unit.labdist import installed
 from tests.unit.test_runner import FakeFlow, cases, constant, pipeline, registry  # noqa: F401  (fixture)
 
 
@@ -107,15 +107,8 @@ def run_published(run_dir):
 def lab_plugin(tmp_path, monkeypatch):
     """A lab's listener as an installed distribution declares it: an entry point in the group ``farm``
     (a dist-info on sys.path, as pip would install it), pointing at a module of the lab's."""
-    site = tmp_path / "site"
-    dist = site / "mylab_farm-1.0.dist-info"
-    dist.mkdir(parents=True)
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: mylab-farm\nVersion: 1.0\n")
-    (dist / "entry_points.txt").write_text(f"[{ENTRY_POINT_GROUP}]\nchime = mylab_chime\n")
-    (site / "mylab_chime.py").write_text(LAB_PLUGIN)
-    monkeypatch.syspath_prepend(str(site))
-    yield
-    sys.modules.pop("mylab_chime", None)
+    yield from installed(tmp_path / "site", monkeypatch, dist="mylab-farm", group=ENTRY_POINT_GROUP,
+                         entry="chime = mylab_chime", module="mylab_chime", source=LAB_PLUGIN)
 
 
 def test_a_lab_adds_a_listener_by_entry_point(lab_plugin, pipeline, tmp_path):  # noqa: F811

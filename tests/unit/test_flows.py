@@ -4,7 +4,6 @@ they run on)."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ from farm.guest.flow import GuestFlow
 from farm.images.request import ImageRequest
 from farm.run.model import load_pipeline
 from farm.bench.registry import BENCHMARKS
+from tests.unit.labdist import installed
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -97,15 +97,8 @@ BOOTELF = FlowType("bootelf", lambda entry, setup: BootElfFlow(entry, setup), ke
 def lab_flow(tmp_path, monkeypatch):
     """A lab's flow as an installed distribution declares it: an entry point in the group ``farm.flows``
     (a dist-info on sys.path, as pip would install it), pointing at a FlowType in a module of the lab's."""
-    site = tmp_path / "site"
-    dist = site / "mylab_flows-1.0.dist-info"
-    dist.mkdir(parents=True)
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: mylab-flows\nVersion: 1.0\n")
-    (dist / "entry_points.txt").write_text(f"[{ENTRY_POINT_GROUP}]\nbootelf = mylab_bootelf:BOOTELF\n")
-    (site / "mylab_bootelf.py").write_text(LAB_FLOW)
-    monkeypatch.syspath_prepend(str(site))
-    yield
-    sys.modules.pop("mylab_bootelf", None)
+    yield from installed(tmp_path / "site", monkeypatch, dist="mylab-flows", group=ENTRY_POINT_GROUP,
+                         entry="bootelf = mylab_bootelf:BOOTELF", module="mylab_bootelf", source=LAB_FLOW)
 
 
 def test_a_lab_adds_a_flow_by_entry_point(lab_flow, tmp_path):

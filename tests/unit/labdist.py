@@ -1,0 +1,24 @@
+"""A lab's package as pip would install it, for the tests of farm's entry points: a dist-info with an
+``entry_points.txt`` and the lab's module, on sys.path."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+
+def installed(site: Path, monkeypatch: pytest.MonkeyPatch, *, dist: str, group: str, entry: str,
+              module: str, source: str) -> Iterator[None]:
+    """Install distribution ``dist`` (version 1.0) declaring ``entry`` in entry-point ``group``, with its
+    module ``module`` of ``source``; yield; then forget the module (a fixture's body)."""
+    info = site / f"{dist.replace('-', '_')}-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(f"[{group}]\n{entry}\n")
+    (site / f"{module}.py").write_text(source)
+    monkeypatch.syspath_prepend(str(site))
+    yield
+    sys.modules.pop(module, None)
