@@ -206,3 +206,55 @@ def test_report_does_not_draw_through_a_symlinked_plots_directory(tmp_path):
     assert proc.returncode == 2, proc.stderr
     assert f"{out / 'plots'}: is a symbolic link (to {elsewhere}); farm writes only files of its own" in proc.stderr
     assert list(elsewhere.iterdir()) == []
+
+
+def _run_id(out: Path) -> str:
+    (run_id,) = {r.run_id for r in read_records(out / "results.csv")}
+    return run_id
+
+
+def _stored_paths(db: Path) -> dict[str, str]:
+    """run_id -> the path the results store holds for it."""
+    import sqlalchemy as sa
+
+    from farm.store import schema
+    from farm.store.db import open_store
+
+    eng = open_store({"FARM_DB": str(db)})
+    with eng.connect() as connection:
+        return dict(connection.execute(sa.select(schema.runs.c.run_id, schema.runs.c.path)).all())
+
+
+def test_a_stored_import_moved_aside_by_force_is_followed_by_the_store(tmp_path):
+    """The first import is stored at ``out``; ``--force`` moves it aside and stores the second at ``out``:
+    the store's path of the first follows it to where it now is (without it, two runs would name ``out``
+    and the first's files would be lost to the dashboard's downloads)."""
+    db, out = tmp_path / "store.db", tmp_path / "imp"
+    env = {"FARM_DB": str(db)}
+    args = ("import", "iperf3", str(DATA / "iperf3-tcp.json"), "--out", str(out))
+    first = run_farm(*args, "--setup", "lab", env=env)
+    assert first.returncode == 0, first.stderr
+    first_id = _run_id(out)
+    assert _stored_paths(db) == {first_id: str(out.resolve())}
+    second = run_farm(*args, "--setup", "other", "--force", env=env)
+    assert second.returncode == 0, second.stderr
+    second_id = _run_id(out)
+    assert second_id != first_id
+    aside = moved_aside(out)
+    assert _run_id(aside) == first_id
+    assert _stored_paths(db) == {first_id: str(aside.resolve()), second_id: str(out.resolve())}
+
+
+def test_a_stored_run_moved_aside_by_farm_run_force_is_followed_by_the_store(tmp_path, missing_recipe_pipeline):
+    """The same through ``farm run --force`` (the run that replaces it stops at its build: no board)."""
+    db, out = tmp_path / "store.db", tmp_path / "run"
+    env = {"FARM_DB": str(db)}
+    imported = run_farm("import", "iperf3", str(DATA / "iperf3-tcp.json"), "--setup", "lab", "--out", str(out),
+                        env=env)
+    assert imported.returncode == 0, imported.stderr
+    old_id = _run_id(out)
+    proc = run_farm("run", str(missing_recipe_pipeline), "--out", str(out), "--force", env=env)
+    assert proc.returncode == 2, proc.stderr
+    aside = moved_aside(out)
+    assert f"--force: the old content of {out} moved to {aside}" in proc.stderr
+    assert _stored_paths(db)[old_id] == str(aside.resolve())
