@@ -39,6 +39,39 @@ X86_VM = ["cpus=2", "online=0-1", "cpufreq_khz=", "governor=", "cpuinfo_mhz= 259
           "machine=x86_64", "addr=192.0.2.2/24"]
 
 
+# What busybox sh printed for today's FACTS_COMMAND on an x86-64 VM: ip's own line, not an addr= line
+X86_VM_IP = ["cpus=2", "online=0-1", "cpufreq_khz=", "governor=", "cpuinfo_mhz= 2596.134", "kernel=6.18.44-fc-v1098",
+             "machine=x86_64", "4: eth0    inet 192.0.2.2/24 brd 192.0.2.255 scope global eth0\\       valid_lft "
+             "forever preferred_lft forever"]
+
+
+# Today's FACTS_COMMAND on the MaaXBoard's twin (results/speed-r6-1/console/*-cli/maaxboard-twin.log)
+TWIN_IP = ["cpus=4", "online=0-3", "cpufreq_khz=", "governor=", "cpuinfo_mhz=", "kernel=6.1.0-57-arm64",
+           "machine=aarch64", "2: eth0    inet 10.0.2.15/24 scope global eth0\\       valid_lft forever "
+           "preferred_lft forever"]
+
+
+def test_the_twins_facts_from_ips_own_line():
+    assert parse_facts(TWIN_IP) == TargetFacts(cpus=4, online="0-3", frequency_hz=None, frequency_source="unknown",
+                                               governor="", kernel="6.1.0-57-arm64", machine="aarch64",
+                                               address="10.0.2.15")
+
+
+def test_ips_own_line_gives_the_address():
+    facts = parse_facts(X86_VM_IP)
+    assert (facts.cpus, facts.online, facts.frequency_source, facts.kernel, facts.machine, facts.address) == (
+        2, "0-1", "cpuinfo", "6.18.44-fc-v1098", "x86_64", "192.0.2.2")
+
+
+def test_the_first_global_address_wins_and_other_lines_are_not_addresses():
+    lines = ["2: eth0    inet 10.0.2.15/24 brd 10.0.2.255 scope global eth0\\       valid_lft forever",
+             "3: br0    inet 192.168.7.2/24 scope global br0\\       valid_lft forever",
+             "kernel=6.1.0 inet 1.2.3.4/8"]
+    assert parse_facts(lines).address == "10.0.2.15"
+    assert parse_facts(["4: eth0    inet6 fe80::1/64 scope link"]).address == ""
+    assert parse_facts(["root@farm-target:~# 2: eth0 inet 10.0.0.1/8 x"]).address == ""
+
+
 def test_twin_has_neither_frequency_source():
     assert parse_facts(TWIN) == TargetFacts(cpus=4, online="0-3", frequency_hz=None, frequency_source="unknown",
                                             governor="", kernel="6.1.0-57-arm64", machine="aarch64",
