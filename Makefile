@@ -8,9 +8,10 @@ setup:
 demo: setup
 	.venv/bin/farm run pipelines/smoke.yaml
 
-# the whole test suite, QEMU boots included (what CI runs)
+# the whole test suite, QEMU boots included (what CI runs); two lanes side by side, the twins' tests in one
+# worker and the rest in the other (tests/lanes.py)
 test: setup
-	.venv/bin/pytest
+	.venv/bin/pytest -n 2 --dist loadgroup
 
 # only the fast tests that need no QEMU
 unit: setup

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+_LEAN = pytest.StashKey[bool]()  # the session collected a lean-kernel test (tests/prebuild.py)
 
 
 @pytest.fixture(scope="session")
@@ -17,12 +18,22 @@ def project_root() -> Path:
     return ROOT
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the xdist_group marks
 def pytest_collection_modifyitems(session, config, items):
-    """Tests that boot a lean kernel run last, and the lean kernels compile in the background meanwhile."""
-    from . import prebuild
+    """The suite's two lanes (tests/lanes.py) in their order, the lean-kernel tests last."""
+    from . import lanes, prebuild
 
-    prebuild.order_last(items)
-    if any(item.get_closest_marker(prebuild.MARKER) for item in items) and not config.option.collectonly:
+    lanes.arrange(items, prebuild.MARKER)
+    config.stash[_LEAN] = any(item.get_closest_marker(prebuild.MARKER) for item in items) \
+        and not config.option.collectonly
+
+
+def pytest_runtest_setup(item):
+    """The lean kernels compile in the background from the twins lane's first test (where they are waited
+    for), one build per session."""
+    from . import lanes, prebuild
+
+    if item.config.stash.get(_LEAN, False) and lanes.lane(Path(str(item.path))) == lanes.TWINS:
         prebuild.start()
 
 

@@ -1,10 +1,10 @@
-"""The lean kernels, compiled in the background from the session's start while the other tests run.
+"""The lean kernels, compiled in the background from the twins lane's start while the other tests run.
 
 A lean kernel is minutes of both cores on a fresh machine (docs/images.md), and the tests that boot one are
 few. So when a session collects such a test (marked ``lean``), one ``farm build`` of each lean recipe starts
-at once, niced to the lowest priority: it takes the CPU time the other tests leave (a twin waiting on its
+with the first test of the twins lane (tests/lanes.py: in the xdist worker that runs the lean tests), niced to the lowest priority: it takes the CPU time the other tests leave (a twin waiting on its
 console, a coordinator, a browser), and barely slows them (a nice-19 process gets ~1.5 % of a busy core).
-The ``lean`` tests are moved to the end of the session and wait for it (:func:`lean_image`); with the
+The ``lean`` tests run last (tests/lanes.py) and wait for it (:func:`lean_image`); with the
 kernels in the cache already each build is over in a fraction of a second.
 
 The builds go into the user's farm cache (``FARM_CACHE``, else ``~/.cache/farm``) as any build does, under
@@ -121,10 +121,3 @@ def lean_image(recipe: str):
         print(f"lean kernels: background build exit {code} after {time.monotonic() - _prebuild.started:.0f} s, "
               f"this test waited {_prebuild.waited:.0f} s for it (log {_prebuild.log})")
     return build(ROOT / "images" / f"{recipe}.yaml")
-
-
-def order_last(items: list) -> None:
-    """The ``lean`` tests after all others, in their order (pytest's collection hook)."""
-    lean = [item for item in items if item.get_closest_marker(MARKER)]
-    if lean:
-        items[:] = [item for item in items if not item.get_closest_marker(MARKER)] + lean

@@ -93,12 +93,15 @@ def responder(tmp_path):
     proc.wait()
 
 
-def _running(binary: str) -> list[int]:
-    """Processes of this program (by /proc/<pid>/exe: not the ssh client whose command line names it)."""
+def _running(binary: str, port: int) -> list[int]:
+    """Processes of this program (by /proc/<pid>/exe: not the ssh client whose command line names it)
+    sending to this test's responder ``port`` (a boot test's sweep beside it, in the other xdist worker,
+    runs the same program)."""
     pids = []
     for entry in Path("/proc").iterdir():
         try:
-            if entry.name.isdigit() and os.readlink(entry / "exe") == binary:
+            if (entry.name.isdigit() and os.readlink(entry / "exe") == binary
+                    and str(port).encode() in (entry / "cmdline").read_bytes().split(b"\0")):
                 pids.append(int(entry.name))
         except OSError:
             continue
@@ -118,7 +121,7 @@ def test_a_remote_generator_builds_runs_and_streams_its_edges(remote, responder)
     assert [e for e, _ in edges] == ["start", "end"]
     assert 0.3 < edges[1][1] - edges[0][1] < 1.5  # the edges came as printed, not at the end
     assert result.samples == len(echo.parse_samples(samples or "")) > 0
-    assert not _running(binary)
+    assert not _running(binary, responder)
 
 
 def test_a_generator_that_dies_is_the_lab_failing_naming_the_machine(remote, responder):
@@ -131,7 +134,7 @@ def test_a_generator_that_dies_is_the_lab_failing_naming_the_machine(remote, res
     spec = echo.load_spec(1e6, size=200, clients=1, duration=20, warmup=0, cooldown=0)
 
     def die(edge):  # the program dies there, mid-window (killed by someone else)
-        for pid in _running(binary):
+        for pid in _running(binary, responder):
             os.kill(pid, signal.SIGKILL)
 
     with pytest.raises(InfrastructureError) as caught:
@@ -152,9 +155,9 @@ def test_an_error_here_stops_the_load_there(remote, responder):
     with pytest.raises(BenchmarkError, match="the target went away"):
         gen.run(echo.load_command(binary, "127.0.0.1", responder, spec), on_edge=fail, timeout=60)
     deadline = time.monotonic() + 5
-    while _running(binary) and time.monotonic() < deadline:
+    while _running(binary, responder) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not _running(binary)
+    assert not _running(binary, responder)
 
 
 def test_an_unreachable_machine_is_an_infrastructure_error_naming_it(remote):

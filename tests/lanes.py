@@ -1,0 +1,60 @@
+"""The suite's two lanes: `make test` runs them side by side (pytest-xdist, ``-n 2 --dist loadgroup``).
+
+The suite alone is CPU-bound half of its time and waits the other half: the twins' tests keep both cores
+busy (TCG, kernel builds), the rest (the virtual farm, its faults, the store, the unit tests) mostly waits
+on coordinators, exporters, browsers and timeouts and used ~1 core. So each lane is one xdist group,
+run by a worker of its own:
+
+- ``twins``: tests/boot, tests/guest and tests/images, in one worker, one at a time as before (two twins
+  at once would halve each one's CPU). Its order: the image builds first, then the guests and boots; the
+  tests whose figures the machine's load moves (:data:`LOAD_SENSITIVE`: qualify's slower candidate, the
+  CPU target's duty cycle, the sweep's saturation, the crypto suite's time) after them, when the other
+  lane has usually ended; the lean-kernel tests last (tests/prebuild.py);
+- ``rest``: everything else, in collection order, in the other worker.
+
+Without xdist (``pytest`` alone, or ``-p no:xdist``) the same order runs in one process: twins, then rest,
+then the lean tests. The lean kernels' background build starts with the first test of the twins lane
+(:func:`tests.conftest.pytest_runtest_setup`), so only the worker that waits for it builds.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+TWINS, REST = "twins", "rest"
+TWIN_DIRS = ("images", "guest", "boot")  # in the lane's order
+LOAD_SENSITIVE = ("test_qualify_twin.py", "test_cpu_target.py", "test_echo_sweep.py", "test_suites.py")
+MARKER = "xdist_group"
+
+
+def _where(path: Path) -> tuple[str, str]:
+    """(the directory under tests/, the file name) of a test file; ("", name) at the top of tests/."""
+    parts = path.parts
+    at = len(parts) - 1 - parts[::-1].index("tests") if "tests" in parts else -1
+    below = parts[at + 1:] if at >= 0 else (path.name,)
+    return (below[0] if len(below) > 1 else ""), path.name
+
+
+def lane(path: Path) -> str:
+    return TWINS if _where(path)[0] in TWIN_DIRS else REST
+
+
+def rank(path: Path, lean: bool) -> tuple[int, int]:
+    """The sort key of a test in its lane (a stable sort keeps the collection's order within a rank)."""
+    directory, name = _where(path)
+    if lean:  # last of all: in one process, after the rest lane too (the longer the build has had)
+        return (2, 0)
+    if lane(path) == REST:
+        return (1, 0)
+    if name in LOAD_SENSITIVE:
+        return (0, 8)
+    return (0, TWIN_DIRS.index(directory))
+
+
+def arrange(items: list, lean_marker: str) -> None:
+    """Order ``items`` into the lanes (twins first) and name each one's xdist group."""
+    import pytest
+
+    items.sort(key=lambda item: rank(Path(str(item.path)), item.get_closest_marker(lean_marker) is not None))
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(lane(Path(str(item.path)))))
