@@ -4,8 +4,8 @@
     .venv/bin/python benchmarks/suite_time.py --fresh [--out DIR] [-- PYTEST ARGS...]
     .venv/bin/python benchmarks/suite_time.py --warm  [--out DIR]
 
-Runs the suite as `make test` does (``.venv/bin/pytest``, the whole of it unless pytest arguments follow
-``--``), with a JUnit XML report, and sums each testcase's time (setup, call and teardown) by group: the
+Runs the suite as `make test` does (``.venv/bin/pytest -n 2 --dist loadgroup``: its two lanes side by
+side, tests/lanes.py; the whole of it unless pytest arguments follow ``--``), with a JUnit XML report, and sums each testcase's time (setup, call and teardown) by group: the
 directory under tests/ (tests/boot, tests/unit, ...; the files at the top of tests/ are "tests/*"), and the
 slowest tests. The host's 1-minute load is sampled every second (other engineers' QEMUs counted apart).
 
@@ -36,6 +36,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
+MAKE_TEST = ("-n", "2", "--dist", "loadgroup")  # the Makefile's test target (tests/unit/test_suite_time.py checks)
 
 
 def group_of(classname: str, file: str | None = None) -> str:
@@ -82,7 +83,8 @@ def render(data: dict) -> str:
              f"1-minute loadavg min {load['min']:.2f} / median {load['median']:.2f} / max {load['max']:.2f}; other "
              f"engineers' QEMUs running: up to {load['other_qemus_max']} (median {load['other_qemus_median']:.0f}); "
              f"farm at {data['commit']}", "",
-             "| group | tests | time (sum of tests) | share | outcomes |", "|---|---|---|---|---|"]
+             "| group | tests | time (sum of tests: the two lanes ran side by side) | share | outcomes |",
+             "|---|---|---|---|---|"]
     total = sum(c["seconds"] for c in cases) or 1.0
     for g in by_group(cases):
         outcomes = ", ".join(f"{n} {k}" for k, n in sorted(g["outcomes"].items()))
@@ -158,7 +160,7 @@ def main() -> int:
             (out / sub).mkdir(exist_ok=True)
             env[var] = str(out / sub)
         note = f"FARM_CACHE={out / 'farm-cache'} CCACHE_DIR={out / 'ccache'} (both empty at the start)"
-    command = [str(ROOT / ".venv" / "bin" / "pytest"), f"--junitxml={out / 'junit.xml'}", *args.pytest_args]
+    command = [str(ROOT / ".venv" / "bin" / "pytest"), *MAKE_TEST, f"--junitxml={out / 'junit.xml'}", *args.pytest_args]
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     load = Load()
     load.start()
@@ -178,7 +180,7 @@ def main() -> int:
     cpu = usage.ru_utime + usage.ru_stime
     load.stopped.set()
     cases = read_junit(out / "junit.xml") if (out / "junit.xml").exists() else []
-    data = {"mode": name, "started": started, "command": ["pytest", *args.pytest_args], "env_note": note,
+    data = {"mode": name, "started": started, "command": ["pytest", *MAKE_TEST, *args.pytest_args], "env_note": note,
             "wall_seconds": wall, "cpu_seconds": cpu, "exit": code, "commit": commit, "load": load.summary(), "cases": cases,
             "groups": by_group(cases), "load_samples": load.samples}
     (out / "results.json").write_text(json.dumps(data, indent=1) + "\n")

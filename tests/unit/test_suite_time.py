@@ -84,3 +84,24 @@ def test_the_background_build_is_niced_until_a_test_waits_for_it(tmp_path):
     finally:
         build.stop()
     assert build.proc.poll() is not None and _live(_group_pids(build.proc.pid)) == []
+
+
+def test_it_runs_the_suite_as_make_test_does():
+    from suite_time import MAKE_TEST
+
+    recipe = (ROOT / "Makefile").read_text().split("\ntest: setup\n", 1)[1].splitlines()[0]
+    assert recipe.split() == [".venv/bin/pytest", *MAKE_TEST]
+
+
+def test_the_lanes_and_their_order():
+    from pathlib import Path
+
+    from tests.lanes import REST, TWINS, lane, rank
+
+    t = Path("/src/farm/tests")
+    assert [lane(t / p) for p in ("boot/test_a.py", "guest/test_b.py", "images/test_c.py")] == [TWINS] * 3
+    assert [lane(t / p) for p in ("unit/test_a.py", "farm/test_b.py", "test_cli.py", "store/test_d.py")] == [REST] * 4
+    order = [("images/test_build.py", False), ("guest/test_g.py", False), ("boot/test_twin_boot.py", False),
+             ("boot/test_qualify_twin.py", False), ("farm/test_lab.py", False), ("boot/test_lean_images.py", True)]
+    assert sorted(order, key=lambda o: rank(t / o[0], o[1])) == order
+    assert sorted(reversed(order), key=lambda o: rank(t / o[0], o[1])) == order
