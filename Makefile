@@ -11,7 +11,7 @@ demo: setup
 # the whole test suite, QEMU boots included (what CI runs); two lanes side by side, the twins' tests in one
 # worker and the rest in the other (tests/lanes.py)
 test: setup
-	.venv/bin/pytest -n 2 --dist loadgroup
+	.venv/bin/pytest -n 2
 
 # only the fast tests that need no QEMU
 unit: setup

@@ -4,7 +4,7 @@
     .venv/bin/python benchmarks/suite_time.py --fresh [--out DIR] [-- PYTEST ARGS...]
     .venv/bin/python benchmarks/suite_time.py --warm  [--out DIR]
 
-Runs the suite as `make test` does (``.venv/bin/pytest -n 2 --dist loadgroup``: its two lanes side by
+Runs the suite as `make test` does (``.venv/bin/pytest -n 2``: its two lanes side by
 side, tests/lanes.py; the whole of it unless pytest arguments follow ``--``), with a JUnit XML report, and sums each testcase's time (setup, call and teardown) by group: the
 directory under tests/ (tests/boot, tests/unit, ...; the files at the top of tests/ are "tests/*"), and the
 slowest tests. The host's 1-minute load is sampled every second (other engineers' QEMUs counted apart).
@@ -36,7 +36,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-MAKE_TEST = ("-n", "2", "--dist", "loadgroup")  # the Makefile's test target (tests/unit/test_suite_time.py checks)
+MAKE_TEST = ("-n", "2")  # the Makefile's test target (tests/unit/test_suite_time.py checks)
 
 
 def group_of(classname: str, file: str | None = None) -> str:

@@ -18,7 +18,6 @@ def project_root() -> Path:
     return ROOT
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the xdist_group marks
 def pytest_collection_modifyitems(session, config, items):
     """The suite's two lanes (tests/lanes.py) in their order, the lean-kernel tests last."""
     from . import lanes, prebuild
@@ -26,6 +25,13 @@ def pytest_collection_modifyitems(session, config, items):
     lanes.arrange(items, prebuild.MARKER)
     config.stash[_LEAN] = any(item.get_closest_marker(prebuild.MARKER) for item in items) \
         and not config.option.collectonly
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """Under pytest-xdist (``-n 2``), one worker per lane (tests/lanes.py), whatever ``--dist`` says."""
+    from . import lanes
+
+    return lanes.scheduler(config, log)
 
 
 def pytest_runtest_setup(item):
@@ -98,3 +104,4 @@ def wait_for_console_line(log: Path, pattern: str, timeout: float, *,
             raise AssertionError(f"no {pattern!r} in {log} " + ("before the process ended" if ended else
                                  f"within {timeout:g} s") + f"; its last lines:\n{tail}")
         time.sleep(0.1)
+

@@ -1,9 +1,11 @@
-"""The suite's two lanes: `make test` runs them side by side (pytest-xdist, ``-n 2 --dist loadgroup``).
+"""The suite's two lanes: `make test` runs them side by side (pytest-xdist, ``-n 2``).
 
 The suite alone is CPU-bound half of its time and waits the other half: the twins' tests keep both cores
 busy (TCG, kernel builds), the rest (the virtual farm, its faults, the store, the unit tests) mostly waits
-on coordinators, exporters, browsers and timeouts and used ~1 core. So each lane is one xdist group,
-run by a worker of its own:
+on coordinators, exporters, browsers and timeouts and used ~1 core. So each lane is one xdist work unit,
+run by a worker of its own (:func:`scheduler`, through xdist's ``pytest_xdist_make_scheduler`` hook: its
+``--dist loadgroup`` cannot group here, pytest 9.2's node ids no longer take the ``@group`` suffix xdist
+3.8 writes into ``item._nodeid``):
 
 - ``twins``: tests/boot, tests/guest and tests/images, in one worker, one at a time as before (two twins
   at once would halve each one's CPU). Its order: the image builds first, then the guests and boots; the
@@ -24,7 +26,6 @@ from pathlib import Path
 TWINS, REST = "twins", "rest"
 TWIN_DIRS = ("images", "guest", "boot")  # in the lane's order
 LOAD_SENSITIVE = ("test_qualify_twin.py", "test_cpu_target.py", "test_echo_sweep.py", "test_suites.py")
-MARKER = "xdist_group"
 
 
 def _where(path: Path) -> tuple[str, str]:
@@ -52,9 +53,18 @@ def rank(path: Path, lean: bool) -> tuple[int, int]:
 
 
 def arrange(items: list, lean_marker: str) -> None:
-    """Order ``items`` into the lanes (twins first) and name each one's xdist group."""
-    import pytest
-
+    """Order ``items`` into the lanes (twins first, the lean tests last); a worker runs its lane's tests in
+    this order."""
     items.sort(key=lambda item: rank(Path(str(item.path)), item.get_closest_marker(lean_marker) is not None))
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(lane(Path(str(item.path)))))
+
+
+def scheduler(config, log):
+    """xdist's scope scheduler with a lane as the scope: the twins lane to one worker, the rest to the other
+    (each worker is given one scope and, near its end, the next one waiting: there is none)."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class LaneScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return lane(Path(nodeid.split("::", 1)[0]))
+
+    return LaneScheduling(config, log)
