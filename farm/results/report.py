@@ -111,6 +111,16 @@ def load_run(run_dir: PathLike) -> RunData:
     return RunData(path, tuple(records), info, stages, tuple(missing))
 
 
+def read_run_records(run_dir: PathLike) -> list[Record]:
+    """``run_dir``'s results.csv, its CPU figures saying their CPU: one written before records said it is
+    what its run.json says its setup's shell was (a guest's: its vCPUs'; farm.results.identity)."""
+    path = Path(run_dir)
+    records = read_records(path / "results.csv")
+    if (path / "run.json").is_file():
+        records = with_cpu_scope_of_run(records, read_run_json(path / "run.json"))
+    return records
+
+
 def read_run_json(path: Path) -> dict[str, Any]:
     """A run.json: at most :data:`MAX_RUN_JSON_BYTES`, nested at most as deep as farm's files
     (farm.config.load_json), and of the types its readers need (farm.results.runjson); a JobError

@@ -124,3 +124,15 @@ def test_the_sweep_plot_draws_the_boards_cpu():
     records = [r for r in vm_vs_bare(1) if r.setup == "kvm-guest"]
     (series,) = sweep_series(records)["maaxboard-twin"]
     assert [p.cpu for p in series.points] == [45.0]
+
+
+def test_an_older_guest_runs_wide_cpu_utilisation_is_its_vcpus_column(tmp_path):
+    """Regenerated (farm report), an older run's guest sweep has no board figure: its vCPUs' figure goes to
+    Guest_CPU_Utilisation, never into the board's CPU_Utilisation column."""
+    from farm.results.report import read_run_records
+    from farm.results.sweeps import run_sweeps
+
+    records = read_run_records(old_guest_run(tmp_path))
+    rows = {s.setup: s.rows[0] for s in run_sweeps(records)}
+    assert rows["bare"]["CPU_Utilisation"] == 20.0 and "Guest_CPU_Utilisation" not in rows["bare"]
+    assert rows["kvm-guest"]["CPU_Utilisation"] is None and rows["kvm-guest"]["Guest_CPU_Utilisation"] == 99.7
