@@ -68,7 +68,7 @@ class GuestFlow:
             tap = self.spec.network == "tap"
             if tap:  # the guest's own address on the board's network (its DHCP lease), where it is reached
                 network["guest_address"] = read_facts(host.shell).address
-            start_cpu_server(host.shell, GUEST_CPU_PORT, "guest")
+            guest_seconds = round(time.monotonic() - t0, 3)
             channels = {"board": CpuChannel("board", host_facts.address, BOARD_CPU_PORT),
                         "vcpus": CpuChannel("vcpus", network["guest_address"] if tap else host_facts.address,
                                             GUEST_CPU_PORT)}
@@ -84,10 +84,11 @@ class GuestFlow:
                 "cpu_channels": {scope: channel.to_json() for scope, channel in channels.items()},
             }
             try:
+                start_cpu_server(host.shell, GUEST_CPU_PORT, "guest")  # the vCPUs' server, in the guest
                 # a user-network guest is reached through its host's forwards, a tap guest at its own address
                 yield attrs.evolve(host, topology=topology, reach_address=None if tap else host_facts.address,
                                    cpu_scope="vcpus", cpu_channels=channels,
-                                   recorded={**host.recorded, "guest_seconds": round(time.monotonic() - t0, 3)})
+                                   recorded={**host.recorded, "guest_seconds": guest_seconds})
             finally:
                 with contextlib.suppress(Exception):  # the board is powered off next, whatever happened
                     stop_guest(host.shell, console)
