@@ -150,7 +150,7 @@ def with_cpu_scope(records: Iterable[Any], scope: str | Callable[[Any], str | No
 
 
 #: run.json's flow of a boot whose shell was a guest's (farm.guest.flow), before records said their CPU
-GUEST_FLOWS = frozenset({"netboot+guest"})
+GUEST_FLOWS = frozenset({"netboot+guest", "netboot+guest+dpdk"})
 
 
 def cpu_scopes_of_run(info: Any) -> dict[tuple[str, str], str]:

@@ -165,3 +165,27 @@ def test_run_json_says_what_a_channel_reads():
     assert CpuChannel("board", "10.0.2.15", 1238).to_json() == {
         "scope": "board", "address": "10.0.2.15", "port": 1238, "reads": "grep ^cpu /proc/stat",
         "server": "busybox nc -ll -p 1238 -e busybox grep ^cpu /proc/stat"}
+
+
+def test_settling_reads_the_vcpus_on_the_shell_and_the_board_through_its_channel():
+    from farm.boot.session import Responder
+
+    reads = []
+
+    class Shell:
+        def run_check(self, command, timeout=60):
+            reads.append("shell")
+            return ["cpu  10 0 0 10", "cpu0 10 0 0 10", "--", "cpu  20 0 0 10", "cpu0 20 0 0 10"]
+
+    def channel(reach):
+        reads.append("board")
+        return {"cpu": cpustat.CpuTimes(len(reads), 0, 0, 100)}
+
+    guest = SimpleNamespace(shell=Shell(), cpu_scope="vcpus", cpu_channels={"board": channel}, responder=None)
+    windows = BenchContext(guest, None).cpu_windows()
+    assert list(windows) == ["vcpus", "board"]
+    windows["vcpus"](0.01)
+    windows["board"](0.01)
+    assert reads == ["shell", "board", "board"]  # one builtin window on the shell, two channel reads
+    polling = SimpleNamespace(**{**vars(guest), "responder": Responder("dpdk", (0,))})
+    assert list(BenchContext(polling, None).cpu_windows()) == ["vcpus"]  # its vCPU thread polls on the board

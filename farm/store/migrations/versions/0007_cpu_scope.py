@@ -6,7 +6,7 @@ Revises: 0006
 A target's CPU figures (a sweep's ``cpu_utilisation``, ``cpu<N>_utilisation``, the CPU target's
 ``idle_cycles``/``total_cycles``/``counter_frequency``, iperf3's ``remote_cpu``) stored before this
 revision do not say which CPU they were of. What they were: a guest setup's (run.json: a boot of the
-flow ``netboot+guest``) its vCPUs' (the guest's /proc/stat, the CPU target in the guest), any other
+flow ``netboot+guest``, or ``netboot+guest+dpdk``) its vCPUs' (the guest's /proc/stat, the CPU target in the guest), any other
 the board's. This revision writes it into ``records.params`` and ``figures.params`` (the canonical,
 escaped text, farm.measure.params), so that a vCPU figure never joins a board's series and the
 board's figures of before join the new ones (farm.results.identity.key_params). The rules are the
@@ -30,7 +30,7 @@ depends_on = None
 
 _FIGURES = {"cpu_utilisation", "idle_cycles", "total_cycles", "counter_frequency", "remote_cpu"}
 _PER_CORE = re.compile(r"cpu\d+_utilisation")
-_GUEST_FLOWS = {"netboot+guest"}
+_GUEST_FLOWS = {"netboot+guest", "netboot+guest+dpdk"}
 
 _runs = sa.table("runs", sa.column("id"), sa.column("info"))
 _records = sa.table("records", sa.column("id"), sa.column("run"), sa.column("target"), sa.column("setup"),
