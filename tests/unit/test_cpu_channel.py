@@ -26,8 +26,8 @@ from farm.guest.channel import BOARD_CPU_PORT, CpuChannel, CpuChannelError, pars
 from farm.measure import cpustat
 from tests.loadgen_ssh import host_responder
 
-#: `busybox nc` to the MaaXBoard EL2 twin's host CPU server (port 1238 through the twin's forward), with a
-#: KVM guest running pinned to core 1, recorded by tests/guest/test_guest_on_twin.py's channel test
+#: the MaaXBoard EL2 twin's host CPU server's answer (port 1238 through the twin's forward) with a KVM guest
+#: running pinned to core 1, as tests/guest/test_guest_on_twin.py's channel test printed it (tests/data/README.md)
 TWIN = Path(__file__).parents[1] / "data" / "twin-host-cpu-lines.txt"
 
 
@@ -70,6 +70,8 @@ def test_the_twins_host_answer_parses_per_core():
     cores = parse_answer(TWIN.read_text(), "the twin")
     assert sorted(cores) == ["cpu", "cpu0", "cpu1", "cpu2", "cpu3"]  # the MaaXBoard's 4 cores
     assert cores["cpu"].user >= sum(cores[f"cpu{i}"].user for i in range(4)) - 4
+    # the guest's time (within user) is all on core 1, where its vCPU thread was pinned (pin: [1])
+    assert cores["cpu1"].guest == cores["cpu"].guest > 0 and cores["cpu0"].guest == cores["cpu2"].guest == 0
 
 
 def test_a_channel_nobody_listens_on_names_its_port():
