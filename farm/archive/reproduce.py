@@ -97,6 +97,10 @@ def find_original(spec: str, archive: Any, cache: Path) -> Original:
     except ValueError as exc:
         raise ArchiveError(f"run {run_id}: its archived run.json is not JSON ({exc})") from None
     records = tuple(read_records(path / "results.csv")) if (path / "results.csv").is_file() else ()
+    # CPU figures written before records said their CPU: a guest setup's were its vCPUs' (run.json)
+    from farm.results.identity import with_cpu_scope_of_run
+
+    records = tuple(with_cpu_scope_of_run(records, info))
     return Original(record, info if isinstance(info, dict) else {}, records, path)
 
 

@@ -37,19 +37,23 @@ class BenchContext:
             output = " | ".join(line for line in (exc.stdout or [])[-5:] if line.strip())
             raise BenchmarkError(tool, f"'{command}' failed: {output or exc.msg}") from None
 
-    def cpu_readers(self) -> dict[str, Callable[[], dict]]:
+    def cpu_readers(self, shell_read: Callable[[], dict] | None = None) -> dict[str, Callable[[], dict]]:
         """Per CPU the benchmarks are measured on, a reader of its per-core times (``{"cpu": ...,
         "cpu0": ...}``, farm.measure.cpustat): the shell's own /proc/stat under the booted target's
         ``cpu_scope`` (a bare board's cores, ``board``; a guest's vCPUs, ``vcpus``), and the flow's
-        other channels (a guest's board, ``board``, read through its host; farm.guest.channel)."""
+        other channels (farm.guest.channel: a guest's board, ``board``, read through its host's CPU
+        server, and its vCPUs, ``vcpus``, through the guest's): a channel replaces the shell for its
+        scope, so that no read crosses the console. ``shell_read``: the shell's reader instead of the
+        whole SNAPSHOT (a sweep's ``head -n1 /proc/stat``)."""
         from ..measure import cpustat
 
         def shell() -> dict:
             return cpustat.parse_proc_stat_cores("\n".join(self.run(cpustat.SNAPSHOT, tool="cpu")))
 
-        readers = {getattr(self.booted, "cpu_scope", "board"): shell} if getattr(self.booted, "shell", None) else {}
+        readers = ({getattr(self.booted, "cpu_scope", "board"): shell_read or shell}
+                   if getattr(self.booted, "shell", None) else {})
         for scope, channel in getattr(self.booted, "cpu_channels", {}).items():
-            readers[scope] = lambda channel=channel: channel(self.reach)
+            readers[scope] = lambda channel=channel: channel(self.reach_at)
         return readers
 
     def cpu_windows(self) -> dict[str, Callable[[float], tuple[dict, dict]]]:
@@ -84,21 +88,27 @@ class BenchContext:
 
         readers = self.cpu_readers()
         scope = getattr(self.booted, "cpu_scope", "board")
+        # a guest's busy-polling responder (DPDK in the guest) keeps its vCPU's host thread, a board core,
+        # busy by design: the board's cores through the channel are then never quiet to wait for
         return {name: shell if name == scope and getattr(self.booted, "shell", None) else channel_window(read)
-                for name, read in readers.items()}
+                for name, read in readers.items() if name == scope or not polling}
 
     def reach(self, port: int, protos: tuple[str, ...] = ("tcp",)) -> tuple[str, int]:
         """(host, port) at which the lab host reaches ``port`` on the target; the same for every
         benchmark of one boot (one forward per port, see ``_REACHED``)."""
-        from ..boot.network import reach
-
         if not self.facts.address:
             raise BenchmarkError("network", "the target has no IPv4 address (did DHCP answer? see the console log)")
-        target = self.booted.target
-        known = _REACHED.setdefault(target, {})
-        key = (self.facts.address, port, tuple(sorted(protos)))
+        return self.reach_at(self.facts.address, port, protos)
+
+    def reach_at(self, address: str, port: int, protos: tuple[str, ...] = ("tcp",)) -> tuple[str, int]:
+        """:meth:`reach` of ``port`` at another ``address`` of the target's network (a guest's host: its
+        CPU channel, farm.guest.channel); one forward per address and port for the boot."""
+        from ..boot.network import reach
+
+        known = _REACHED.setdefault(self.booted.target, {})
+        key = (address, port, tuple(sorted(protos)))
         if key not in known:
-            known[key] = reach(target, self.facts.address, port, protos)
+            known[key] = reach(self.booted.target, address, port, protos)
         return known[key]
 
 

@@ -26,7 +26,10 @@ params (run lengths, declared so by :class:`farm.bench.network.SweepParams`: the
 keys), so a shortened window (a CI pipeline's) is on the record; the RTT samples a point's figures
 are of are a value of their own (``rtt_samples``). ``clients`` is a param when it is not 4, and the
 CPU figure a ``cpu=proc-stat`` param when the CPU target is off (``cpu_target: false``:
-``/proc/stat`` over the window instead).
+``/proc/stat`` over the window instead). Every CPU figure says which CPU it is of (``cores=board``,
+``cores=vcpus``): with ``cpu_target: false`` a guest setup records both, the board's read through its
+host's CPU channel and the vCPUs' through the guest's (farm.guest.channel), at the same window edges;
+under the CPU target only the vCPUs' (its spinner keeps them, and so the board's threads, busy).
 """
 
 from __future__ import annotations
@@ -165,11 +168,17 @@ def run(ctx: BenchContext, params: "SweepParams", *, observe: Observer | None = 
 def _point(ctx: BenchContext, params: "SweepParams", load: float, source: Any, binary: str, host: str, port: int,
            target: tuple[str, int] | None, observe: Observer | None, responder: Any = None) -> list[Measurement]:
     spec = point_spec(params, load)
-    edges: dict[str, cpustat.CpuTimes] = {}
+    # /proc/stat at the window's edges when there is no CPU target: of each CPU (the shell's, and what the
+    # flow's channels read: a guest's board and vCPUs, farm.guest.channel), (scope, edge) -> times
+    proc_stat = target is None and responder is None
+    readers = ctx.cpu_readers(lambda: cpustat.parse_proc_stat_cores("\n".join(ctx.run("head -n1 /proc/stat",
+                                                                                        tool="cpu")))) if proc_stat else {}
+    edges: dict[tuple[str, str], cpustat.CpuTimes] = {}
 
-    def on_edge(edge: str) -> None:  # /proc/stat at the window's edges, when there is no CPU target
-        if target is None and responder is None:
-            edges[edge] = cpustat.parse_proc_stat("\n".join(ctx.run("head -n1 /proc/stat", tool="cpu")))
+    def on_edge(edge: str) -> None:
+        if proc_stat:
+            for scope, read in readers.items():
+                edges[scope, edge] = read()["cpu"]
 
     limit = spec.warmup + spec.timeout + spec.cooldown + 60
     with tempfile.TemporaryDirectory(prefix="farm-load-") as tmp:
@@ -208,14 +217,31 @@ def _point(ctx: BenchContext, params: "SweepParams", load: float, source: Any, b
         found += window.measurements(SWEEP, tagged)
         cpu = window.utilisation
     else:
-        if set(edges) != {"start", "end"}:
+        if {edge for _, edge in edges} != {"start", "end"}:
             raise BenchmarkError(echo.TOOL, f"{source.where}: the output has no window edges: {output[:200]!r}")
-        cpu = cpustat.utilisation(edges["start"], edges["end"])
-        found.append(Measurement(SWEEP, "cpu_utilisation", cpu, "percent", {**tagged, "cpu": PROC_STAT}))
+        scopes = proc_stat_figures(edges)
+        found += [Measurement(SWEEP, "cpu_utilisation", value, "percent",
+                              {**tagged, "cpu": PROC_STAT, cpustat.CORES: scope}) for scope, value in scopes.items()]
+        cpu = scopes.get(cpustat.BOARD, next(iter(scopes.values())))
     timed_out = f", {result.timeouts} client(s) timed out" if result.timeouts else ""
     ctx.say(f"  sweep {human(load * 1e6, 'bit/s')}: sent {human(result.send, 'bit/s')}, received "
             f"{human(result.receive, 'bit/s')}, RTT median {human(result.rtt_median, 'us')} (max "
             f"{human(result.rtt_max, 'us')}, n {result.samples}{timed_out}), "
             + (f"CPU: {responder.name} busy-polls (not measured)" if cpu is None else
-               f"CPU {human(cpu, 'percent')}" + (" (cpu_target_lukem)" if window is not None else " (/proc/stat)")))
+               f"CPU {human(cpu, 'percent')} (cpu_target_lukem{_unmeasured_board(ctx)})" if window is not None else
+               "CPU " + ", ".join(f"{scope} {human(v, 'percent')}" for scope, v in scopes.items()) + " (/proc/stat)"))
     return found
+
+
+def proc_stat_figures(edges: dict[tuple[str, str], cpustat.CpuTimes]) -> dict[str, float]:
+    """Per CPU (scope) read at both edges of a window, its utilisation over the window (pure)."""
+    return {scope: cpustat.utilisation(times, edges[scope, "end"])
+            for (scope, edge), times in edges.items() if edge == "start" and (scope, "end") in edges}
+
+
+def _unmeasured_board(ctx: BenchContext) -> str:
+    """What the progress line says of a guest's board under the CPU target: it is not measured, the CPU
+    target's spinner keeps the guest's vCPUs (host threads) busy; with cpu_target: false it is."""
+    if cpustat.BOARD in getattr(getattr(ctx, "booted", None), "cpu_channels", {}):
+        return ", the guest's vCPUs; the board's CPU is measured only with cpu_target: false"
+    return ""

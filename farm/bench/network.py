@@ -320,13 +320,15 @@ def _echo_points(ctx: BenchContext, params: SweepParams, loads: list[float], sou
     measurements: list[Measurement] = []
     for load in loads:
         spec = _echo_spec(params, load)
-        edges: dict[str, tuple[float, dict[str, cpustat.CpuTimes]]] = {}
+        # per CPU (the shell's; a guest's board and vCPUs through their channels, farm.guest.channel)
+        readers = ctx.cpu_readers(lambda: _cpu_cores(ctx)) if target is None else {}
+        edges: dict[tuple[str, str], tuple[float, dict[str, cpustat.CpuTimes]]] = {}
 
         def on_edge(edge: str) -> None:
             if target is None:
-                now = time.monotonic()
-                lines = ctx.run("grep '^cpu' /proc/stat", tool="cpu")
-                edges[edge] = (now, cpustat.parse_proc_stat_cores("\n".join(lines)))
+                for scope, read in readers.items():
+                    now = time.monotonic()
+                    edges[scope, edge] = (now, read())
 
         length = spec.duration if spec.duration is not None else spec.samples * spec.size * 8 / spec.rate_bps
         with contextlib.ExitStack() as stack:
@@ -339,21 +341,27 @@ def _echo_points(ctx: BenchContext, params: SweepParams, loads: list[float], sou
             result = echo.parse_load(output)
         except BenchmarkError as exc:
             raise BenchmarkError(echo.TOOL, f"{source.where}: {exc.message}") from None
-        if target is None and set(edges) != {"start", "end"}:
+        if target is None and {edge for _, edge in edges} != {"start", "end"}:
             raise BenchmarkError(echo.TOOL, f"{source.where}: the output has no window edges: {output[:200]!r}")
+        first = next(iter(readers), None)
         if observe is not None:
-            observe(load, result, samples or "", edges["end"][0] - edges["start"][0] if target is None else 0.0)
+            observe(load, result, samples or "", edges[first, "end"][0] - edges[first, "start"][0]
+                    if target is None else 0.0)
         point = {"requested": int(load * 1e6), "packet_size": spec.size}
         found = result.measurements(point)
         tagged = {**point, "method": echo.METHOD}
         if target is None:
-            (_, before), (_, after) = edges["start"], edges["end"]
-            cpu = cpustat.utilisation(before["cpu"], after["cpu"])
-            found.append(Measurement(SWEEP, "cpu_utilisation", cpu, "percent", tagged))
-            for core in sorted((c for c in before if c != "cpu"), key=lambda c: int(c[3:])):
-                if core in after:
-                    found.append(Measurement(SWEEP, f"{core}_utilisation",
-                                             cpustat.utilisation(before[core], after[core]), "percent", tagged))
+            cpus = {}
+            for scope in readers:
+                (_, before), (_, after) = edges[scope, "start"], edges[scope, "end"]
+                cpus[scope] = cpustat.utilisation(before["cpu"], after["cpu"])
+                scoped = {**tagged, cpustat.CORES: scope}
+                found.append(Measurement(SWEEP, "cpu_utilisation", cpus[scope], "percent", scoped))
+                for core in sorted((c for c in before if c != "cpu"), key=lambda c: int(c[3:])):
+                    if core in after:
+                        found.append(Measurement(SWEEP, f"{core}_utilisation",
+                                                 cpustat.utilisation(before[core], after[core]), "percent", scoped))
+            cpu = cpus.get(cpustat.BOARD, cpus[first])
         else:  # the CPU target's figures, as ipbench's; /proc/stat would count its thread as busy
             assert session is not None and session.window is not None
             cpu = session.window.utilisation

@@ -193,8 +193,9 @@ class BootedTarget:
     recorded: dict = attrs.field(factory=dict)
     #: which CPU the shell's /proc/stat is: the board's cores ("board"), or a guest's vCPUs ("vcpus")
     cpu_scope: str = "board"
-    #: other CPUs measured beside the shell's: scope -> a reader of their per-core times, given how the
-    #: lab host reaches a port of the target (a guest's board, through its host channel: farm.guest.channel)
+    #: CPUs read through a channel of their own, not the shell: scope -> a reader of their per-core times,
+    #: called with ``reach(address, port) -> (host, port)`` (how the lab host reaches a port of the target's
+    #: network): a guest's board (its host's CPU server) and its vCPUs (the guest's), farm.guest.channel
     cpu_channels: dict = attrs.field(factory=dict)
     #: the echo responder the flow started (a DPDK echo), None: a sweep starts farm's own
     responder: Responder | None = None

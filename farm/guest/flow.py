@@ -10,6 +10,11 @@ is started by farm.guest.start. The load generator reaches the guest through the
 ports are forwarded into the guest (identity: host port P -> guest port P), so a benchmark reaches
 port P at the *host's* address. The setup's CPU frequency is pinned on the host (its netboot flow)
 before the guest starts. Leaving the block powers the guest off, then the board.
+
+The shell is the guest's, so its /proc/stat is the guest's vCPUs (``cpu_scope="vcpus"``); the board's
+cores are read through a second channel, a CPU server the host's shell starts before QEMU takes the
+console, and the guest's vCPUs through the same server in the guest (farm.guest.channel): both are
+the booted target's ``cpu_channels``, read with no console round trip.
 """
 
 from __future__ import annotations
@@ -25,7 +30,9 @@ from ..boot.flow import BootRequest, FlowSetup, NetbootFlow
 from ..boot.session import BootedTarget
 from ..images.host import guest_files
 from ..images.request import ImageRequest
+from ..errors import JobError
 from ..images.needs import Needs
+from .channel import BOARD_CPU_PORT, CPU_PORTS, GUEST_CPU_PORT, CpuChannel, server_command
 from .command import BRIDGE, GUEST_MAC, GUEST_NET, TAP, TAP_MODULES, guest_forwards, parse_tap, tap_setup
 from .spec import GuestSpec
 from .start import GuestSetupError, start_guest, stop_guest
@@ -54,11 +61,17 @@ class GuestFlow:
             host_facts = read_facts(host.shell)
             console = host.target.get_driver("ConsoleProtocol")
             network, forwards = self._network(host.shell)
+            # the board's CPU server, while the host's shell is still the host's (farm.guest.channel)
+            start_cpu_server(host.shell, BOARD_CPU_PORT, "host")
             t0 = time.monotonic()
             info = start_guest(host.shell, console, self.spec, kernel, initrd, forwards, arch=request.env.arch)
             tap = self.spec.network == "tap"
             if tap:  # the guest's own address on the board's network (its DHCP lease), where it is reached
                 network["guest_address"] = read_facts(host.shell).address
+            guest_seconds = round(time.monotonic() - t0, 3)
+            channels = {"board": CpuChannel("board", host_facts.address, BOARD_CPU_PORT),
+                        "vcpus": CpuChannel("vcpus", network["guest_address"] if tap else host_facts.address,
+                                            GUEST_CPU_PORT)}
             guest = request.image.manifest.get("guest", {})
             topology = {
                 "flow": self.kind,
@@ -67,12 +80,15 @@ class GuestFlow:
                          "boot_seconds": round(host.boot_seconds, 3)},
                 "guest": {**info.to_json(), "image": guest.get("name"), "image_key": guest.get("key"),
                           "artifacts": guest.get("artifacts"), "spec": self.spec.to_json(), "network": network},
+                # the CPUs the benchmarks' CPU figures are of, and how each is read (records: cores=<scope>)
+                "cpu_channels": {scope: channel.to_json() for scope, channel in channels.items()},
             }
             try:
+                start_cpu_server(host.shell, GUEST_CPU_PORT, "guest")  # the vCPUs' server, in the guest
                 # a user-network guest is reached through its host's forwards, a tap guest at its own address
                 yield attrs.evolve(host, topology=topology, reach_address=None if tap else host_facts.address,
-                                   cpu_scope="vcpus",
-                                   recorded={**host.recorded, "guest_seconds": round(time.monotonic() - t0, 3)})
+                                   cpu_scope="vcpus", cpu_channels=channels,
+                                   recorded={**host.recorded, "guest_seconds": guest_seconds})
             finally:
                 with contextlib.suppress(Exception):  # the board is powered off next, whatever happened
                     stop_guest(host.shell, console)
@@ -82,8 +98,8 @@ class GuestFlow:
         """The guest's network on the host (run.json's topology) and the host ports forwarded into it:
         ``user``, the benchmarks' ports (identity forwards, QEMU's user network); ``tap``, a bridge of
         the host's NIC with the guest's tap on it (farm.guest.command.tap_setup), no forwards."""
-        if self.spec.network != "tap":
-            forwards = guest_forwards(tuple(dict.fromkeys([*self.ports, *self.spec.ports])))
+        if self.spec.network != "tap":  # the guest's CPU server is reached as the benchmarks' ports are
+            forwards = guest_forwards(tuple(dict.fromkeys([*self.ports, *self.spec.ports, GUEST_CPU_PORT])))
             return {"mode": "user", "net": GUEST_NET, "forwards": {str(k): v for k, v in forwards.items()}}, forwards
         out, _, _ = shell.run(tap_setup(), timeout=30)
         try:
@@ -98,6 +114,21 @@ class GuestFlow:
                 "gateway": made["gateway"]}, {}
 
 
+def start_cpu_server(shell, port: int, where: str) -> None:
+    """The CPU server of farm.guest.channel on ``shell`` (the host's, or the guest's once it is ready);
+    a :class:`GuestSetupError` when it never listens (an image without busybox's nc)."""
+    out, _, code = shell.run(server_command(port), timeout=30)
+    if code != 0:
+        shown = " | ".join(line for line in out[-3:] if line.strip())
+        raise GuestSetupError(f"the {where}'s CPU server (busybox nc -ll -p {port}) does not listen"
+                              + (f": {shown}" if shown else ""))
+
+
 def guest_flow(spec: GuestSpec, setup: FlowSetup) -> GuestFlow:
-    """The flow of a setup with ``guest:`` (farm.flows): its host pinned at the setup's frequency."""
+    """The flow of a setup with ``guest:`` (farm.flows): its host pinned at the setup's frequency. A
+    benchmark's port that a CPU channel takes (farm.guest.channel.CPU_PORTS) is a JobError."""
+    if (taken := sorted(set(setup.ports) & set(CPU_PORTS))):
+        raise JobError(f"a benchmark of the run listens on port {taken[0]}, which a guest setup's CPU channel takes "
+                       f"(farm.guest.channel: {BOARD_CPU_PORT} on the host, {GUEST_CPU_PORT} in the guest): "
+                       "give it another port")
     return GuestFlow(spec, setup.ports, host=NetbootFlow(pin_khz=setup.cpu_frequency_khz, cpus=setup.cpus))

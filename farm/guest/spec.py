@@ -29,6 +29,7 @@ import attrs
 
 from ..config import Node, field, reject_unknown
 from ..values import bootarg_problem, number_problem
+from .channel import CPU_PORTS
 
 ACCELS = ("kvm", "tcg")
 #: the guest's network: QEMU's user network (slirp: NAT, host ports forwarded into the guest), or a tap
@@ -141,6 +142,9 @@ def load_guest(node: Node, base: Path) -> GuestSpec:
             raise node.error("ports", f"item {i}: {problem} (a TCP/UDP port)")
         if port in ports:
             raise node.error("ports", f"item {i}: port {port} is given twice")
+        if port in CPU_PORTS:
+            raise node.error("ports", f"item {i}: port {port} is a CPU channel's (farm.guest.channel: the host's "
+                                      f"{CPU_PORTS[0]}, the guest's {CPU_PORTS[1]})")
         ports.append(int(port))
     boot_timeout = field(node, "boot_timeout", float, 120.0)
     if (problem := number_problem(boot_timeout, 0, MAX_BOOT_TIMEOUT, low_open=True, unit="s")):

@@ -179,3 +179,19 @@ def parse_proc_stat_cores(text: str) -> dict[str, CpuTimes]:
                 raise ParseError(f"/proc/stat line {number}: {fields[0]} a second time")
             cores[fields[0]] = _cpu_line(number, fields[1:])
     return cores
+
+
+#: the param of a target's CPU figure saying which CPU it is of (farm.results.identity): the board's cores
+#: (``cores=board``: a bare setup's, or a guest's host read through its channel, farm.guest.channel) or a
+#: guest's vCPUs (``cores=vcpus``). A figure of one never joins a figure of the other.
+CORES, BOARD, VCPUS = "cores", "board", "vcpus"
+SCOPES = (BOARD, VCPUS)
+#: the target's CPU figures: a sweep's /proc/stat or CPU target figures, iperf3's server process (remote_cpu;
+#: its ``host_cpu`` is the lab host's, the client's: no target CPU)
+CPU_FIGURES = frozenset({"cpu_utilisation", "idle_cycles", "total_cycles", "counter_frequency", "remote_cpu"})
+
+
+def is_cpu_figure(metric: str) -> bool:
+    """Whether ``metric`` is a figure of the target's CPU (:data:`CPU_FIGURES`, per-core ``cpu<N>_utilisation``)."""
+    return metric in CPU_FIGURES or (metric.startswith("cpu") and metric.endswith("_utilisation")
+                                     and metric[3:-len("_utilisation")].isdigit())

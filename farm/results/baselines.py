@@ -24,9 +24,8 @@ from typing import Mapping
 import attrs
 
 from farm.errors import JobError
-from farm.results.csvout import read_records
 from farm.results.record import now_iso, to_json, write_text_atomic
-from farm.results.report import load_run, summary_markdown
+from farm.results.report import load_run, read_run_records, summary_markdown
 
 STORE_ENV = "FARM_BASELINES"
 DEFAULT_STORE = Path("~/.local/share/farm/baselines")
@@ -180,7 +179,7 @@ def load_records(spec: str, store: Path | None = None):
     csv_path = path / "results.csv"
     if not csv_path.is_file():
         raise JobError(f"{path}: no results.csv (a run directory or a saved baseline is needed)")
-    return path, read_records(csv_path)
+    return path, read_run_records(path)  # CPU figures of before read as what they were
 
 
 def describe(spec: str, path: Path) -> str:

@@ -51,7 +51,7 @@ import attrs
 from farm.errors import JobError
 from farm.results.ratio import HIGHER, INCONCLUSIVE, METHOD, SAME, RatioEstimate, Rule, estimate_ratio, per_boot, sig
 from farm.results.stats import cv, median_interval
-from farm.results.csvout import read_records, spreadsheet_safe
+from farm.results.csvout import spreadsheet_safe
 from farm.results.ipbench import BENCHMARK as SWEEP_BENCHMARK
 from farm.results.identity import FLAG, MetricKey
 from farm.results.record import Record, check_unique, format_params, open_atomic, parse_params, write_text_atomic
@@ -161,7 +161,9 @@ def load_result_dir(path: PathLike) -> tuple[str, list[Record]]:
         raise JobError(f"compare: {path}: not a result directory")
     if not results.is_file():
         raise JobError(f"compare: {results}: no such file (is {path} a farm result directory?)")
-    return path.resolve().name or str(path), read_records(results)
+    from farm.results.report import read_run_records  # CPU figures of before read as what they were
+
+    return path.resolve().name or str(path), read_run_records(path)
 
 
 def load_result_dirs(paths: Sequence[PathLike]) -> tuple[list[tuple[str, list[Record]]], dict[str, int], Rule | None]:

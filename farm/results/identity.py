@@ -10,17 +10,21 @@ params class says which of its params are run lengths (farm.bench.params: ``dura
 and a sanity rule's remark on a value (:data:`FLAG`), are never part of it, so runs of other lengths join, and two runs of one pipeline give one history
 series per point. What stays is identity: the method, the implementation, the point, and how a
 cycles/byte figure was found (``cycles=pmu|cpufreq|cpuinfo|nominal``, and ``clock=twin`` when the
-counter or clock was a QEMU twin's: such a figure never joins a board's).
+counter or clock was a QEMU twin's: such a figure never joins a board's), and which CPU a CPU figure
+is of (``cores=board``: the board's cores; ``cores=vcpus``: a guest's vCPUs; a figure written before
+records said it is the board's, :func:`key_params`, unless its run.json says its setup was a guest's,
+:func:`cpu_scopes_of_run`): a vCPU figure never joins a board's.
 """
 
 from __future__ import annotations
 
 import functools
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import attrs
 
 from farm.measure.clock import UNIT as CYCLES_PER_BYTE
+from farm.measure.cpustat import BOARD, CORES, VCPUS, is_cpu_figure
 from farm.measure.params import format_params, parse_params
 
 #: counts and indexes records carried in their params (older ones still do): never identity
@@ -48,6 +52,22 @@ def identity_params(benchmark: str, text: str) -> str:
     return _without(run_length(benchmark) | MEASURED_COUNTS | {FLAG}, text)
 
 
+def key_params(benchmark: str, metric: str, text: str) -> str:
+    """A record's identity params (:func:`identity_params`), a CPU figure's saying its CPU: one that does
+    not (written before records said it; an import of the lab's files) is the board's, ``cores=board``."""
+    return _scoped(metric, identity_params(benchmark, text))
+
+
+@functools.lru_cache(maxsize=65536)
+def _scoped(metric: str, text: str) -> str:
+    if not is_cpu_figure(metric):
+        return text
+    params = parse_params(text)
+    if CORES in params:
+        return text
+    return format_params({**params, CORES: BOARD})
+
+
 @functools.lru_cache(maxsize=65536)
 def _without(drop: frozenset[str], text: str) -> str:
     return format_params({k: v for k, v in parse_params(text).items() if k not in drop})
@@ -72,7 +92,7 @@ class MetricKey:
     def of(cls, record: Any) -> "MetricKey":
         """The key of a record (or a store row with the same fields)."""
         return cls(record.target, record.setup, record.suite, record.benchmark,
-                   identity_params(record.benchmark, record.params), record.metric, record.unit)
+                   key_params(record.benchmark, record.metric, record.params), record.metric, record.unit)
 
     @property
     def key(self) -> tuple[str, str, str, str, str, str, str]:
@@ -113,3 +133,40 @@ def with_cycle_source(records: Iterable[Any], source: str | None, *, twin: bool 
             r = attrs.evolve(r, params=format_params(params))
         out.append(r)
     return out
+
+
+def with_cpu_scope(records: Iterable[Any], scope: str | Callable[[Any], str | None]) -> list[Any]:
+    """``records`` with their CPU figures saying which CPU they are of (``cores=``) where they do not say
+    already: ``scope`` (``board``, ``vcpus``), or per record ``scope(record)`` (None: left as it is)."""
+    out = []
+    for r in records:
+        if is_cpu_figure(r.metric):
+            params = parse_params(r.params)
+            found = scope(r) if callable(scope) else scope
+            if CORES not in params and found:
+                r = attrs.evolve(r, params=format_params({**params, CORES: found}))
+        out.append(r)
+    return out
+
+
+#: run.json's flow of a boot whose shell was a guest's (farm.guest.flow), before records said their CPU
+GUEST_FLOWS = frozenset({"netboot+guest", "netboot+guest+dpdk"})
+
+
+def cpu_scopes_of_run(info: Any) -> dict[tuple[str, str], str]:
+    """(target, setup) -> the CPU its shell's figures were of, from a run's run.json: ``vcpus`` for a
+    boot of a guest flow, ``board`` for any other; for records written before they said it."""
+    found: dict[tuple[str, str], str] = {}
+    targets = info.get("targets") if isinstance(info, dict) else None
+    for target, entry in (targets.items() if isinstance(targets, dict) else ()):
+        for boot in ((entry or {}).get("boots") or [] if isinstance(entry, dict) else []):
+            if isinstance(boot, dict) and "setup" in boot:
+                scope = VCPUS if boot.get("flow") in GUEST_FLOWS else BOARD
+                found.setdefault((str(target), str(boot["setup"])), scope)
+    return found
+
+
+def with_cpu_scope_of_run(records: Iterable[Any], info: Any) -> list[Any]:
+    """:func:`with_cpu_scope` by run.json (:func:`cpu_scopes_of_run`): what an older run's records meant."""
+    scopes = cpu_scopes_of_run(info)
+    return with_cpu_scope(records, lambda r: scopes.get((r.target, r.setup)))

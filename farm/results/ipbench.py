@@ -16,6 +16,7 @@ import os
 from typing import Any, Iterable, Mapping
 
 from farm.errors import JobError
+from farm.measure.cpustat import CORES, VCPUS
 from farm.measure.ipbench import BENCHMARK, EXTRA_COLUMNS, METRICS, WIDE_COLUMNS, number_text
 from farm.results.record import Record, parse_params, write_text_atomic
 
@@ -24,6 +25,10 @@ _COLUMN_OF_METRIC = {metric: column for column, (metric, _) in METRICS.items()}
 #: optional trailing columns, in a row only when the sweep recorded them (the CPU target's counts, an
 #: import's Bad_Packets)
 _OPTIONAL_COLUMNS = {metric: column for column, (metric, _) in EXTRA_COLUMNS.items()}
+#: a guest setup's figures of its vCPUs (``cores=vcpus``): columns of their own after the lab's, whose
+#: ``CPU_Utilisation`` (and the CPU target's counts) is the board's (``cores=board``, or none said)
+GUEST_CPU_COLUMNS = {"cpu_utilisation": "Guest_CPU_Utilisation", "idle_cycles": "Guest_Idle_Cycles",
+                     "total_cycles": "Guest_Total_Cycles"}
 
 
 # --- records -> wide rows --------------------------------------------------------------------
@@ -40,6 +45,9 @@ def sweep_rows(records: Iterable[Record]) -> list[dict[str, float | None]]:
     Each row has every key of :data:`WIDE_COLUMNS`; a metric the sweep did not record is ``None``.
     ``Idle_Cycles``/``Total_Cycles`` (the CPU target's, :mod:`farm.bench.lukem`) and ``Bad_Packets``
     (an import's) are keys of a row only when the sweep recorded them.
+    ``CPU_Utilisation`` is the board's CPU: a record saying ``cores=board``, or nothing (the lab's, older
+    farm's); a guest's vCPUs' figures (``cores=vcpus``) are ``Guest_CPU_Utilisation`` (and
+    ``Guest_Idle_Cycles``/``Guest_Total_Cycles`` from a CPU target in the guest), after the others.
     ``Requested_Throughput`` is the ``requested_throughput`` metric, or the ``requested`` param
     when that metric is absent. Records of other benchmarks are skipped. Two *different* values
     for the same metric of the same point (two setups, runs or repeats mixed together) raise
@@ -60,7 +68,10 @@ def sweep_rows(records: Iterable[Record]) -> list[dict[str, float | None]]:
         key = (requested, size)
         row = rows.setdefault(key, {**dict.fromkeys(WIDE_COLUMNS), "Requested_Throughput": requested,
                                     "Packet_Size": size})
-        column = _COLUMN_OF_METRIC.get(record.metric) or _OPTIONAL_COLUMNS.get(record.metric)
+        if params.get(CORES) == VCPUS:
+            column = GUEST_CPU_COLUMNS.get(record.metric)
+        else:
+            column = _COLUMN_OF_METRIC.get(record.metric) or _OPTIONAL_COLUMNS.get(record.metric)
         if column is None:
             continue  # loss, jitter, ...: not part of the wide form
         first = origin.setdefault((key, column), record)

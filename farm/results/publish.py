@@ -6,9 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .csvout import read_records
 from .ipbench import write_wide_csv
-from .report import Report, regenerate
+from .report import Report, read_run_records, regenerate
 from .sweeps import run_sweeps, wide_csv_name
 
 
@@ -17,7 +16,7 @@ def publish(run_dir: str | os.PathLike[str], *, step_summary: str | os.PathLike[
     where summary.md is appended too (``farm report``); a run's job summary is the runner's, written
     once by :func:`farm.results.report.write_summary` after this stage is recorded."""
     run_dir = Path(run_dir)
-    records = read_records(run_dir / "results.csv") if (run_dir / "results.csv").exists() else []
+    records = read_run_records(run_dir) if (run_dir / "results.csv").exists() else []
     for sweep in run_sweeps(records):
         write_wide_csv(run_dir / wide_csv_name(sweep, str(run_dir / "results.csv")), sweep.rows)
     return regenerate(run_dir, step_summary=step_summary)

@@ -36,9 +36,11 @@ import attrs
 from farm.errors import JobError, ParseError
 from farm.results.csvout import read_records
 from farm.results.figures import KeyFigure, group_figures
+from farm.results.identity import with_cpu_scope_of_run
 from farm.results.record import Record, format_params, parse_params, write_text_atomic
 from farm.results.runjson import MAX_RUN_JSON_BYTES, check_run_json
 from farm.results.stats import median
+from farm.measure.cpustat import BOARD, CORES
 from farm.measure.units import human, human_params
 from farm.secrets import mask
 
@@ -104,7 +106,19 @@ def load_run(run_dir: PathLike) -> RunData:
         missing.append("junit.xml")
     if len(missing) == 3:
         raise JobError(f"{path}: not a run directory (no results.csv, run.json or junit.xml)")
+    # CPU figures written before records said their CPU: a guest setup's were its vCPUs' (run.json's flow)
+    records = with_cpu_scope_of_run(records, info)
     return RunData(path, tuple(records), info, stages, tuple(missing))
+
+
+def read_run_records(run_dir: PathLike) -> list[Record]:
+    """``run_dir``'s results.csv, its CPU figures saying their CPU: one written before records said it is
+    what its run.json says its setup's shell was (a guest's: its vCPUs'; farm.results.identity)."""
+    path = Path(run_dir)
+    records = read_records(path / "results.csv")
+    if (path / "run.json").is_file():
+        records = with_cpu_scope_of_run(records, read_run_json(path / "run.json"))
+    return records
 
 
 def read_run_json(path: Path) -> dict[str, Any]:
@@ -339,8 +353,8 @@ def key_figure_sections(figures: Sequence[KeyFigure]) -> list[str]:
     for (suite, benchmark), figs in by_benchmark.items():
         lines += [f"### {_md(suite)}.{_md(benchmark)}", ""]
         points: dict[tuple[str, str, str], list[KeyFigure]] = {}
-        for f in figs:
-            points.setdefault((f.target, f.setup, f.params), []).append(f)
+        for f in figs:  # a point's CPU figures of several CPUs (cores=board, cores=vcpus) are columns of its row
+            points.setdefault((f.target, f.setup, _without_cores(f.params)), []).append(f)
         per_setup: dict[tuple[str, str], int] = {}
         for target, setup, _ in points:
             per_setup[target, setup] = per_setup.get((target, setup), 0) + 1
@@ -373,10 +387,20 @@ def _long_table(figures: Sequence[KeyFigure]) -> list[str]:
     return lines
 
 
+def _without_cores(text: str) -> str:
+    return format_params({k: v for k, v in parse_params(text).items() if k != CORES})
+
+
+def _column(figure: KeyFigure) -> str:
+    """A wide table's column of a figure: its metric, a CPU figure's with its CPU when it is not the board's."""
+    cores = parse_params(figure.params).get(CORES)
+    return f"{figure.metric} ({cores})" if cores and cores != BOARD else figure.metric
+
+
 def _wide_table(points: dict[tuple[str, str, str], list[KeyFigure]]) -> list[str]:
     params = [parse_params(p) for _, _, p in points]
     common = {k: v for k, v in params[0].items() if all(p.get(k) == v for p in params[1:])}
-    metrics = list(dict.fromkeys(f.metric for figs in points.values() for f in figs
+    metrics = list(dict.fromkeys(_column(f) for figs in points.values() for f in figs
                                  if not _PER_CORE.fullmatch(f.metric)))
     lines = []
     if common:
@@ -387,7 +411,7 @@ def _wide_table(points: dict[tuple[str, str, str], list[KeyFigure]]) -> list[str
     lines += ["| " + " | ".join(["target", "setup", "point", "n", *map(_md, metrics)]) + " |" + (" flagged |" if flagged else ""),
               "|---|---|---|---:|" + "---:|" * len(metrics) + ("---|" if flagged else "")]
     for (target, setup, text), figs in points.items():
-        by_metric = {f.metric: f for f in figs}
+        by_metric = {_column(f): f for f in figs}
         varying = format_params({k: v for k, v in parse_params(text).items() if k not in common})
         cells = [human(by_metric[m].median, by_metric[m].unit) if m in by_metric else "-" for m in metrics]
         flags: dict[str, int] = {}

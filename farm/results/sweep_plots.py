@@ -8,7 +8,7 @@ One PNG per target, three panels against the requested load (Mb/s), one colour p
 2. median RTT with a **percentile band**: p10-p90 of the window's samples where the sweep recorded
    them (``rtt_p10``/``rtt_p90``, farm_load's), else min-max (imported ipbench history has nothing
    else); the legend says which. Log scale when the values span more than a factor of 20;
-3. the target's CPU utilisation (%).
+3. the board's CPU utilisation (%): a guest setup's board's too, not its vCPUs' (``cores=vcpus``).
 
 The figure names what it shows: the run id(s), the image(s) and the date of the records. Repeats
 of a point are folded into medians (:func:`farm.results.sweeps.run_sweeps`). The picture is drawn
@@ -28,6 +28,7 @@ from typing import Iterable, Sequence
 import attrs
 
 from farm.errors import JobError
+from farm.measure.cpustat import CORES, VCPUS
 from farm.results.identity import identity_params
 from farm.results.record import Record, open_atomic, parse_params
 
@@ -79,7 +80,7 @@ def sweep_series(records: Iterable[Record]) -> dict[str, list[Series]]:
         if r.benchmark != "sweep" or r.metric == "failed":
             continue
         params = parse_params(identity_params(r.benchmark, r.params))
-        if "requested" not in params:
+        if "requested" not in params or params.get(CORES) == VCPUS:  # the CPU drawn is the board's
             continue
         group = (r.target, r.setup, params.get("method", ""))
         groups[group][(float(params["requested"]), r.metric)].append(r.value)

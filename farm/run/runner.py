@@ -28,7 +28,7 @@ from ..images.image import LINUX, Image
 from ..images.needs import Needs
 from ..images.request import ImageRequest
 from ..results.cycles import cycles_per_byte
-from ..results.identity import CYCLE_SOURCE_OF_FREQUENCY, with_cycle_source
+from ..results.identity import CYCLE_SOURCE_OF_FREQUENCY, with_cpu_scope, with_cycle_source
 from ..results.junit import Case
 from ..results.sanity import UNSETTLED, flag_records, flags_of
 from ..measure import Measurement
@@ -287,7 +287,8 @@ class Runner:
                       flags: tuple[str, ...] = ()) -> None:
         """One benchmark run's stage; its cycles/byte figures say where their cycles came from: its own
         (a counter, the clock read around it), else ``cycle_source`` (the run's frequency: ``frequency``),
-        and ``twin`` (a QEMU twin's counter or clock: never joined with a board's). Its records carry
+        and ``twin`` (a QEMU twin's counter or clock: never joined with a board's); its CPU figures say
+        which CPU they are of (``cores=``: the booted target's ``cpu_scope`` where they do not say). Its records carry
         the sanity flags (farm.results.sanity): the boot's ``flags`` and what breaks physical sense."""
         spec = self.registry[bench.name]
         name = bench_case_name(spec.suite, bench.name, label)
@@ -331,6 +332,9 @@ class Runner:
         if frequency and spec.cycles_per_byte:  # the registration says whether cycles/byte applies
             records += cycles_per_byte(records, {rc.target: frequency})
         records = with_cycle_source(records, cycle_source, twin=twin)
+        # a CPU figure that does not say its CPU (a flow's channel's say it) is of the shell's CPU
+        scope = getattr(ctx.booted, "cpu_scope", "board")
+        records = with_cpu_scope(records, scope if isinstance(scope, str) else "board")
         window = getattr(bench.params, "seconds", None) if bench.name == SWEEP else None
         records = flag_records(records, window_seconds=window, boot_flags=flags)
         if (flagged := sorted({f for r in records for f in flags_of(r)})):

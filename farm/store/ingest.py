@@ -33,7 +33,7 @@ import sqlalchemy as sa
 from farm.errors import JobError
 from farm.measure.params import canonical
 from farm.results.baselines import META as BASELINE_META
-from farm.results.identity import identity_params
+from farm.results.identity import key_params
 from farm.results.record import FAILED_METRIC, Record, now_iso
 from farm.results.stats import median
 from farm.results.report import RunData, load_run
@@ -86,7 +86,7 @@ def figure_rows(run: dict[str, Any], records: Iterable[dict[str, Any]]) -> tuple
     groups: dict[tuple, list[float]] = {}
     for r in records:
         if r["metric"] != FAILED_METRIC and r["value"] is not None and math.isfinite(r["value"]):
-            key = {**r, "params": identity_params(r["benchmark"], r["params"])}
+            key = {**r, "params": key_params(r["benchmark"], r["metric"], r["params"])}
             groups.setdefault(tuple(key[k] for k in _FIGURE_KEY), []).append(r["value"])
     rows = []
     for key, values in groups.items():

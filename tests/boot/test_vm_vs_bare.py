@@ -13,6 +13,7 @@ import json
 import os
 import re
 import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -107,6 +108,45 @@ def test_compare_gives_every_shared_benchmark_a_ratio_with_n_and_interval(vm_run
     assert (tmp_path / "cmp" / "compare.png").stat().st_size > 0
     summary = (out / "summary.md").read_text()
     assert "## Setups compared on maaxboard-twin: ratio to bare" in summary and "## Experiment" in summary
+
+
+def test_cpu_is_like_for_like_the_boards_through_the_guests_host_channel(vm_run, tmp_path):
+    """Issue 25: the guest setup's sweep records the board's CPU (its host's 4 cores, read through the host's
+    CPU channel at the window's edges) beside its vCPUs'; bare's are the board's; compare joins board with
+    board and keeps the vCPUs' apart ("only in kvm-guest"); the guest's wide CPU_Utilisation is the board's."""
+    from farm.measure.params import parse_params
+
+    proc, out = vm_run
+    records = [r for r in read_records(out / "results.csv") if r.metric == "cpu_utilisation"]
+    scopes = {(r.setup, parse_params(r.params)["cores"]) for r in records}
+    assert scopes == {("bare", "board"), ("kvm-guest", "board"), ("kvm-guest", "vcpus")}
+    for setup, scope in scopes:  # every point of every boot, in 0-100 %
+        mine = [r for r in records if r.setup == setup and parse_params(r.params)["cores"] == scope]
+        assert len(mine) == 2 * BOOTS and all(0.0 <= r.value <= 100.0 for r in mine), mine
+        assert all(parse_params(r.params)["cpu"] == "proc-stat" for r in mine)
+    info = json.loads((out / "run.json").read_text())
+    guest = next(b for b in info["targets"]["maaxboard-twin"]["boots"] if b["setup"] == "kvm-guest")
+    channels = guest["topology"]["cpu_channels"]
+    assert channels["board"]["port"] == 1238 and channels["board"]["reads"] == "grep ^cpu /proc/stat"
+    assert channels["board"]["address"] == guest["topology"]["host"]["address"]
+    assert guest["topology"]["host"]["cpus"] == 4 and channels["vcpus"]["port"] == 1239
+    compared = run_farm("compare", str(out), "--out", str(tmp_path / "cmp"))
+    assert compared.returncode == 0, compared.stderr
+    with open(tmp_path / "cmp" / "compare.csv", newline="") as f:
+        cpu = [r for r in csv.DictReader(f) if r["metric"] == "cpu_utilisation"]
+    board = [r for r in cpu if "cores=board" in r["params"]]
+    vcpus = [r for r in cpu if "cores=vcpus" in r["params"]]
+    assert len(board) == 2 and all(int(r["bare_n"]) == BOOTS == int(r["kvm-guest_n"]) for r in board), board
+    assert len(vcpus) == 2 and all(r["bare_n"] in ("", "0") and r["ratio_estimate"] == "" for r in vcpus), vcpus
+    with open(out / "sweep-maaxboard-twin-kvm-guest.csv", newline="") as f:
+        wide = list(csv.DictReader(f))
+    assert len(wide) == 2 and all(r["CPU_Utilisation"] and r["Guest_CPU_Utilisation"] for r in wide), wide
+    for row in wide:  # the board's figure, the median of its boots (repeats folded as every wide row's)
+        board_values = [r.value for r in records if r.setup == "kvm-guest" and "cores=board" in r.params
+                        and float(parse_params(r.params)["requested"]) == float(row["Requested_Throughput"])]
+        assert float(row["CPU_Utilisation"]) == pytest.approx(statistics.median(board_values)), (row, board_values)
+    print("kvm-guest, board vs vCPUs per load:",
+          [(r["Requested_Throughput"], r["CPU_Utilisation"], r["Guest_CPU_Utilisation"]) for r in wide])
 
 
 def test_interrupt_while_the_guest_boots_powers_off_and_keeps_the_results(tftp_root, tmp_path):

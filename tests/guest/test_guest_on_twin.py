@@ -115,6 +115,49 @@ def test_kvm_guest_runs_commands_pinned_and_stops(el2_host, host_image, maaxboar
     print(f"guest boot (host ready -> guest FARM-READY): {info.boot_seconds:.1f} s")
 
 
+def test_the_boards_cpu_is_read_through_its_channel_while_a_guest_runs(el2_host, host_image):
+    """The host's CPU server (started before QEMU takes the console) answers the lab host with the board's 4
+    cores while the guest runs; the guest's own server with its 1 vCPU; a vCPU kept busy reads ~100 % there
+    and its host thread shows on the board's cores (issue 25: like-for-like CPU)."""
+    import time
+
+    from farm.guest.channel import BOARD_CPU_PORT, GUEST_CPU_PORT, CpuChannel, fetch
+    from farm.guest.flow import start_cpu_server
+    from farm.measure.cpustat import utilisation
+
+    kernel, initrd = _paths(host_image)
+    host_address = read_facts(el2_host.shell).address
+    start_cpu_server(el2_host.shell, BOARD_CPU_PORT, "host")
+    start_guest(el2_host.shell, el2_host.shell.console, GuestSpec(pin=(1,)), kernel, initrd,
+                guest_forwards([GUEST_CPU_PORT]))
+    try:
+        start_cpu_server(el2_host.shell, GUEST_CPU_PORT, "guest")
+
+        def at(address: str, port: int) -> tuple[str, int]:
+            return reach(el2_host.target, address, port)
+
+        board, vcpus = CpuChannel("board", host_address, BOARD_CPU_PORT), CpuChannel("vcpus", host_address,
+                                                                                     GUEST_CPU_PORT)
+        print("the host's answer:\n" + fetch(*at(host_address, BOARD_CPU_PORT), 10, "board"))
+        assert sorted(board(at)) == ["cpu", "cpu0", "cpu1", "cpu2", "cpu3"]  # the host's cores, not the guest's
+        assert sorted(vcpus(at)) == ["cpu", "cpu0"]
+        el2_host.run("sh -c 'while :; do :; done' >/dev/null 2>&1 & echo $! > /tmp/spin")
+        t0 = time.monotonic()
+        before = {"board": board(at), "vcpus": vcpus(at)}
+        time.sleep(3)
+        after = {"board": board(at), "vcpus": vcpus(at)}
+        read_seconds = time.monotonic() - t0 - 3
+        el2_host.run("kill $(cat /tmp/spin)")
+        figures = {scope: utilisation(before[scope]["cpu"], after[scope]["cpu"]) for scope in before}
+        print(f"busy vCPU: board {figures['board']:.1f} %, vCPUs {figures['vcpus']:.1f} % "
+              f"(four channel reads in {read_seconds:.2f} s)")
+        assert 0.0 <= figures["board"] <= 100.0 and figures["vcpus"] > 80.0
+        # the busy vCPU is a thread on one of the board's 4 cores (25 % of them): measured 18-26 % on the twin
+        assert figures["board"] >= 10.0
+    finally:
+        stop_guest(el2_host.shell, el2_host.shell.console)
+
+
 def test_qemu_dying_under_a_ready_guest_never_runs_commands_on_the_host(el2_host, host_image):
     """QEMU ends while the guest is up (here: its monitor's quit, typed as a crash would end it): the
     next command meant for the guest reaches the host's shell and fails at once, and stop_guest says

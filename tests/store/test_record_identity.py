@@ -166,6 +166,45 @@ def test_a_store_with_old_cycles_per_byte_gets_their_source(tmp_path):
     assert series.params == "algorithm=sha256;cycles=nominal" and len(series.points) == 2
 
 
+def test_a_store_with_old_cpu_figures_says_their_cpu(tmp_path):
+    """CPU figures stored before records said their CPU (revision 0006): a guest setup's (run.json: the flow
+    netboot+guest) are its vCPUs' after the migration, a bare one's the board's, and the board's join a new
+    run's cores=board series while the vCPUs' stay apart."""
+    from alembic import command
+
+    from farm.store.db import _alembic_config
+
+    point = "cpu=proc-stat;method=ipbench;packet_size=1472;requested=10000000"
+
+    def vm_run(name: str, started: str, new: bool) -> Path:
+        path = tmp_path / name
+        path.mkdir()
+        rows = [("bare", "board", 20.0), ("kvm-guest", "vcpus", 99.7)] + ([("kvm-guest", "board", 45.0)] if new else [])
+        write_records(path / "results.csv", [
+            Record(name, started, TARGET, "arm64", setup, "img", "network", "sweep",
+                   f"cores={cores};{point}" if new else point, 0, "cpu_utilisation", value, "percent")
+            for setup, cores, value in rows])
+        write_text_atomic(path / "run.json", to_json({"run_id": name, "started": started, "targets": {TARGET: {
+            "boots": [{"setup": "bare", "flow": "netboot"}, {"setup": "kvm-guest", "flow": "netboot+guest"}]}}}))
+        return path
+
+    eng = engine(f"sqlite:///{tmp_path / 'old.db'}")
+    with eng.begin() as c:
+        command.upgrade(_alembic_config(c), "0006")
+    _old_ingest(eng, vm_run("old", "2026-12-01T10:00:00.000+00:00", new=False))
+    eng.dispose()
+    migrated = open_store({"FARM_DB": str(tmp_path / "old.db")})
+    with migrated.connect() as c:
+        stored = dict(c.execute(sa.select(schema.records.c.setup, schema.records.c.params)).all())
+    assert {setup: parse_params(text)["cores"] for setup, text in stored.items()} == {"bare": "board",
+                                                                                     "kvm-guest": "vcpus"}
+    ingest(migrated, [vm_run("new", "2026-12-02T10:00:00.000+00:00", new=True)])
+    with migrated.connect() as c:
+        series = {(s.setup, parse_params(s.params)["cores"]): len(s.points)
+                  for s in history(c, Filters(metric="cpu_utilisation"))}
+    assert series == {("bare", "board"): 2, ("kvm-guest", "vcpus"): 2, ("kvm-guest", "board"): 1}
+
+
 def test_report_and_dashboard_show_the_odd_value(runs, tmp_path):
     proc = run_farm("report", str(runs[1]))
     assert proc.returncode == 0, proc.stderr

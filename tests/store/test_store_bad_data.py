@@ -56,7 +56,7 @@ def test_the_migrations_are_one_line_and_0006_makes_a_store_at_0005_take_nan(sto
     assert len(script.get_heads()) == 1 and len(script.get_bases()) == 1
     chain = [rev.revision for rev in script.walk_revisions()][::-1]  # base first, one down_revision each
     assert chain[0] == "0001" and chain[-1] == head_revision()
-    assert chain == ["0001", "0002", "0004", "0005", "0006"]
+    assert chain == ["0001", "0002", "0004", "0005", "0006", "0007"]
     eng = engine(database_url(store_env))
     with eng.begin() as c:
         command.upgrade(_alembic_config(c), "0005")

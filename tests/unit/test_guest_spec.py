@@ -89,6 +89,8 @@ def test_no_guest_is_none(tmp_path):
     ("ports: [0]", 5, "ports", "out of range"),
     ("ports: [70000]", 5, "ports", "out of range"),
     ("ports: [80, 80]", 5, "ports", "twice"),
+    ("ports: [1238]", 5, "ports", "a CPU channel's (farm.guest.channel: the host's 1238, the guest's 1239)"),
+    ("ports: [8000, 1239]", 5, "ports", "item 1: port 1239 is a CPU channel's"),
     ("boot_timeout: 0", 5, "boot_timeout", "out of range"),
     ("boot_timeout: .nan", 5, "boot_timeout", "number"),
     ("boot_timeout: 1.0e+9", 5, "boot_timeout", "out of range"),
