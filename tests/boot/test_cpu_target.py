@@ -30,6 +30,12 @@ pytestmark = pytest.mark.boot
 #: the largest |lukem - duty| accepted, percentage points (measured: under half a point)
 TOLERANCE = 2.0
 VIRTUAL_TIME = "-smp 1 -icount shift=2,sleep=off"
+#: the spinner's length, guest seconds, and the window's, real seconds. In virtual time the guest's clock
+#: runs at a pace set by the host's speed and the duty (idle time is skipped): 1.3-2.8 guest seconds per
+#: real second were seen, so the window must end well inside the spinner's run. CI once saw a 3 s window
+#: outlast a 5 s spinner at duty 0.75 and read 72.9 %.
+SPIN_SECONDS = 10
+WINDOW_SECONDS = 2.0
 
 
 def test_the_cpu_target_against_a_known_duty_cycle(project_root, maaxboard_image, tftp_root, tmp_path):
@@ -48,12 +54,14 @@ def test_the_cpu_target_against_a_known_duty_cycle(project_root, maaxboard_image
             wait_listening(ctx, lukem.PORT, "tcp", "farm_lukem")
             target = ctx.reach(lukem.PORT, ("tcp",))
             for duty in (0.0, 0.25, 0.5, 0.75):
-                ctx.run(f"rm -f /tmp/duty.out; farm_duty -u {duty} -s 5 > /tmp/duty.out 2>&1 &")
+                ctx.run(f"rm -f /tmp/duty.out; farm_duty -u {duty} -s {SPIN_SECONDS} > /tmp/duty.out 2>&1 &")
                 ctx.run("i=0; until grep -q running /tmp/duty.out 2>/dev/null || [ $i -ge 100 ]; do i=$((i+1)); "
                         "usleep 20000; done")
                 time.sleep(0.3)
                 with cpu_target(*target) as session:
-                    time.sleep(3)
+                    time.sleep(WINDOW_SECONDS)
+                # the window is only the spinner's if the spinner outlived it
+                assert ctx.run("pidof farm_duty >/dev/null && echo spinning || echo ended") == ["spinning"], duty
                 out = "\n".join(ctx.run("while pidof farm_duty >/dev/null; do usleep 100000; done; cat /tmp/duty.out",
                                         timeout=120))
                 measured[duty] = (session.window, float(re.search(r"achieved=([0-9.]+)", out)[1]))
