@@ -12,7 +12,9 @@ run by a worker of its own (:func:`scheduler`, through xdist's ``pytest_xdist_ma
   tests whose figures the machine's load moves (:data:`LOAD_SENSITIVE`: qualify's slower candidate, the
   CPU target's duty cycle, the sweep's saturation, the crypto suite's time) after them, when the other
   lane has usually ended; the lean-kernel tests last (tests/prebuild.py);
-- ``rest``: everything else, in collection order, in the other worker.
+- ``rest``: everything else, in collection order, in the other worker; first in it the twin tests that
+  would make the twins lane the longer one by far and whose checks hold under load (:data:`BESIDE_TWINS`:
+  DPDK in a nested guest, 7-10 minutes, which needs only that its echo answers).
 
 Without xdist (``pytest`` alone, or ``-p no:xdist``) the same order runs in one process: twins, then rest,
 then the lean tests. The lean kernels' background build starts with the first test of the twins lane
@@ -27,6 +29,7 @@ TWINS, REST = "twins", "rest"
 TWIN_DIRS = ("images", "guest", "boot")  # in the lane's order
 LOAD_SENSITIVE = ("test_qualify_twin.py", "test_cpu_target.py", "test_echo_sweep.py", "test_suites.py",
                   "test_lukem.py")  # tests/unit's CPU target: two windows' lengths compared (failed beside a twin)
+BESIDE_TWINS = ("test_dpdk_guest.py",)
 
 
 def _where(path: Path) -> tuple[str, str]:
@@ -39,6 +42,8 @@ def _where(path: Path) -> tuple[str, str]:
 
 def lane(path: Path) -> str:
     directory, name = _where(path)
+    if name in BESIDE_TWINS:
+        return REST
     return TWINS if directory in TWIN_DIRS or name in LOAD_SENSITIVE else REST
 
 
@@ -49,6 +54,8 @@ def rank(path: Path, lean: bool) -> tuple[int, int]:
         return (2, 0)
     if name in LOAD_SENSITIVE:
         return (0, 8)
+    if name in BESIDE_TWINS:
+        return (1, -1)
     if lane(path) == REST:
         return (1, 0)
     return (0, TWIN_DIRS.index(directory))

@@ -1,16 +1,15 @@
 """DPDK inside a KVM guest on the MaaXBoard's EL2 twin (pipelines/dpdk-guest.yaml, docs/dpdk.md): the host
 image carries the guest, the guest's NIC is a virtio-net-pci bound to uio_pci_generic in the guest, testpmd's
-echo answers the sweep through the host's forwards.
+echo answers the sweep through the host's forwards; `farm compare` joins the guest's kernel echo and its
+DPDK echo per load.
 
-Opt-in (``FARM_DPDK_GUEST=1``): the host image (112 MB of cpio, zstd -19) and a nested-KVM guest under TCG
-take about 10 minutes here, beyond what CI's suite has room for; run by hand before changing the DPDK or
-guest flows (docs/dpdk.md)."""
+The host image (112 MB of cpio, zstd -19) and a nested-KVM guest under TCG take 7-10 minutes here: the
+test runs in the suite's rest lane (tests/lanes.py), beside the twins' lane, to keep the lanes even."""
 
 from __future__ import annotations
 
 import csv
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -18,9 +17,9 @@ import pytest
 from farm.errors import EXIT_OK
 from farm.run import run_pipeline
 
-pytestmark = [pytest.mark.boot, pytest.mark.timeout(1500),
-              pytest.mark.skipif(os.environ.get("FARM_DPDK_GUEST") != "1",
-                                 reason="opt-in: FARM_DPDK_GUEST=1 (about 10 min: a host image and a nested guest)")]
+from ..conftest import run_farm
+
+pytestmark = [pytest.mark.boot, pytest.mark.timeout(1800)]
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -41,3 +40,9 @@ def test_dpdk_in_a_kvm_guest_answers_the_sweep(tftp_root, tmp_path, monkeypatch)
     assert topology["dpdk"]["pmd"] == "net_virtio" and topology["dpdk"]["binding"] == "uio_pci_generic"
     assert "virtio-net-pci,disable-legacy=on,romfile=,netdev=n0" in topology["guest"]["qemu_command_line"]
     assert topology["dpdk"]["address"] == "10.0.3.15"  # the guest's, reached through the host's forwards
+    compared = run_farm("compare", str(run.path), timeout=300)
+    assert compared.returncode == 0, compared.stderr
+    with open(run.path / "compare" / "compare.csv", newline="") as f:
+        rtt = [r for r in csv.DictReader(f) if r["benchmark"] == "sweep" and r["metric"] == "rtt_median"]
+    # one load, both setups: joined on one row (the responder is the setup's own, not a key of its own)
+    assert len(rtt) == 1 and rtt[0]["guest-kernel_n"] == rtt[0]["guest-dpdk_n"] == "1", rtt

@@ -101,7 +101,9 @@ def test_the_lanes_and_their_order():
     t = Path("/src/farm/tests")
     assert [lane(t / p) for p in ("boot/test_a.py", "guest/test_b.py", "images/test_c.py")] == [TWINS] * 3
     assert [lane(t / p) for p in ("unit/test_a.py", "farm/test_b.py", "test_cli.py", "store/test_d.py")] == [REST] * 4
+    assert lane(t / "boot/test_dpdk_guest.py") == REST and lane(t / "unit/test_lukem.py") == TWINS
     order = [("images/test_build.py", False), ("guest/test_g.py", False), ("boot/test_twin_boot.py", False),
-             ("boot/test_qualify_twin.py", False), ("farm/test_lab.py", False), ("boot/test_lean_images.py", True)]
+             ("boot/test_qualify_twin.py", False), ("boot/test_dpdk_guest.py", False), ("farm/test_lab.py", False),
+             ("boot/test_lean_images.py", True)]
     assert sorted(order, key=lambda o: rank(t / o[0], o[1])) == order
     assert sorted(reversed(order), key=lambda o: rank(t / o[0], o[1])) == order
