@@ -376,7 +376,9 @@ def _echo_points(ctx: BenchContext, params: SweepParams, loads: list[float], sou
 
 def run_iperf3_sweep(ctx: BenchContext, params: SweepParams) -> list[Measurement]:
     """Method ``iperf3-sockperf``. For each requested load: iperf3 (host -> target) at that rate, sockperf RTT probes at the
-    same time, and the target's CPU utilisation from /proc/stat around the point.
+    same time, and the target's CPU utilisation from /proc/stat around the point: of each CPU the
+    benchmarks are measured on (``cores=board``; a guest setup's board through its host's channel
+    beside its ``cores=vcpus``, :meth:`BenchContext.cpu_readers`), in total.
 
     Each point first runs the load for ``warmup`` seconds unmeasured, then for ``duration``
     seconds measured. The RTT probe is sockperf's under-load client at ``rtt_rate`` packets/s of
@@ -409,19 +411,22 @@ def run_iperf3_sweep(ctx: BenchContext, params: SweepParams) -> list[Measurement
             # the load runs unmeasured first, as in ipbench; not iperf3's --omit, whose receiver
             # counts datagrams still queued from the omitted seconds (received > sent on a twin)
             _host_iperf3(client(warmup), warmup)
-        before = _cpu_times(ctx)
+        readers = ctx.cpu_readers(lambda: {"cpu": _cpu_times(ctx)})
+        before = {scope: read() for scope, read in readers.items()}
         with ThreadPoolExecutor(max_workers=1) as pool:
             probe = pool.submit(rtt.measure_rtt, shost, sport, rate_pps=rtt_rate, size=size, duration=duration)
             output = _host_iperf3(client(duration), duration)
             stats = probe.result()
-        after = _cpu_times(ctx)
+        after = {scope: read() for scope, read in readers.items()}
         found = iperf3.parse_json(output, params=point)
         measurements.append(Measurement(SWEEP, "requested_throughput", load * 1e6, "bit/s", point))
         measurements += [Measurement(SWEEP, m.metric, m.value, m.unit, point) for m in found
                          if m.metric in ("sent_throughput", "received_throughput", "loss", "jitter")]
         measurements += stats.measurements(point)
-        cpu = cpustat.utilisation(before, after)
-        measurements.append(Measurement(SWEEP, "cpu_utilisation", cpu, "percent", point))
+        cpus = {scope: cpustat.utilisation(before[scope]["cpu"], after[scope]["cpu"]) for scope in readers}
+        measurements += [Measurement(SWEEP, "cpu_utilisation", value, "percent", {**point, cpustat.CORES: scope})
+                         for scope, value in cpus.items()]
+        cpu = cpus.get(cpustat.BOARD, next(iter(cpus.values()), float("nan")))
         received = next((m.value for m in found if m.metric == "received_throughput"), 0.0)
         ctx.say(f"  sweep {human(load * 1e6, 'bit/s')}: received {human(received, 'bit/s')}, RTT median "
                 f"{human(stats.median_us, 'us')} (max {human(stats.max_us, 'us')}), CPU {human(cpu, 'percent')}")
