@@ -1,15 +1,16 @@
 /* farm_duty: a CPU load of known duty cycle, to test a CPU target against (farm_lukem).
  *
  * Each period (aligned to multiples of PERIOD on CLOCK_MONOTONIC) it spins for DUTY x PERIOD, then
- * sleeps until the next period begins, at the normal priority; for SECONDS in all. At the end it
- * prints what it did, by the same clock:
+ * sleeps until the next period begins, at the normal priority; for SECONDS in all, or until SIGTERM
+ * or SIGINT (then it ends at the current period's end). At the end it prints what it did, by the
+ * same clock:
  *   farm_duty duty=D period_ms=P cpu=C seconds=S busy=B wall=W achieved=A
  * B: seconds spent spinning (from the start of each busy phase to its end, whatever else ran in
- * between), W: seconds from the first period to the last one's end, A = B / W.
+ * between), W: seconds from the first period to the end of the last one run, A = B / W.
  *
  * Usage: farm_duty -u DUTY -s SECONDS [-P PERIOD_MS] [-c CPU]
  *   -u DUTY       share of each period spent spinning, 0-1
- *   -s SECONDS    how long to run (whole periods)
+ *   -s SECONDS    how long to run at most (whole periods); a signal ends it sooner
  *   -P PERIOD_MS  the period in ms (default 10, a few scheduler ticks)
  *   -c CPU        run on core CPU (default: where the scheduler puts it)
  * It prints "farm_duty: running" once it runs (flushed), errors to stderr with exit 1 (2: an option).
@@ -17,12 +18,21 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+static volatile sig_atomic_t stop;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
 
 static int64_t now_ns(void)
 {
@@ -78,14 +88,23 @@ usage:
 	long periods = (long)(seconds * 1e9 / (double)period);
 	if ((double)periods * (double)period < seconds * 1e9)
 		periods++; /* whole periods, at least SECONDS */
+	struct sigaction sa = { .sa_handler = on_signal };
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGTERM, &sa, NULL) != 0 || sigaction(SIGINT, &sa, NULL) != 0) {
+		fprintf(stderr, "farm_duty: sigaction: %s\n", strerror(errno));
+		return 1;
+	}
 	int64_t first = (now_ns() / period + 1) * period, busy = 0;
+	long k;
 	printf("farm_duty: running\n");
 	fflush(stdout);
-	for (long k = 0; k < periods; k++) {
+	for (k = 0; k < periods && !stop; k++) {
 		int64_t begin = first + k * period, t;
 		struct timespec ts = { .tv_sec = begin / 1000000000, .tv_nsec = begin % 1000000000 };
-		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR && !stop)
 			;
+		if (stop)
+			break; /* a signal in the sleep: this period has not begun */
 		t = now_ns();
 		int64_t until = begin + spin;
 		if (t < until) {
@@ -94,8 +113,8 @@ usage:
 			busy += until - t;
 		}
 	}
-	int64_t wall = periods * period;
+	int64_t wall = k * period; /* the periods begun, each to its end */
 	printf("farm_duty duty=%g period_ms=%g cpu=%ld seconds=%g busy=%.6f wall=%.6f achieved=%.6f\n", duty, period_ms,
-	       cpu, seconds, (double)busy / 1e9, (double)wall / 1e9, (double)busy / (double)wall);
+	       cpu, seconds, (double)busy / 1e9, (double)wall / 1e9, wall ? (double)busy / (double)wall : 0.0);
 	return 0;
 }

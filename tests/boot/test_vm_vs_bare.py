@@ -88,6 +88,7 @@ def test_compare_gives_every_shared_benchmark_a_ratio_with_n_and_interval(vm_run
         rows = list(csv.DictReader(f))
     assert {r["benchmark"] for r in rows} >= {"sweep", "openssl-speed", "isal"}
     shared = [r for r in rows if r["bare_n"] not in ("", "0") and r["kvm-guest_n"] not in ("", "0")]
+    no_interval = 0
     for benchmark in ("sweep", "openssl-speed", "isal"):
         mine = [r for r in shared if r["benchmark"] == benchmark]
         assert mine, benchmark
@@ -97,8 +98,12 @@ def test_compare_gives_every_shared_benchmark_a_ratio_with_n_and_interval(vm_run
                 assert r["ratio"] == r["ratio_verdict"] == "", r
                 continue
             assert int(r["bare_n"]) == BOOTS and int(r["kvm-guest_n"]) == BOOTS, r
+            if r["ratio_ci_low"] == "":  # n 5/5 but a boot's value was 0 or below on a side: no log ratio
+                assert r["ratio"] == r["ratio_verdict"] == "inconclusive" and r["ratio_ci_high"] == "", r
+                no_interval += 1
+                continue
             estimate, low, high = (float(r[f"ratio_{x}"]) for x in ("estimate", "ci_low", "ci_high"))
-            assert 0 < low <= estimate <= high, r  # n 5/5: every ratio has its interval
+            assert 0 < low <= estimate <= high, r  # n 5/5 and positive values: the ratio has its interval
             if r["ratio_verdict"] == "inconclusive":
                 assert r["ratio"] == "inconclusive", r  # never a bare number
             else:  # conclusive: the number, and an interval that leaves 1.0 out (the rule's threshold is 0)
@@ -109,6 +114,8 @@ def test_compare_gives_every_shared_benchmark_a_ratio_with_n_and_interval(vm_run
     print(f"vm-vs-bare, {BOOTS} boots a side: {conclusive} of {len(verdicts)} ratios conclusive")
     assert conclusive > 0  # the sweep's RTTs under KVM (measured: every run of 5 boots a side)
     md = (tmp_path / "cmp" / "compare.md").read_text()
+    if no_interval:  # the table says why such a cell has no interval
+        assert "a value of 0 or below: no log ratio" in md
     assert "kvm-guest" in md and f"n {BOOTS}/{BOOTS}" in md and f"{conclusive} of {len(verdicts)}" in md
     assert (tmp_path / "cmp" / "compare.png").stat().st_size > 0
     summary = (out / "summary.md").read_text()
