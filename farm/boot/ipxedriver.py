@@ -13,7 +13,7 @@ gives up, not after a timeout.
       interrupt: "Press Ctrl-B for the iPXE command line"
       console_columns: 80     # where the serial console wraps long lines (SeaBIOS' sercon: 80); 0: it does not
       firmware_timeout: 120   # power on -> the Ctrl-B prompt
-      echo_timeout: 5         # seconds to wait for a typed line's echo before erasing and retyping it
+      echo_timeout: 5         # seconds the console may stay quiet without a typed line's echo before it is erased and retyped
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ labgrid's ``@step`` tracing (``farm -v`` shows it) and ``strip_timestamp``.
     FarmUBootDriver:
       prompt: "=> "
       autoboot: "Hit any key to stop autoboot"
-      echo_timeout: 5     # seconds to wait for a typed line's echo before erasing and retyping it
+      echo_timeout: 5     # seconds the console may stay quiet without a typed line's echo before it is erased and retyped
 """
 
 from __future__ import annotations

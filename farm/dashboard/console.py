@@ -24,6 +24,7 @@ from typing import Iterable
 
 import attrs
 
+from farm.boot.console_text import clean
 from farm.boot.watch import LINUX_FATAL, UBOOT_FATAL
 
 OUTPUT, TYPED, CHECK = "output", "typed", "check"
@@ -31,7 +32,6 @@ OUTPUT, TYPED, CHECK = "output", "typed", "check"
 #: console lines that end a run (farm.boot.watch), minus the banners, which are only fatal the second time
 FATAL = re.compile("|".join(f.pattern for f in (*LINUX_FATAL[:2], *UBOOT_FATAL)))
 
-_ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Za-z0-9]|[\x00-\x08\x0b-\x1f\x7f]")
 _MARK = r"'(?P<a>[A-Z]{4})''(?P<b>[A-Z]{6})'"
 _UBOOT_TYPED = re.compile(rf"(?P<prompt>.*?)echo {_MARK}; (?P<cmd>.*); echo \"\$\?\"; echo '(?P=a)''(?P=b)';\s*")
 _SHELL_TYPED = re.compile(rf"(?P<prompt>.*?)MARKER={_MARK} run (?P<cmd>.*)")
@@ -52,11 +52,6 @@ class Line:
     def folded(self) -> bool:
         """Whether the view shows something else than the log has (the raw line is shown on demand)."""
         return self.kind == CHECK or self.text != self.raw
-
-
-def clean(text: str) -> str:
-    """``text`` without terminal escape sequences and control characters (tabs kept)."""
-    return _ESCAPE.sub("", text)
 
 
 def physical_lines(text: str) -> list[tuple[int, str]]:
