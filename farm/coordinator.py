@@ -61,6 +61,20 @@ class NoAnswer(InfrastructureError):
     """The coordinator did not answer a call in time: the call may have taken effect, or not."""
 
 
+class CoordinatorLost(InfrastructureError):
+    """The connection to the coordinator broke under a call (it restarted or went away, or the network
+    between did): the call failed to reach it, or was cut off (labgrid's gRPC UNAVAILABLE, CANCELLED)."""
+
+
+class CoordinatorUnreachable(InfrastructureError):
+    """No connection to the coordinator could be made (nothing listens there, or nothing answers)."""
+
+    def __init__(self, address: str, reason: str) -> None:
+        super().__init__(f"cannot reach the labgrid coordinator at {address} ({reason}); set LG_COORDINATOR "
+                         "or --coordinator (a virtual lab: farm lab up)")
+        self.address, self.reason = address, reason
+
+
 class _Session(ClientSession):
     """labgrid's ClientSession that says when a place changed (to wait without busy polling), on a
     connection of its own.
@@ -106,9 +120,7 @@ class Coordinator:
             self._complete(asyncio.wait_for(self.session.start(), connect_timeout))
         except Exception as exc:  # labgrid's ServerError, or our timeout
             self._close_quietly()
-            raise InfrastructureError(
-                f"cannot reach the labgrid coordinator at {self.address} ({_reason(exc)}); set LG_COORDINATOR "
-                "or --coordinator (a virtual lab: farm lab up)") from None
+            raise CoordinatorUnreachable(self.address, _reason(exc)) from None
         finally:
             logging.getLogger().removeFilter(quiet)
 
@@ -120,6 +132,7 @@ class Coordinator:
             return self._complete(asyncio.wait_for(awaitable, timeout))
         except grpc.aio.AioRpcError as exc:
             kind = JobError if exc.code() in (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.NOT_FOUND) \
+                else CoordinatorLost if exc.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED) \
                 else InfrastructureError
             raise kind(f"{what}: {exc.details() or exc.code().name}") from None
         except asyncio.TimeoutError:
@@ -173,7 +186,7 @@ class Coordinator:
         """
         if self.session.stopping.is_set() or \
                 not self.run(self.session.sync_with_coordinator(), "sync with the coordinator"):
-            raise InfrastructureError(f"lost the connection to the coordinator at {self.address}")
+            raise CoordinatorLost(f"lost the connection to the coordinator at {self.address}")
 
     def connected(self, timeout: float = 5.0) -> bool:
         """Whether the update stream still works (a sync answered within ``timeout`` s)."""

@@ -85,6 +85,11 @@ def leases_in(tags: dict[str, str]) -> list[Lease]:
     return [lease for key, value in sorted(tags.items()) if (lease := Lease.decode(key, value))]
 
 
+def own_leases(tags: dict[str, str]) -> list[Lease]:
+    """The leases in ``tags`` that this very process holds (same host, pid and process start)."""
+    return [lease for lease in leases_in(tags) if lease.pid == os.getpid() and holder_state(lease) == "alive"]
+
+
 def plain_tags(tags: dict[str, str]) -> dict[str, str]:
     """The place's own tags, without farm's lease records."""
     return {k: v for k, v in tags.items() if not k.startswith(LEASE_TAG_PREFIX)}

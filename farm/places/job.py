@@ -11,9 +11,9 @@ from typing import Callable, Iterator
 import attrs
 
 from .. import signals
-from ..coordinator import Coordinator, format_tags
+from ..coordinator import Coordinator, CoordinatorLost, CoordinatorUnreachable, format_tags
 from ..errors import FarmError, InfrastructureError, JobError
-from ..lease import Lease
+from ..lease import Lease, own_leases
 from ..place_target import power_off, refresh_remote_places
 from .loadgens import LOADGENS_ENV, environment, generator_filter, login_of, order, wanted
 from .locking import lock, lock_stands, newer_leases, orphaned_leases
@@ -70,21 +70,22 @@ def acquired_place(tags: dict[str, str], *, timeout: float, coordinator: str | N
     with signals.interrupts():  # SIGTERM, SIGHUP unwind the block like Ctrl-C (the farm command's already do)
         try:
             deadline = time.monotonic() + timeout
-            coord = Coordinator(coordinator)
+            coord = _first_connection(coordinator, deadline, on_wait)
             job = job or default_job_id()
-            _take(coord, board, tags, prio=prio, job=job, healthy_only=healthy_only, deadline=deadline,
-                  timeout=timeout, on_wait=on_wait)
-            place = board.place
-            logins = {}
-            for name in order(wanted(coord.place(place).tags, place) if loadgens else ()):
-                generators.append(taken := _Taken(name))
+            while True:
                 try:
-                    _take(coord, taken, generator_filter(name), prio=prio, job=job, healthy_only=healthy_only,
-                          deadline=deadline, timeout=timeout, on_wait=on_wait)
-                except JobError as exc:  # the lab's wiring names a load client the coordinator does not have
-                    raise InfrastructureError(f"place {place} names load generator {name} (tag farm_loadgens), "
-                                              f"but {exc}") from None
-                logins[name] = login_of(coord, taken.place, name)
+                    _take(coord, board, tags, prio=prio, job=job, healthy_only=healthy_only, deadline=deadline,
+                          timeout=timeout, on_wait=on_wait)
+                    place = board.place
+                    logins = _take_generators(coord, place, generators, prio=prio, job=job,
+                                              healthy_only=healthy_only, deadline=deadline, timeout=timeout,
+                                              on_wait=on_wait) if loadgens else {}
+                    break
+                except CoordinatorLost as exc:
+                    if time.monotonic() >= deadline:
+                        raise
+                    coord = _queue_again(coord, [board, *generators], exc, deadline, on_wait)
+                    generators.clear()
             os.environ["LG_PLACE"], os.environ["LG_COORDINATOR"] = place, coord.address
             if logins:
                 os.environ[LOADGENS_ENV] = environment(logins)
@@ -105,6 +106,46 @@ def acquired_place(tags: dict[str, str], *, timeout: float, coordinator: str | N
                         os.environ.pop(key, None)
                     else:
                         os.environ[key] = value
+
+
+def _take_generators(coord: Coordinator, place: str, generators: list[_Taken], **take) -> dict[str, dict]:
+    """Take the load clients ``place`` names, after its board, each appended to ``generators`` as it
+    is being taken (to be given back however far it got); their SSH logins by name."""
+    logins = {}
+    for name in order(wanted(coord.place(place).tags, place)):
+        generators.append(taken := _Taken(name))
+        try:
+            _take(coord, taken, generator_filter(name), **take)
+        except JobError as exc:  # the lab's wiring names a load client the coordinator does not have
+            raise InfrastructureError(f"place {place} names load generator {name} (tag farm_loadgens), "
+                                      f"but {exc}") from None
+        logins[name] = login_of(coord, taken.place, name)
+    return logins
+
+
+#: how long a job that starts while the coordinator cannot be reached tries again (a coordinator
+#: being restarted is back within seconds; a wrong address should not keep a job for its whole timeout)
+FIRST_CONNECT_PATIENCE = 30.0
+
+
+def _first_connection(address: str | None, deadline: float, on_wait: Callable[[str], None] | None) -> Coordinator:
+    """The job's connection to the coordinator. One that cannot be reached is tried again every 2 s
+    for up to :data:`FIRST_CONNECT_PATIENCE` s (within the job's deadline), saying so at once: a job
+    started while the lab's coordinator restarts (a CI retry a second after the last attempt failed)
+    must not fail, nor spend CI's retries, on those seconds."""
+    t0 = time.monotonic()
+    try:
+        return Coordinator(address)
+    except CoordinatorUnreachable as exc:
+        first = exc
+    until = min(deadline, time.monotonic() + FIRST_CONNECT_PATIENCE)
+    if on_wait:
+        on_wait(f"{first}; trying again for up to {max(0.0, until - time.monotonic()):.0f} s")
+    fresh = _connect_until(first.address, until)
+    if fresh is None:
+        raise CoordinatorUnreachable(first.address, f"{first.reason}; tried for {time.monotonic() - t0:.0f} s") \
+            from None
+    return fresh
 
 
 #: how long an allocated place may stay unusable (its exporter down or not answering) before the
@@ -176,6 +217,70 @@ def _take(coord: Coordinator, taken: _Taken, tags: dict[str, str], *, prio: floa
         coord.wait_for_change(min(5.0, max(0.1, deadline - now)))
 
 
+def _queue_again(coord: Coordinator, takens: list[_Taken], lost: CoordinatorLost, deadline: float,
+                 on_wait: Callable[[str], None] | None) -> Coordinator:
+    """A new connection and a clean slate for a job that lost the coordinator before it had its places.
+
+    labgrid's coordinator keeps reservations and locks in memory: restarted, it forgets the queue,
+    and every job waiting in it would fail (CANCELLED). A job that has not begun (it waits for its
+    board, or holds the board and waits for a load client) has driven nothing, so it waits for the
+    coordinator to come back, within its own deadline, and takes its places again (at the back of
+    the new queue, with its priority). A job that has begun never does this: its lock is gone with
+    the restart, and another job may be on the board already (:func:`check_still_held`).
+
+    What the broken connection left is cleared: the leases this job wrote on the places it locked or
+    was locking (the coordinator keeps tags across a restart; a lease names its reservation), and its
+    old reservations (the connection broke but the coordinator stayed: they are still queued, and
+    its locks still stand, so they are released). Every one of ``takens`` is emptied (if the
+    coordinator stays away, all but those with a lease: the block's give-back tries those once more)."""
+    if on_wait:
+        doing = "while waiting for a place" if takens[0].lease is None else "before the job began"
+        on_wait(f"lost the coordinator at {coord.address} {doing} ({lost}); reserving again once it is back")
+    stale = [(t.place, t.token, t.lease) for t in takens]
+    for t in takens:
+        if t.lease is None:  # a reservation is all it has: nothing to give back if the coordinator stays away
+            t.place, t.token = None, None
+    fresh = _connect_until(coord.address, deadline)
+    if fresh is None:  # a place locked stays in its taken: the block's give-back tries it once more
+        raise InfrastructureError(f"{lost}; the coordinator at {coord.address} was not back within the timeout") \
+            from None
+    coord.close()
+    for t in takens:
+        t.place, t.token, t.lease = None, None, None
+    tokens = {token for _, token, _ in stale if token is not None}
+    if not tokens:
+        return fresh
+    for place, token, lease in reversed(stale):
+        if lease is not None and place is not None:
+            with contextlib.suppress(FarmError):
+                _give_back_one(fresh, place, token, lease, power=False)
+        elif token is not None:
+            with contextlib.suppress(FarmError):
+                fresh.cancel_reservation(token)
+    with contextlib.suppress(FarmError):
+        fresh.sync()
+        for name, place in fresh.places().items():
+            # this process's leases for those reservations only: another block of the same process (two
+            # boards taken at once through this API) may still drive its board, held back for it by its lease
+            for lease in own_leases(place.tags):
+                if lease.token in tokens:
+                    fresh.set_tags(name, {lease.key: ""})
+    return fresh
+
+
+def _connect_until(address: str, deadline: float) -> Coordinator | None:
+    """A connection to the coordinator at ``address``, tried every 2 s until ``deadline`` (the last try
+    at it); None if none came."""
+    while True:
+        try:
+            return Coordinator(address, connect_timeout=max(1.0, min(10.0, deadline - time.monotonic())))
+        except FarmError:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            time.sleep(min(2.0, left))
+
+
 def _why_unusable(coord: Coordinator, place: str) -> str | None:
     coord.sync()
     current = coord.place(place)
@@ -203,6 +308,9 @@ def _give_back(coord: Coordinator | None, board: _Taken, generators: list[_Taken
     """Best effort, step by step: one failing step does not skip the next. The load clients first,
     in the reverse order they were taken, then the board."""
     if coord is None:
+        return
+    if board.token is None and board.lease is None and not generators:  # nothing taken: nothing to wait for
+        coord.close()
         return
     coord = _reconnected(coord)
     try:
@@ -250,17 +358,11 @@ def _reconnected(coord: Coordinator) -> Coordinator:
     at once, the lease would stay behind on the place for ``farm janitor``."""
     if coord.connected():
         return coord
-    deadline = time.monotonic() + GIVE_BACK_PATIENCE
-    while True:
-        try:
-            fresh = Coordinator(coord.address, connect_timeout=10)
-        except FarmError:
-            if time.monotonic() >= deadline:
-                return coord
-            time.sleep(2.0)
-            continue
-        coord.close()
-        return fresh
+    fresh = _connect_until(coord.address, time.monotonic() + GIVE_BACK_PATIENCE)
+    if fresh is None:
+        return coord
+    coord.close()
+    return fresh
 
 
 def _still_ours(coord: Coordinator, place: str, lease: Lease) -> bool:

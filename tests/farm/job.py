@@ -1,6 +1,7 @@
 """A CI job in miniature, run as a separate process by the tests: ``python -m tests.farm.job MODE ...``.
 
     hold TAGS...            acquired_place, print "LOCKED <place> <time>", hold it until stdin closes
+                            (--loadgens: with the load clients the place names, "LOADGENS <json>")
     boot TAGS... --image D  acquired_place, boot env/maaxboard.yaml on it, print one JSON line
                             (console log in --log-dir)
 
@@ -42,11 +43,14 @@ def main() -> int:
     parser.add_argument("--job", default="test-job")
     parser.add_argument("--timeout", type=float, default=180)
     parser.add_argument("--log-dir", default="console")
+    parser.add_argument("--loadgens", action="store_true")
     args = parser.parse_args()
     try:
         with acquired_place(parse_tags(args.tags), timeout=args.timeout, coordinator=None, job=args.job,
-                            on_wait=lambda text: say(f"WAITING {text}")) as lease:
+                            on_wait=lambda text: say(f"WAITING {text}"), loadgens=args.loadgens) as lease:
             say(f"LOCKED {lease.place} {time.time():.3f}")
+            if args.loadgens:
+                say("LOADGENS " + json.dumps([[name, place] for name, place, _ in lease.loadgens]))
             if args.mode == "hold":
                 hold_until_stdin_closes()
             else:

@@ -6,13 +6,14 @@ import json
 import signal
 import subprocess
 import sys
+import time
 
 import attrs
 import pytest
 
 from farm.coordinator import parse_tags
 from farm.errors import JobError
-from farm.lease import LEASE_TAG_PREFIX, Lease, holder_state, leases_in, new_lease, plain_tags
+from farm.lease import LEASE_TAG_PREFIX, Lease, holder_state, leases_in, new_lease, own_leases, plain_tags
 from farm.places import PlaceStatus, plan_janitor
 from farm.virtual.boards import VirtualBoard, parse_board_counts, qemu_argv
 from farm.virtual.configs import exporter_config, pdudaemon_config
@@ -49,6 +50,21 @@ def test_lease_round_trip_and_holder_state():
     child.wait()
     assert holder_state(dead) == "gone"
     assert holder_state(Lease(dead.key, dead.owner, "elsewhere", 1, 1, dead.boot, "j")) == "unknown"
+
+
+def test_own_leases_are_this_process_s_only():
+    """What a job that lost the coordinator while locking may have left: its own lease, not a
+    sibling's of the same owner, job name and host (another pid) nor one of a process gone."""
+    mine = new_lease("vm/root", "j", token="T")
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        sibling = new_lease("vm/root", "j", pid=child.pid)
+        tags = {"board": "maaxboard", mine.key: mine.encode(), sibling.key: sibling.encode()}
+        assert own_leases(tags) == [mine]
+        assert own_leases({sibling.key: sibling.encode()}) == []
+    finally:
+        child.kill()
+        child.wait()
 
 
 def _status(name, holder=None, leases=()):
@@ -173,6 +189,32 @@ def test_an_unreachable_coordinator_is_one_clear_line():
     assert proc.returncode == 3
     assert proc.stderr.startswith(f"farm: infrastructure error: cannot reach the labgrid coordinator at {address}")
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_a_job_whose_coordinator_cannot_be_reached_tries_again_then_ends_in_one_line():
+    """A job (acquired_place) tries an unreachable coordinator again for a while, saying so at once
+    (a coordinator restarting is back in seconds), bounded by its own timeout; then exit 3 in one
+    line that says how long it tried. `farm places` above does not wait."""
+    import re
+
+    from farm.virtual.processes import free_ports
+
+    from .conftest import Job
+
+    address = f"127.0.0.1:{free_ports(1)[0]}"
+    t0 = time.monotonic()
+    job = Job("hold", "board=maaxboard", "--timeout", "4", env={"LG_COORDINATOR": address})
+    try:
+        waiting = job.expect("WAITING", timeout=20)
+        assert re.fullmatch(rf"WAITING cannot reach the labgrid coordinator at {re.escape(address)} \(.+\); set "
+                            r"LG_COORDINATOR .*; trying again for up to [34] s", waiting), waiting
+        error = job.expect("ERROR", timeout=20)
+        assert job.proc.wait(timeout=20) == 3
+        assert 3.5 < time.monotonic() - t0 < 20
+        assert re.fullmatch(rf"ERROR cannot reach the labgrid coordinator at {re.escape(address)} \(.+; tried for "
+                            r"[45] s\); set LG_COORDINATOR .*", error), error
+    finally:
+        job.kill()
 
 
 def test_lab_commands_without_a_lab(tmp_path):
