@@ -64,7 +64,8 @@ def cmd_set(args: argparse.Namespace) -> int:
 def register(sub) -> None:
     p = sub.add_parser("health", help="a place's health: check it (boot + a command) or set it by hand",
                        description="farm records every boot of `farm run --farm` on its place: after 3 "
-                       "infrastructure failures in a row (power, console, bootloader, TFTP) the place is tagged "
+                       "infrastructure failures in a row (power, console, bootloader, TFTP; every failed attempt of "
+                       "a boot counts) the place is tagged "
                        "farm_health=unhealthy and reservations skip it; a passing health check tags it "
                        "farm_health=ok again. `farm places` shows the state.")
     verbs = p.add_subparsers(dest="health_command", metavar="VERB", required=True)

@@ -18,12 +18,12 @@ if TYPE_CHECKING:
     from .job import PlaceLease
 
 
-def record_boot_result(lease: PlaceLease, infrastructure_failure: bool, *,
+def record_boot_result(lease: PlaceLease, infrastructure_failure: bool, *, power_ons: int = 1,
                        threshold: int = DEFAULT_UNHEALTHY_AFTER) -> str | None:
     """Record a boot on ``lease``'s place: an infrastructure failure (power, console, bootloader,
-    TFTP, no shell) or a boot that reached the shell and answered a command.
+    TFTP, no shell) of ``power_ons`` attempts, or a boot that reached the shell and answered a command.
 
-    ``threshold`` infrastructure failures in a row tag the place ``farm_health=unhealthy``, and
+    ``threshold`` failed power-ons in a row tag the place ``farm_health=unhealthy``, and
     reservations skip it; a passing boot resets the count and tags it ``farm_health=ok``. Returns
     the new state ("ok" or "unhealthy") when it changed, else None. Nothing is written unless the
     place is still locked by ``lease`` (after a lost lock the board is not ours to judge).
@@ -34,7 +34,7 @@ def record_boot_result(lease: PlaceLease, infrastructure_failure: bool, *,
         current = coord.place(lease.place)
         if not lock_stands(current, lease.owner, lease.lease):
             return None
-        update, state = health_update(dict(current.tags), infrastructure_failure, threshold)
+        update, state = health_update(dict(current.tags), infrastructure_failure, threshold, power_ons)
         if update:
             coord.set_tags(lease.place, update)
     return state

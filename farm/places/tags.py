@@ -46,14 +46,19 @@ def health_filter(tags: dict[str, str]) -> dict[str, str]:
     return tags if HEALTH_TAG in tags else {**tags, HEALTH_TAG: HEALTHY}
 
 
-def health_update(tags: dict[str, str], infrastructure_failure: bool, threshold: int) -> tuple[dict[str, str], str | None]:
+def health_update(tags: dict[str, str], infrastructure_failure: bool, threshold: int,
+                  power_ons: int = 1) -> tuple[dict[str, str], str | None]:
     """The tags to set on a place whose tags are ``tags`` after a boot, and its new health state if
-    that changes (pure). An empty value deletes a tag (labgrid's SetPlaceTags)."""
+    that changes (pure). An empty value deletes a tag (labgrid's SetPlaceTags). A boot that failed
+    counts each of its ``power_ons`` (its ``boot_attempts`` spent): a board that failed two attempts
+    of one job has failed twice."""
     if threshold < 1:
         raise ValueError(f"threshold must be at least 1, not {threshold}")
+    if power_ons < 1:
+        raise ValueError(f"a failed boot has at least one power-on, not {power_ons}")
     current = tags.get(HEALTH_TAG) or None
     if infrastructure_failure:
-        failures = failure_count(tags) + 1
+        failures = failure_count(tags) + power_ons
         update = {FAILURES_TAG: str(failures)}
         if failures >= threshold and current != UNHEALTHY:
             update[HEALTH_TAG] = UNHEALTHY

@@ -95,9 +95,10 @@ class RunSpec:
         """What one boot was (facts, topology: the booted target's own record), or why it failed."""
 
     @hookspec
-    def boot_outcome(self, label: str, booted: bool, infrastructure_failure: bool) -> None:
+    def boot_outcome(self, label: str, booted: bool, infrastructure_failure: bool, power_ons: int) -> None:
         """A boot reached its shell (``booted``), or failed; ``infrastructure_failure``: the lab failed it
-        after :meth:`before_board` let it start (the place's health counts these)."""
+        after :meth:`before_board` let it start (the place's health counts these); ``power_ons``: how many
+        attempts the boot took (a failed boot: how many failed)."""
 
     @hookspec
     def records(self, records: "Sequence[Record]") -> None:

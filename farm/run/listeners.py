@@ -72,12 +72,15 @@ class PlaceGuard:
         return None
 
     @hookimpl
-    def boot_outcome(self, infrastructure_failure: bool) -> None:
-        """Best effort: a coordinator that cannot be reached here does not fail the run."""
+    def boot_outcome(self, infrastructure_failure: bool, power_ons: int) -> None:
+        """Best effort: a coordinator that cannot be reached here does not fail the run. Every failed
+        power-on of a failed boot counts (a board that failed both attempts of a job failed twice: with
+        labgrid's scheduler giving a retried job the same free place again, counting the job once let a
+        never-booting board take all of a CI job's retries)."""
         from ..places import DEFAULT_UNHEALTHY_AFTER, UNHEALTHY, record_boot_result
 
         try:
-            state = record_boot_result(self.lease, infrastructure_failure)
+            state = record_boot_result(self.lease, infrastructure_failure, power_ons=power_ons)
         except FarmError as exc:
             self.hooks.say(text=f"place {self.lease.place}: health not recorded: {exc}")
             return
@@ -85,7 +88,7 @@ class PlaceGuard:
             return
         self.hooks.place_health(state=state)
         if state == UNHEALTHY:
-            self.hooks.say(text=f"place {self.lease.place} is now unhealthy ({DEFAULT_UNHEALTHY_AFTER} infrastructure "
+            self.hooks.say(text=f"place {self.lease.place} is now unhealthy ({DEFAULT_UNHEALTHY_AFTER} or more infrastructure "
                            f"failures in a row): reservations skip it until `farm health check {self.lease.place}` "
                            "passes")
         else:

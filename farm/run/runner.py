@@ -236,7 +236,8 @@ class Runner:
                 booted_ok = True
                 self.hooks.say(text=f"boot {label} ok in {booted.boot_seconds:.1f}s: {facts.cpus or '?'} cpus, "
                                f"{facts.kernel}, address {facts.address or '-'}")
-                self.hooks.boot_outcome(label=label, booted=True, infrastructure_failure=False)
+                self.hooks.boot_outcome(label=label, booted=True, infrastructure_failure=False,
+                                        power_ons=len(booted.failed_attempts) + 1)
                 boot_flags = (UNSETTLED,) if settled is not None and not settled.settled and not settled.skipped else ()
                 n = self.pipeline.repeats_in_boot
                 for bench in self.pipeline.benchmarks:
@@ -262,10 +263,11 @@ class Runner:
             self.fail(exc)
             if booted_ok:  # a benchmark's case already says what happened
                 return
-            if guarded and exc.kind == "infrastructure":
-                self.hooks.boot_outcome(label=label, booted=False, infrastructure_failure=True)
-            kind = "failure" if exc.kind == "test" else "error"
             attempts = getattr(exc, "failed_attempts", [])
+            if guarded and exc.kind == "infrastructure":
+                self.hooks.boot_outcome(label=label, booted=False, infrastructure_failure=True,
+                                        power_ons=max(1, len(attempts)))
+            kind = "failure" if exc.kind == "test" else "error"
             self.hooks.stage_ended(stage=Stage(Case(boot_name, "farm.boot", time.monotonic() - t0, kind,
                                               str(exc).splitlines()[0], "\n".join([*attempts, str(exc)])), label))
             self.hooks.boot_recorded(target=env.target_name, env=str(env.path), arch=env.arch, boot={

@@ -284,6 +284,20 @@ def run_whole(out: Path) -> str | None:
     return f"{out.name}: temporary files left: {temporary}" if temporary else None
 
 
+def why_not_passed(out: Path) -> str:
+    """What ended an attempt that did not pass: its first stage that did not pass, and that stage's
+    message's first line (run.json), or why run.json cannot tell."""
+    try:
+        stages = json.loads((out / "run.json").read_text()).get("stages", [])
+    except (OSError, ValueError) as exc:
+        return f"run.json: {exc}"
+    for stage in stages:
+        if stage.get("kind") not in ("pass", "skipped"):
+            message = (stage.get("message") or "").splitlines()
+            return f"{stage.get('name')}: {message[0][:200] if message else stage.get('kind')}"
+    return "no stage failed"
+
+
 def _read_jsonl(path: Path) -> list[dict]:
     try:
         return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
@@ -440,17 +454,17 @@ def _run(farm: multihost.MultiHostFarm, *, jobs: int, form: str, attempts: int, 
     return summary
 
 
-def summarise(farm: multihost.MultiHostFarm, jobs: list[Job], done_faults: list[dict], watcher: LockWatcher,
-              stuck: list[str], health_checks: list[dict], t0: float, jobs_ended: float) -> dict:
-    sessions = {b.place: board_sessions(_read_jsonl(farm.board_dir(b) / "events.jsonl")) for b in farm.boards}
-    generator_runs = {g.name: load_runs(_read_jsonl(farm.generator_log(g.name))) for g in farm.generators}
-    lock_holds = watcher.holds()
+def job_outcomes(jobs: list[Job]) -> tuple[dict[str, int], dict[str, list[int | None]], dict[str, list[str]]]:
+    """How the jobs ended (counts by outcome), each job's exit codes, and what ended each attempt of
+    a job that had one not pass (from the attempt's run.json)."""
     outcomes = {"passed first time": 0, "passed after a class-3 retry": 0, "class 3, retries spent": 0,
                 "test failure": 0, "job error": 0, "other": 0}
-    per_job = {}
+    per_job, why = {}, {}
     for job in jobs:
         codes = job.codes
         per_job[job.name] = codes
+        if any(code != 0 for code in codes):
+            why[job.name] = [why_not_passed(a.out) if a.code != 0 else "passed" for a in job.attempts]
         if codes[-1] == 0:
             outcomes["passed first time" if len(codes) == 1 else "passed after a class-3 retry"] += 1
         elif codes[-1] == 3:
@@ -461,8 +475,17 @@ def summarise(farm: multihost.MultiHostFarm, jobs: list[Job], done_faults: list[
             outcomes["job error"] += 1
         else:
             outcomes["other"] += 1
+    return outcomes, per_job, why
+
+
+def summarise(farm: multihost.MultiHostFarm, jobs: list[Job], done_faults: list[dict], watcher: LockWatcher,
+              stuck: list[str], health_checks: list[dict], t0: float, jobs_ended: float) -> dict:
+    sessions = {b.place: board_sessions(_read_jsonl(farm.board_dir(b) / "events.jsonl")) for b in farm.boards}
+    generator_runs = {g.name: load_runs(_read_jsonl(farm.generator_log(g.name))) for g in farm.generators}
+    lock_holds = watcher.holds()
+    outcomes, per_job, why = job_outcomes(jobs)
     attempts = [a for job in jobs for a in job.attempts]
-    broken = [why for a in attempts if (why := run_whole(a.out)) is not None]
+    broken = [problem for a in attempts if (problem := run_whole(a.out)) is not None]
     waits: dict[str, list[float]] = {}
     for job in jobs:
         for a in job.attempts:
@@ -501,7 +524,7 @@ def summarise(farm: multihost.MultiHostFarm, jobs: list[Job], done_faults: list[
         "jobs": len(jobs), "attempts": len(attempts), "hosts": len(farm.hosts), "places": len(farm.boards),
         "generators": len(farm.generators), "seconds": round(jobs_ended - t0, 1),
         "faults": done_faults,
-        "outcomes": outcomes, "per_job": per_job, "stuck_jobs": stuck,
+        "outcomes": outcomes, "per_job": per_job, "why_not_passed": why, "stuck_jobs": stuck,
         "holds": {"board_power_ons": sum(len(s) for s in sessions.values()),
                   "boots": sum(1 for ss in sessions.values() for s in ss if s["jobs"]),
                   "locks_seen": len(lock_holds), "load_runs": sum(len(r) for r in generator_runs.values()),
@@ -559,6 +582,8 @@ def promises_broken(summary: dict) -> list[str]:
     if o["passed first time"] + o["passed after a class-3 retry"] != summary["jobs"]:
         bad = {job: codes for job, codes in summary["per_job"].items() if codes[-1] != 0}
         broken.append(f"jobs that did not end passed: {bad}")
+        for job in bad:
+            broken += [f"  {job} attempt {n}: {why}" for n, why in enumerate(summary["why_not_passed"].get(job, []), 1)]
     if summary["stuck_jobs"]:
         broken.append(f"jobs that did not end: {summary['stuck_jobs']}")
     broken += [f"run not whole: {r}" for r in summary["runs_not_whole"]]

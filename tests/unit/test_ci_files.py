@@ -199,7 +199,7 @@ def test_gitlab_boots_the_build_artifact_and_retries_only_the_lab():
     assert {"job": "build", "artifacts": True} in bench["needs"]
     (run,) = [argv for line in bench["script"] for argv in farm_invocations(line) if argv[0] == "run"]
     assert run[run.index("--image") + 1] == image_dir  # the artifact, not a rebuild
-    assert bench["retry"] == {"max": 1, "exit_codes": [3]}  # farm's EXIT_INFRA_ERROR, nothing else
+    assert bench["retry"] == {"max": 2, "exit_codes": [3]}  # farm's EXIT_INFRA_ERROR, nothing else
     from farm.errors import EXIT_INFRA_ERROR
 
     assert bench["retry"]["exit_codes"] == [EXIT_INFRA_ERROR]

@@ -4,6 +4,7 @@ load clients a place is taken with, and a lease that may still drive a board."""
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import types
@@ -12,8 +13,8 @@ import pytest
 
 from farm.errors import JobError
 from farm.places.loadgens import held, order, wanted
-from farm.virtual.multiload import (board_sessions, double_board_holds, double_lock_holds, load_runs, overlapping,
-                                    promises_broken)
+from farm.virtual.multiload import (Attempt, Job, board_sessions, double_board_holds, double_lock_holds, job_outcomes,
+                                    load_runs, overlapping, promises_broken, why_not_passed)
 from farm.virtual.standin import command_words, split_commands, staged_job
 
 
@@ -89,9 +90,46 @@ def test_the_promises():
     assert promises_broken(summary) == []
     summary["outcomes"]["passed after a class-3 retry"] = 0
     summary["per_job"]["b"] = [3, 3, 3]
+    summary["why_not_passed"] = {"b": ["reserve board=standin: poll reservation T: CANCELLED",
+                                       "reserve board=standin: cannot reach the labgrid coordinator", "boot: x"]}
     summary["double_holds"]["boards"] = ["p: one power-on loaded A, B"]
     assert promises_broken(summary) == ["double hold (boards): p: one power-on loaded A, B",
-                                        "jobs that did not end passed: {'b': [3, 3, 3]}"]
+                                        "jobs that did not end passed: {'b': [3, 3, 3]}",
+                                        "  b attempt 1: reserve board=standin: poll reservation T: CANCELLED",
+                                        "  b attempt 2: reserve board=standin: cannot reach the labgrid coordinator",
+                                        "  b attempt 3: boot: x"]
+
+
+def test_the_outcomes_of_jobs_and_what_ended_each_failed_attempt(tmp_path):
+    """summarise's outcomes, on jobs whose attempts wrote run.json (CI's run printed no reasons: a
+    comprehension's walrus there rebound the reasons' name to None)."""
+    def attempt(job: str, n: int, code: int, message: str | None = None) -> Attempt:
+        out = tmp_path / f"{job}-{n}"
+        out.mkdir()
+        stages = [{"name": "build", "kind": "pass"}]
+        if message:
+            stages.append({"name": "boot standin/default", "kind": "error", "message": message})
+        (out / "run.json").write_text(json.dumps({"stages": stages}))
+        return Attempt(job, n, out, started=0.0, ended=1.0, code=code)
+
+    jobs = [Job("a", 0, "bench", "o", [attempt("a", 1, 0)]),
+            Job("b", 0, "sweep", "o", [attempt("b", 1, 3, "standin: no boot in 2 attempts"), attempt("b", 2, 0)]),
+            Job("c", 0, "sweep", "o", [attempt("c", n, 3, f"standin: timeout {n}") for n in (1, 2)])]
+    outcomes, per_job, why = job_outcomes(jobs)
+    assert (outcomes["passed first time"], outcomes["passed after a class-3 retry"],
+            outcomes["class 3, retries spent"]) == (1, 1, 1)
+    assert per_job == {"a": [0], "b": [3, 0], "c": [3, 3]}
+    assert why == {"b": ["boot standin/default: standin: no boot in 2 attempts", "passed"],
+                   "c": ["boot standin/default: standin: timeout 1", "boot standin/default: standin: timeout 2"]}
+
+
+def test_what_ended_an_attempt_is_read_from_its_run_json(tmp_path):
+    stages = [{"name": "build", "kind": "pass"},
+              {"name": "reserve board=standin", "kind": "error", "message": "poll reservation T: CANCELLED\nmore"},
+              {"name": "publish", "kind": "pass"}]
+    (tmp_path / "run.json").write_text(json.dumps({"status": "infrastructure-error", "stages": stages}))
+    assert why_not_passed(tmp_path) == "reserve board=standin: poll reservation T: CANCELLED"
+    assert why_not_passed(tmp_path / "missing").startswith("run.json: [Errno 2]")
 
 
 # --- load clients taken with a place --------------------------------------------------------------------

@@ -30,6 +30,18 @@ def test_a_passing_boot_resets_the_count_and_makes_it_healthy():
     assert health_update({HEALTH_TAG: "ok", FAILURES_TAG: "1"}, True, 3) == ({FAILURES_TAG: "2"}, None)
 
 
+def test_every_failed_power_on_of_a_boot_counts():
+    """Two jobs whose boots each spent 2 attempts: the place is out after the second job, not the third
+    (labgrid gives a retried job the same free place again: counted per job, one job's retries all
+    went to a board that never boots)."""
+    update, state = health_update({HEALTH_TAG: "ok"}, True, 3, power_ons=2)
+    assert (update, state) == ({FAILURES_TAG: "2"}, None)
+    assert health_update({HEALTH_TAG: "ok", **update}, True, 3, power_ons=2) == \
+        ({FAILURES_TAG: "4", HEALTH_TAG: "unhealthy"}, "unhealthy")
+    with pytest.raises(ValueError):
+        health_update({}, True, 3, power_ons=0)
+
+
 def test_threshold_and_garbled_counts():
     assert health_update({}, True, 1) == ({FAILURES_TAG: "1", HEALTH_TAG: "unhealthy"}, "unhealthy")
     assert health_update({FAILURES_TAG: "x"}, True, 3) == ({FAILURES_TAG: "1"}, None)

@@ -185,8 +185,8 @@ def place(monkeypatch):
         if not state["held"]:
             raise InfrastructureError("place twin-1: the lock is no longer ours (the coordinator restarted?)")
 
-    def record_boot_result(lease, infrastructure_failure):
-        state["health"].append(infrastructure_failure)
+    def record_boot_result(lease, infrastructure_failure, *, power_ons=1):
+        state["health"].append((infrastructure_failure, power_ons))
         return None
 
     monkeypatch.setattr(farm.places, "acquired_place", acquired_place)
@@ -196,13 +196,15 @@ def place(monkeypatch):
 
 
 def test_health_counts_the_boots_the_lab_failed(pipeline, tmp_path, place):
-    flow = FakeFlow({"a": InfrastructureError("maaxboard-twin: TFTP timeout"),
-                     "b": TestFailure("maaxboard-twin: Kernel panic")})
+    tftp = InfrastructureError("maaxboard-twin: no boot in 2 attempts; last: TFTP timeout")
+    tftp.failed_attempts = ["attempt 1: TFTP timeout", "attempt 2: TFTP timeout"]
+    flow = FakeFlow({"a": tftp, "b": TestFailure("maaxboard-twin: Kernel panic")})
     run = run_pipeline(pipeline(setups=("a", "b", "c")), out=tmp_path / "run", env_override=[ENV],
                        farm=FarmRequest({"board": "maaxboard"}), flow_for=lambda s: flow,
                        registry=registry(count=constant))
-    # a: the lab's failure counts against the place; b: the image's does not; c: a good boot
-    assert place["health"] == [True, False]
+    # a: the lab's failure counts against the place, each of its 2 power-ons; b: the image's does not;
+    # c: a good boot
+    assert place["health"] == [(True, 2), (False, 1)]
     assert flow.boots == ["a", "b", "c"]
     assert json.loads((run.path / "run.json").read_text())["place"]["name"] == "twin-1"
 
@@ -220,7 +222,7 @@ def test_a_lost_lock_stops_touching_the_board(pipeline, tmp_path, place):
     assert run.status == EXIT_INFRA_ERROR
     got = cases(run.path)
     assert got["test.count maaxboard-twin/a"] == "error" and got["boot maaxboard-twin/b"] == "error"
-    assert place["health"] == [False]  # neither the lost lock nor b count against the place
+    assert place["health"] == [(False, 1)]  # neither the lost lock nor b count against the place
 
 
 def test_an_interrupt_whose_unwinding_raised_another_error_is_still_an_interrupt(pipeline, tmp_path):
