@@ -236,6 +236,17 @@ def describe_boot_failure(exc: BaseException) -> str:
     return f"{type(root).__name__}: {root}"
 
 
+def withdrawn_resources(target: Target) -> list[str]:
+    """The resources of ``target`` (an env file's ``RemotePlace``) that are no longer exported: the
+    coordinator withdrew them when their exporter went away (stopped, or its lab host cut off).
+
+    labgrid keeps such a resource with empty data and fails on it with ``KeyError: 'params'``
+    (``RemotePlaceManager.poll``); this says what happened instead."""
+    return [f"{type(r).__name__} {r.name}" if getattr(r, "name", None) else type(r).__name__
+            for r in target.resources
+            if (entry := getattr(r, "_remote_entry", None)) is not None and "cls" not in entry.data]
+
+
 def _boot_once(target, strategy, console: ConsoleLog, state: str = "shell"):
     """One power-on to ``state`` (``shell``, or ``system``: a system image, no shell: None); every failure
     comes out as a FarmError of its class, with the console tail."""
@@ -249,8 +260,11 @@ def _boot_once(target, strategy, console: ConsoleLog, state: str = "shell"):
         if isinstance(cause, FarmError):  # raised inside the strategy: keep its class (job, test, lab)
             raise type(cause)(f"{target.name}: {cause}") from None
         tail = console.tail(target.name)
+        withdrawn = withdrawn_resources(target)
+        why = (f"the exporter of its place went away ({', '.join(withdrawn)} no longer exported: the exporter "
+               "stopped, or its lab host is cut off)" if withdrawn else describe_boot_failure(exc))
         raise InfrastructureError(
-            f"{target.name}: boot failed: {describe_boot_failure(exc)}"
+            f"{target.name}: boot failed: {why}"
             + (f"\n--- last console lines ---\n{tail}" if tail else "")) from exc
 
 
