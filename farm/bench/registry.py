@@ -111,6 +111,9 @@ class BenchmarkSpec:
     #: unit -> which way is better (farm.measure.HIGHER_IS_BETTER, LOWER_IS_BETTER, UNKNOWN_DIRECTION:
     #: compared, never a regression); every unit its measurements can have
     units: Mapping[str, int] = attrs.field(factory=dict)
+    #: metric -> direction, where a metric's differs from its unit's (a figure of the lab host's, not the
+    #: target's: compared, never a regression of the target)
+    metric_directions: Mapping[str, int] = attrs.field(factory=dict)
     cycles_per_byte: bool = False  # its throughputs also get cycles/byte at the target's clock
     ports: tuple[int, ...] = ()  # the target's ports it needs reached from the lab host (forwarded into a guest)
 
@@ -128,8 +131,10 @@ class BenchmarkSpec:
         image) is refused it when the pipeline file is read (farm.flows.FlowType.shell)."""
         return params.needs_shell()
 
-    def direction(self, unit: str) -> int | None:
-        """Which way ``unit`` of this benchmark is better; None when the registration does not say."""
+    def direction(self, unit: str, metric: str = "") -> int | None:
+        """Which way ``metric`` in ``unit`` of this benchmark is better; None when the registration does not say."""
+        if metric in self.metric_directions:
+            return self.metric_directions[metric]
         return self.units.get(unit)
 
 
@@ -160,7 +165,10 @@ REGISTRATIONS: tuple[BenchmarkSpec, ...] = (
         importers=(Importer("iperf3", "-J JSON, or the text of one or more runs, a lab notebook's too "
                             "(each run's load on its separator)",
                             lambda text, o: iperf3_notebook.repeats(iperf3.parse_output(text))),),
-        units=_IPERF3_UNITS, ports=(IPERF3_PORT,)),
+        units=_IPERF3_UNITS, ports=(IPERF3_PORT,),
+        # host_cpu is the lab host's CPU (iperf3's client), not the target's: a loaded lab host (or the
+        # twin's machine running other tests) moves it, the target does not; remote_cpu is the target's
+        metric_directions={"host_cpu": UNKNOWN_DIRECTION}),
     BenchmarkSpec(
         openssl.BENCHMARK, CRYPTO, run_openssl_speed, OpensslParams,
         parsers=(openssl.parse_speed_mr,),
@@ -253,8 +261,8 @@ def run_length(benchmark: str) -> frozenset[str]:
     return spec.params.run_length() if spec is not None and spec.params is not NoParams else RUN_LENGTH
 
 
-def direction(benchmark: str, unit: str) -> int | None:
-    """Which way ``unit`` of ``benchmark`` is better, as its registration says; None for a benchmark
-    farm does not register (a pytest test's ``farm_record``) or a unit its registration does not name."""
+def direction(benchmark: str, unit: str, metric: str = "") -> int | None:
+    """Which way ``metric`` in ``unit`` of ``benchmark`` is better, as its registration says; None for a
+    benchmark farm does not register (a pytest test's ``farm_record``) or a unit its registration does not name."""
     spec = REGISTERED.get(benchmark)
-    return spec.direction(unit) if spec else None
+    return spec.direction(unit, metric) if spec else None

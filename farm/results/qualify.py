@@ -32,12 +32,14 @@ Under every rule the threshold keeps a tiny but consistent change (a 0.3 % drift
 doing so.
 
 **Direction** comes from the benchmark's registration, which names the direction of each of its
-units (:data:`farm.bench.registry.REGISTRATIONS`); for a benchmark farm does not register (a pytest
-test's ``farm_record``) from the unit (:func:`direction`): higher is better for rates (bit/s, bytes/s,
-MB/s, ops/s, ...), lower is better for times (us, ms, s, ...), cycles, ticks and per-byte costs, and for
-percentages of loss or CPU utilisation. A unit with no known direction (``count``, e.g. TCP
-retransmits, or any unit farm does not know) is compared and its change reported, but it is never
-a regression: guessing a direction would fail releases for the wrong reason.
+units, and of a metric whose direction is not its unit's (iperf3's ``host_cpu``, the lab host's CPU,
+has none: reported, never a regression of the target) (:data:`farm.bench.registry.REGISTRATIONS`);
+for a benchmark farm does not register (a pytest test's ``farm_record``) from the unit
+(:func:`direction`): higher is better for rates (bit/s, bytes/s, MB/s, ops/s, ...), lower is better
+for times (us, ms, s, ...), cycles, ticks and per-byte costs, and for percentages of loss or CPU
+utilisation. A unit with no known direction (``count``, e.g. TCP retransmits, or any unit farm does
+not know) is compared and its change reported, but it is never a regression: guessing a direction
+would fail releases for the wrong reason.
 
 **Setups**: the key includes the setup, because ``default`` and ``one-core`` of the same board are
 different experiments. Baseline and candidate pair setups by name; when a target has exactly one
@@ -121,7 +123,7 @@ def direction(metric: str, unit: str, benchmark: str = "") -> int:
     """:data:`HIGHER_IS_BETTER`, :data:`LOWER_IS_BETTER` or :data:`UNKNOWN_DIRECTION`: as the
     registration of ``benchmark`` says for ``unit``, else from the unit (and, for a percentage,
     the metric's name)."""
-    registered = registry.direction(benchmark, unit)
+    registered = registry.direction(benchmark, unit, metric)
     if registered is not None:
         return registered
     u = unit.strip().lower()
