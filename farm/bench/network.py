@@ -38,14 +38,16 @@ from .params import Params, a_bool, a_port, one_of, param
 IPERF3_PORT = 5201
 
 # poll until the daemon listens (no fixed sleep): port 5201 is 0x1451, state 0A is LISTEN
-_WAIT_LISTEN = ("i=0; while [ $i -lt 100 ]; do "
+#: waits (2 s at most) until the target's iperf3 server listens on 5201: ``iperf3 -s -D`` returns before
+#: it does, and a client that comes first gets "unable to connect" (iperf3 3.12 -J still exits 0)
+WAIT_IPERF3_LISTEN = ("i=0; while [ $i -lt 100 ]; do "
                 "grep -qi ':1451 0\\{8,32\\}:0000 0A' /proc/net/tcp /proc/net/tcp6 2>/dev/null && exit 0; "
                 "i=$((i+1)); usleep 20000; done; exit 1")
 
 
 def start_iperf3_server(ctx: BenchContext) -> None:
     ctx.run(f"pidof iperf3 >/dev/null || iperf3 -s -D -p {IPERF3_PORT}", tool="iperf3")
-    ctx.run(_WAIT_LISTEN, timeout=10, tool="iperf3")
+    ctx.run(WAIT_IPERF3_LISTEN, timeout=10, tool="iperf3")
 
 
 IPERF3 = Needs(packages=("iperf3",), files=("/usr/bin/iperf3",))

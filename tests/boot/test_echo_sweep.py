@@ -45,7 +45,16 @@ def test_rtt_samples_lie_in_the_load_window_and_saturation_queues(project_root, 
         median = statistics.median_high(rx - tx for *_, tx, rx in samples) * 1e6
         assert median == pytest.approx(result.rtt_median, abs=0.01)
     idle, loaded = seen[1.0][0], seen[1000.0][0]
-    assert idle.receive == pytest.approx(idle.send, rel=0.02)  # 1 Mb/s all comes back
+    # 1 Mb/s all comes back: every packet sent in the window, before the load stopped; and what came
+    # back in the window (ipbench's receive) is what was sent in it, less its replies that came after
+    # it, plus replies to the warm-up that came in it (a busy twin sends them late, in a burst: CI
+    # saw receive 2.4 % above send)
+    assert idle.lost == 0, idle
+    length, bits = idle.window_end - idle.window_start, idle.size * 8
+    sent, received = round(idle.send * length / bits), round(idle.receive * length / bits)
+    after = sum(1 for *_, tx, rx in seen[1.0][1] if rx >= idle.window_end)
+    from_warmup = received - (sent - after)
+    assert 0 <= from_warmup <= 1e6 * params["warmup"] / bits + 1, (sent, received, after)
     assert loaded.receive < 0.9 * loaded.requested  # past saturation on the twin
     assert loaded.rtt_median > 10 * idle.rtt_median, (idle.rtt_median, loaded.rtt_median)
     by = {(m.metric, m.params["requested"]): m for m in measurements}

@@ -14,6 +14,7 @@ import subprocess
 
 import pytest
 
+from farm.bench.network import WAIT_IPERF3_LISTEN
 from farm.boot.console_log import ConsoleLog
 from farm.boot.facts import read_facts
 from farm.boot.network import reach
@@ -93,11 +94,14 @@ def test_kvm_guest_runs_commands_pinned_and_stops(el2_host, host_image, maaxboar
         speed = el2_host.run("openssl speed -seconds 1 sha256", timeout=120)
         assert any(line.startswith("sha256") for line in speed), speed
         # the load generator reaches the guest through the host, on the host's address and port 5201
+        # (listening before the client comes: CI's run once got iperf3's "unable to connect", exit 0 with -J)
         el2_host.run("iperf3 -s -D -1 -p 5201")
+        el2_host.run(WAIT_IPERF3_LISTEN, timeout=10)
         lab_host, lab_port = reach(el2_host.target, host_address, 5201)
         client = subprocess.run(["iperf3", "-c", lab_host, "-p", str(lab_port), "-t", "1", "-J"],
                                 capture_output=True, text=True, timeout=60)
         assert client.returncode == 0, client.stdout[-2000:] + client.stderr
+        assert "error" not in json.loads(client.stdout), client.stdout[-2000:]
         received = json.loads(client.stdout)["end"]["sum_received"]["bits_per_second"]
         assert received > 0
         print(f"iperf3 lab host -> host:5201 -> guest: {received / 1e6:.0f} Mbit/s")
