@@ -14,6 +14,7 @@ gives up, not after a timeout.
       console_columns: 80     # where the serial console wraps long lines (SeaBIOS' sercon: 80); 0: it does not
       firmware_timeout: 120   # power on -> the Ctrl-B prompt
       echo_timeout: 5         # seconds the console may stay quiet without a typed line's echo before it is erased and retyped
+      type_chunk: 8           # keys typed before their echo is awaited (SeaBIOS' sercon queues 15; 0: the whole line)
 """
 
 from __future__ import annotations
@@ -99,6 +100,7 @@ class FarmIPXEDriver(Driver):
     console_columns = attr.ib(default=80, validator=[attr.validators.instance_of(int), attr.validators.ge(0)])
     firmware_timeout = attr.ib(default=120, validator=attr.validators.instance_of(int))
     echo_timeout = attr.ib(default=5.0, converter=float)
+    type_chunk = attr.ib(default=8, validator=[attr.validators.instance_of(int), attr.validators.ge(0)])
 
     def __attrs_post_init__(self):
         super().__attrs_post_init__()
@@ -135,7 +137,7 @@ class FarmIPXEDriver(Driver):
 
     def type_line(self, line: str) -> None:
         """Type a command and Enter, checked against its echo (characters get lost on serial lines)."""
-        if type_checked(self.console, line, echo_timeout=self.echo_timeout):
+        if type_checked(self.console, line, echo_timeout=self.echo_timeout, chunk=self.type_chunk):
             self.retyped.append(line)
 
     def run(self, command: str, timeout: int) -> None:

@@ -11,6 +11,14 @@ A slow echo is not a mangled one: a loaded host or a slow UART may take longer t
 to echo a long line, so a line counts as mangled only once the console has been quiet for
 ``echo_timeout`` without its exact echo (or after ``longest_wait``, should the console never go quiet).
 
+A firmware that takes keys through a small buffer loses a burst: iPXE as a PC's option ROM reads the
+serial line through SeaBIOS' sercon, which queues keys in the BIOS keyboard buffer (15 keys) and drops
+what does not fit while iPXE is busy echoing (seen on the x86 twin under load: ``${next-server}``
+arrived as ``${-server}``, on every retry). ``chunk`` types such a line a few characters at a time,
+each piece only once the one before it has echoed, so no more than ``chunk`` keys are ever in flight.
+Each piece's echo must follow the last one's directly (only a terminal's escape sequences and line
+breaks between), so the pieces' echoes together are the exact echo of the line.
+
 labgrid and LAVA users slow typing down instead (labgrid's ``txdelay`` on the console driver, LAVA's
 ``character_delay``); farm keeps ``txdelay`` as the env file's setting and adds the check on top.
 """
@@ -24,7 +32,7 @@ from pexpect import TIMEOUT
 
 from ..errors import InfrastructureError
 from .console_text import clean
-from .lgcompat import unread_console_input
+from .lgcompat import drop_console_input, unread_console_input
 
 ERASE_LINE = b"\x15"  # Ctrl-U
 # what a console may put between two echoed characters without changing them: cursor and colour escape
@@ -46,41 +54,54 @@ def shown_echo(raw: bytes) -> str:
 
 
 def type_checked(console, line: str, *, echo_timeout: float = 5.0, attempts: int = 3,
-                 longest_wait: float = 60.0) -> int:
+                 longest_wait: float = 60.0, chunk: int = 0) -> int:
     """Type ``line`` and Enter on ``console`` (a labgrid ConsoleProtocol driver), retyping until the
-    echo is exact. Returns how many times the line had to be retyped (0: the first was intact)."""
-    echo = echo_pattern(line)
+    echo is exact; ``chunk`` > 0: at most that many characters in flight (see the module's text).
+    Returns how many times the line had to be retyped (0: the first was intact)."""
+    if chunk < 0:
+        raise ValueError(f"chunk must be 0 (the whole line at once) or more, not {chunk}")
+    pieces = [line[i:i + chunk] for i in range(0, len(line), chunk)] if chunk and line else [line]
     echoed = b""
     for attempt in range(attempts):
+        echoed = b""
         start = len(unread_console_input(console))
-        console.write(line.encode())
-        if _echoed(console, echo, echo_timeout, longest_wait):
+        for n, piece in enumerate(pieces):
+            console.write(piece.encode())
+            # the line's first piece anywhere after what came before it; the others right after the last
+            came = _echoed(console, echo_pattern(piece) if n == 0 else rf"\A{_BETWEEN}{echo_pattern(piece)}",
+                           echo_timeout, longest_wait)
+            if came is None:
+                echoed += unread_console_input(console)[start if n == 0 else 0:]
+                break
+            echoed += came[start:] if n == 0 else came
+        else:
             console.write(b"\n")
             return attempt
-        echoed = unread_console_input(console)[start:]
+        # what this try echoed must not match the next try's first piece (it stays in the console log)
+        drop_console_input(console)
         console.write(ERASE_LINE)
     last = shown_echo(echoed)
     seen = f"the last try echoed {last[-100:]!r}" if last else "the last try echoed nothing"
     raise InfrastructureError(
         f"the console never echoed the typed line intact in {attempts} tries (characters lost on the serial "
-        f"line?): typed {line[:80]!r}, {seen}; a larger txdelay on the env file's console driver slows "
-        "typing down")
+        f"line?): typed {line[:80]!r}, {seen}; the bootloader driver's type_chunk (keys in flight) or a larger "
+        "txdelay on the console driver slows typing down")
 
 
-def _echoed(console, echo: str, quiet: float, longest: float) -> bool:
-    """Whether ``echo`` came whole, waiting while the console still sends something: False once it has
-    been quiet for ``quiet`` seconds (or after ``longest``) without it."""
+def _echoed(console, echo: str, quiet: float, longest: float) -> bytes | None:
+    """The console's text up to and with ``echo`` once it came whole, waiting while the console still
+    sends something: None once it has been quiet for ``quiet`` seconds (or after ``longest``) without it."""
     now = time.monotonic()
     give_up, quiet_since = now + longest, now
     received = len(unread_console_input(console))
     while True:
         try:
-            console.expect(echo, timeout=max(0.0, min(_POLL, give_up - now)))
-            return True
+            _, before, _, after = console.expect(echo, timeout=max(0.0, min(_POLL, give_up - now)))
+            return bytes(before or b"") + bytes(after or b"")
         except TIMEOUT:
             pass
         now = time.monotonic()
         if (grown := len(unread_console_input(console))) != received:
             received, quiet_since = grown, now
         if now - quiet_since >= quiet or now >= give_up:
-            return False
+            return None

@@ -9,6 +9,7 @@ labgrid's ``@step`` tracing (``farm -v`` shows it) and ``strip_timestamp``.
       prompt: "=> "
       autoboot: "Hit any key to stop autoboot"
       echo_timeout: 5     # seconds the console may stay quiet without a typed line's echo before it is erased and retyped
+      type_chunk: 0       # keys typed before their echo is awaited; 0: the whole line (U-Boot reads its UART as keys come)
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ class FarmUBootDriver(UBootDriver):
     ADDS = "typing echo-checked"
 
     echo_timeout = attr.ib(default=5.0, converter=float)
+    type_chunk = attr.ib(default=0, validator=[attr.validators.instance_of(int), attr.validators.ge(0)])
 
     def __attrs_post_init__(self):
         super().__attrs_post_init__()
@@ -40,7 +42,7 @@ class FarmUBootDriver(UBootDriver):
 
     def type_line(self, line: str) -> None:
         """Type a line and Enter, checked against its echo."""
-        if type_checked(self.console, line, echo_timeout=self.echo_timeout):
+        if type_checked(self.console, line, echo_timeout=self.echo_timeout, chunk=self.type_chunk):
             self.retyped.append(line)
 
     def expect_or_fail(self, wanted: list[str], fatal: tuple[Fatal, ...], where: str, timeout: float):
