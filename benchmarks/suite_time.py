@@ -7,7 +7,11 @@
 Runs the suite as `make test` does (``.venv/bin/pytest -n 2``: its two lanes side by
 side, tests/lanes.py; the whole of it unless pytest arguments follow ``--``), with a JUnit XML report, and sums each testcase's time (setup, call and teardown) by group: the
 directory under tests/ (tests/boot, tests/unit, ...; the files at the top of tests/ are "tests/*"), and the
-slowest tests. The host's 1-minute load is sampled every second (other engineers' QEMUs counted apart).
+slowest tests, and by lane (tests/lanes.py: the twins' worker and the other one, side by side). The host's
+1-minute load is sampled every second (other engineers' QEMUs counted apart), and the machine's CPU time is
+read from /proc/stat before and after: the core-minutes of work the run took, and so the shortest any order
+of that work could take on this machine's cores (machine-wide: another engineer's work counts too, which
+the load figures show).
 
 ``--fresh`` is a fresh machine's caches without touching the user's: ``FARM_CACHE`` and ``CCACHE_DIR``
 point at new, empty directories under DIR (so every Debian package is downloaded again, every kernel and
@@ -69,6 +73,48 @@ def by_group(cases: list[dict]) -> list[dict]:
     return sorted(groups.values(), key=lambda g: -g["seconds"])
 
 
+def file_of(name: str) -> str:
+    """The file of a testcase named ``tests.boot.test_x::test_y`` (or ``tests.unit.test_x.TestClass::test_y``):
+    ``tests/boot/test_x.py``."""
+    parts = name.split("::")[0].split(".")
+    module = next((i for i, part in enumerate(parts) if part.startswith("test_")), len(parts) - 1)
+    return "/".join(parts[:module + 1]) + ".py"
+
+
+def by_lane(cases: list[dict]) -> dict[str, float]:
+    """Seconds per lane (tests/lanes.py's ``lane`` of each testcase's file), the longest first (pure)."""
+    sys.path.insert(0, str(ROOT))
+    from tests.lanes import lane
+
+    lanes: dict[str, float] = {}
+    for case in cases:
+        name = lane(Path(file_of(case["name"])))
+        lanes[name] = lanes.get(name, 0.0) + case["seconds"]
+    return dict(sorted(lanes.items(), key=lambda kv: -kv[1]))
+
+
+#: the fields of /proc/stat's ``cpu`` line, in order (proc(5)); guest time is counted in user already
+CPU_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+BUSY = ("user", "nice", "system", "irq", "softirq", "steal")
+
+
+def cpu_line(stat: str) -> dict[str, int]:
+    """The machine's CPU times (clock ticks) from the text of /proc/stat."""
+    for line in stat.splitlines():
+        fields = line.split()
+        if fields and fields[0] == "cpu":
+            return dict(zip(CPU_FIELDS, map(int, fields[1:1 + len(CPU_FIELDS)])))
+    raise ValueError("/proc/stat: no 'cpu' line")
+
+
+def cpu_work(before: dict[str, int], after: dict[str, int], hz: int, cores: int) -> dict:
+    """Core-seconds by field between two readings, the busy ones summed, and the floor that sets: the work
+    spread perfectly over ``cores`` (pure)."""
+    spent = {field: (after.get(field, 0) - before.get(field, 0)) / hz for field in CPU_FIELDS}
+    busy = sum(spent[field] for field in BUSY)
+    return {"seconds": spent, "busy_seconds": busy, "cores": cores, "floor_seconds": busy / cores}
+
+
 def mmss(seconds: float) -> str:
     return f"{int(seconds // 60)}:{int(seconds % 60):02d}"
 
@@ -83,6 +129,7 @@ def render(data: dict) -> str:
              f"1-minute loadavg min {load['min']:.2f} / median {load['median']:.2f} / max {load['max']:.2f}; other "
              f"engineers' QEMUs running: up to {load['other_qemus_max']} (median {load['other_qemus_median']:.0f}); "
              f"farm at {data['commit']}", "",
+             *_work_lines(data),
              "| group | tests | time (sum of tests: the two lanes ran side by side) | share | outcomes |",
              "|---|---|---|---|---|"]
     total = sum(c["seconds"] for c in cases) or 1.0
@@ -90,10 +137,24 @@ def render(data: dict) -> str:
         outcomes = ", ".join(f"{n} {k}" for k, n in sorted(g["outcomes"].items()))
         lines.append(f"| {g['group']} | {g['tests']} | {mmss(g['seconds'])} | {100 * g['seconds'] / total:.0f} % | {outcomes} |")
     lines.append(f"| **all** | {len(cases)} | {mmss(total)} | | |")
+    if cases:
+        lines += ["", "By lane (tests/lanes.py; the longest is the critical path): "
+                  + ", ".join(f"{name} {mmss(seconds)}" for name, seconds in by_lane(cases).items())]
     lines += ["", "The slowest tests:", "", "| test | seconds |", "|---|---|"]
     for case in sorted(cases, key=lambda c: -c["seconds"])[:15]:
         lines.append(f"| `{case['name']}` | {case['seconds']:.0f} |")
     return "\n".join(lines) + "\n"
+
+
+def _work_lines(data: dict) -> list[str]:
+    work = data.get("cpu_work")
+    if not work:
+        return []
+    spent = work["seconds"]
+    return [f"The machine's CPU over the run (/proc/stat): **{work['busy_seconds'] / 60:.1f} core-minutes of work** "
+            f"(user {spent['user'] / 60:.1f}, nice {spent['nice'] / 60:.1f}, system {spent['system'] / 60:.1f}; idle "
+            f"{spent['idle'] / 60:.1f}), so on its {work['cores']} cores no order of the same work ends under "
+            f"{mmss(work['floor_seconds'])}.", ""]
 
 
 class Load(threading.Thread):
@@ -165,6 +226,7 @@ def main() -> int:
     load = Load()
     load.start()
     started = time.strftime("%Y-%m-%d %H:%M:%S")
+    cpu_before = cpu_line(Path("/proc/stat").read_text())
     t0 = time.monotonic()
     with open(out / "pytest.log", "wb") as log:
         proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -176,13 +238,14 @@ def main() -> int:
             sys.stdout.flush()
         code = proc.wait()
     wall = time.monotonic() - t0
+    work = cpu_work(cpu_before, cpu_line(Path("/proc/stat").read_text()), os.sysconf("SC_CLK_TCK"), os.cpu_count() or 1)
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)  # pytest and every process it waited for (QEMU too)
     cpu = usage.ru_utime + usage.ru_stime
     load.stopped.set()
     cases = read_junit(out / "junit.xml") if (out / "junit.xml").exists() else []
     data = {"mode": name, "started": started, "command": ["pytest", *MAKE_TEST, *args.pytest_args], "env_note": note,
-            "wall_seconds": wall, "cpu_seconds": cpu, "exit": code, "commit": commit, "load": load.summary(), "cases": cases,
-            "groups": by_group(cases), "load_samples": load.samples}
+            "wall_seconds": wall, "cpu_seconds": cpu, "cpu_work": work, "exit": code, "commit": commit, "load": load.summary(), "cases": cases,
+            "groups": by_group(cases), "lanes": by_lane(cases), "load_samples": load.samples}
     (out / "results.json").write_text(json.dumps(data, indent=1) + "\n")
     text = render(data)
     (out / "report.md").write_text(text)

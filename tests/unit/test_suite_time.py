@@ -11,7 +11,7 @@ from ..conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from suite_time import by_group, group_of, read_junit, render  # noqa: E402
+from suite_time import by_group, by_lane, cpu_line, cpu_work, file_of, group_of, read_junit, render  # noqa: E402
 
 
 def test_group_of_a_testcase():
@@ -51,6 +51,53 @@ def test_sums_by_group_from_pytests_junit_report(tmp_path):
                    "exit": 1, "commit": "abc", "cases": cases, "load": {"min": 1.0, "median": 1.5, "max": 2.0,
                                                                         "other_qemus_max": 0, "other_qemus_median": 0}})
     assert "wall time **1:01**" in text and "| tests/slow | 2 |" in text
+    assert "By lane (tests/lanes.py; the longest is the critical path): rest 0:00" in text  # rounded down from 0.3 s
+
+
+#: the `cpu` line of /proc/stat on a 2-core machine at the start and 27 s after the end of a cold `.ci/run`
+#: (docs/speed.md round 10: 88.5 core-minutes of work in 51 minutes), as a sampler recorded them; the cpu0
+#: lines and the intr line are made up, to show that only the all-CPU line is read
+PROC_STAT_BEFORE = """cpu  1194608 165030 251856 10054913 7986 0 4126 1406 0 0
+cpu0 597304 82515 125928 5027456 3993 0 2063 703 0 0
+intr 1234 0 0
+"""
+PROC_STAT_AFTER = """cpu  1546178 267490 326932 10137145 9465 0 5237 1969 0 0
+cpu0 773089 133745 163466 5068572 4732 0 2618 984 0 0
+"""
+
+
+def test_the_machines_work_from_proc_stat():
+    before, after = cpu_line(PROC_STAT_BEFORE), cpu_line(PROC_STAT_AFTER)
+    assert before["user"] == 1194608 and before["steal"] == 1406  # the all-cpu line, not cpu0's
+    work = cpu_work(before, after, hz=100, cores=2)
+    assert round(work["seconds"]["nice"] / 60, 1) == 17.1 and round(work["seconds"]["idle"] / 60, 1) == 13.7
+    # busy: user + nice + system + irq + softirq + steal (idle and iowait are not work)
+    assert round(work["busy_seconds"] / 60, 1) == 88.5
+    assert work["floor_seconds"] == work["busy_seconds"] / 2
+    text = render({"mode": "fresh", "started": "now", "command": ["pytest"], "env_note": "", "wall_seconds": 3067.0,
+                   "exit": 0, "commit": "abc", "cases": [], "cpu_work": work,
+                   "load": {"min": 1.0, "median": 1.5, "max": 2.0, "other_qemus_max": 0, "other_qemus_median": 0}})
+    assert "**88.5 core-minutes of work** (user 58.6, nice 17.1, system 12.5; idle 13.7)" in text
+    assert "no order of the same work ends under 44:13" in text
+    try:
+        cpu_line("intr 1 2 3\n")
+    except ValueError as e:
+        assert "no 'cpu' line" in str(e)
+    else:
+        raise AssertionError("a /proc/stat without its cpu line was read")
+
+
+def test_sums_by_lane_from_the_testcases_files():
+    assert file_of("tests.boot.test_twin_boot::test_x") == "tests/boot/test_twin_boot.py"
+    assert file_of("tests.unit.test_lukem.TestWindows::test_y[a.b]") == "tests/unit/test_lukem.py"
+    assert file_of("tests.test_cli::test_z") == "tests/test_cli.py"
+    cases = [{"name": "tests.boot.test_twin_boot::a", "seconds": 100.0},
+             {"name": "tests.boot.test_dpdk_guest::b", "seconds": 30.0},   # a boot test in the rest lane
+             {"name": "tests.unit.test_lukem.TestW::c", "seconds": 5.0},   # a unit test in the twins lane
+             {"name": "tests.farm.test_lab::d", "seconds": 50.0},
+             {"name": "tests.test_cli::e", "seconds": 1.0}]
+    assert by_lane(cases) == {"twins": 105.0, "rest": 81.0}
+    assert list(by_lane(cases[3:])) == ["rest"]
 
 
 def test_the_lean_tests_run_last():
