@@ -142,15 +142,31 @@ def _load(browser, url: str, shot: str, tmp_path: Path):
 
 
 def _follow(browser, element) -> None:
-    """Click a link or button and wait until the next page has loaded (a click does not wait)."""
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions as ec
+    """Click a link or button and wait until the next page has loaded (a click does not wait).
+
+    The old page is told apart by a mark on its window object, which a new document does not have. (Not by
+    the staleness of its <html> element: Chrome, asked about that element while the document is being
+    replaced, can answer "unhandled inspector error: Node with given id does not belong to the document"
+    instead of a stale reference.) While the page changes, the browser may refuse a script: tried again."""
+    from selenium.common.exceptions import TimeoutException, WebDriverException
     from selenium.webdriver.support.ui import WebDriverWait
 
-    old = browser.find_element(By.TAG_NAME, "html")
+    browser.execute_script("window.farmLeft = true")
     element.click()
-    WebDriverWait(browser, 30).until(ec.staleness_of(old))
-    WebDriverWait(browser, 30).until(lambda b: b.execute_script("return document.readyState") == "complete")
+    refused: list[str] = []
+
+    def arrived(b) -> bool:
+        try:
+            return b.execute_script("return window.farmLeft === undefined && document.readyState === 'complete'")
+        except WebDriverException as e:  # the document in between
+            refused.append(e.msg or str(e))
+            return False
+
+    try:
+        WebDriverWait(browser, 30).until(arrived)
+    except TimeoutException:
+        raise AssertionError(f"no new page loaded within 30 s of the click (the browser's last refusal: "
+                             f"{refused[-1] if refused else None})") from None
 
 
 def _shot(browser, tmp_path: Path, name: str) -> None:
