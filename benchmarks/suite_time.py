@@ -40,6 +40,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
+sys.path.insert(0, str(ROOT))  # the suite's own lanes (tests/lanes.py: a light module, time and pathlib)
+
+from tests.lanes import lane  # noqa: E402
 MAKE_TEST = ("-n", "2")  # the Makefile's test target (tests/unit/test_suite_time.py checks)
 
 
@@ -83,9 +86,6 @@ def file_of(name: str) -> str:
 
 def by_lane(cases: list[dict]) -> dict[str, float]:
     """Seconds per lane (tests/lanes.py's ``lane`` of each testcase's file), the longest first (pure)."""
-    sys.path.insert(0, str(ROOT))
-    from tests.lanes import lane
-
     lanes: dict[str, float] = {}
     for case in cases:
         name = lane(Path(file_of(case["name"])))

@@ -5,8 +5,8 @@ local tree. The configuration is a make target (``allnoconfig``, ``defconfig``, 
 named in the recipe, merged with the kernel's own ``scripts/kconfig/merge_config.sh`` and resolved by
 ``make olddefconfig``; a fragment value that does not survive the merge (a missing dependency) is an error
 naming the fragment's line. The build is cross-compiled with the architecture's compiler through ccache
-(its depend mode: no preprocessor run of its own on a miss), reproducibly (``KBUILD_BUILD_TIMESTAMP`` from the source, fixed user, host and build number, no absolute
-build paths), so two builds give the same bytes.
+(its depend mode: no preprocessor run of its own on a miss), reproducibly (``KBUILD_BUILD_TIMESTAMP`` from
+the source, fixed user, host and build number, no absolute build paths), so two builds give the same bytes.
 
 The result is content-addressed in farm's cache under ``kernels/<arch>-<key>/``, laid out like a Debian
 kernel package (``boot/vmlinuz-<release>``, ``lib/modules/<release>/`` when there are modules,
@@ -434,7 +434,7 @@ def _build(source: KernelSource, identity: SourceIdentity, arch: str, tree: Path
            "KBUILD_BUILD_HOST": BUILD_HOST, "KBUILD_BUILD_VERSION": "1", "SOURCE_DATE_EPOCH": str(epoch),
            "LC_ALL": "C", "TZ": "UTC", "CCACHE_NOHASHDIR": "1", "CCACHE_DEPEND": "1"}
     # CCACHE_DEPEND: ccache takes an object's inputs from the .d file the kernel's -MMD writes anyway, so a
-    # miss compiles once instead of running the preprocessor first to hash its output: a cold build uses ~27 %
+    # miss compiles once instead of running the preprocessor first to hash its output: a cold build uses ~30 %
     # less CPU (docs/speed.md round 10), the same bytes, the same hits when warm
     # ccache sees the compiler's real arguments: no CCACHE_BASEDIR, whose rewriting of absolute paths into
     # relative ones defeats the kernel's -fmacro-prefix-map (__FILE__ in BUG/WARN tables would then name
