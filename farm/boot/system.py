@@ -25,7 +25,6 @@ from typing import Any, Iterator
 import attrs
 
 from ..errors import InfrastructureError, JobError
-from ..flows.system import SystemSettings
 from ..images.image import SYSTEM, Image
 from ..images.request import ImageRequest
 from ..measure import Measurement
@@ -33,6 +32,7 @@ from ..measure.console import parse_stats
 from .facts import TargetFacts
 from .flow import BootRequest, FlowSetup, use_twin_cpus
 from .session import BootedTarget, boot_target
+from .system_settings import SystemSettings
 from .watch import LINUX_FATAL, BootFailure, Fatal, raise_fatal
 
 KIND = "system"
