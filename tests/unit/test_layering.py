@@ -38,10 +38,13 @@ FLOORS: tuple[tuple[tuple[tuple[str, ...], str], ...], ...] = (
     ((("farm.results",),
       "records, their identity, compare, qualify, publishing: read the benchmarks' registrations "
       "(direction, run lengths, importers), so above farm.bench"),),
-    ((("farm.store",), "the results store: ingests what farm.results reads"),),
     ((("farm.run",),
-      "the runner and its listeners: a pipeline's flows, benchmarks, places and results; names no flow "
-      "(its listeners farm.store and farm.archive are loaded by name when a run starts, not imported)"),),
+      "the runner, its hooks and its own listeners: a pipeline's flows, benchmarks, places and results; "
+      "names no flow (farm's other listeners, farm.store and farm.archive, are loaded by name when a run "
+      "starts, not imported)"),),
+    ((("farm.store",),
+      "the results store: ingests what farm.results reads; a listener of farm.run's hooks (farm/store/hook.py "
+      "imports farm.run.events' hookimpl, as a pytest plugin imports pytest)"),),
     ((("farm.archive",), "the archive: archives runs, and reproduces one through farm.run"),),
     ((("farm.dashboard",), "the dashboard: reads the store and the archive"),
      (("farm.virtual",), "the virtual lab: twins as places, driven through benchmarks and places"),
@@ -142,6 +145,7 @@ def test_the_table_keeps_the_design_notes():
     assert floor["farm.measure"] < min(floor[p] for p in ("farm.images", "farm.boot", "farm.bench", "farm.results"))
     assert floor["farm.boot"] < floor["farm.guest"] < floor["farm.flows"] < floor["farm.run"]
     assert floor["farm.boot"] < floor["farm.bench"] < floor["farm.results"] < floor["farm.run"]
+    assert floor["farm.run"] < min(floor["farm.store"], floor["farm.archive"])  # listeners build on its hooks
     assert floor["farm.flows"] == floor["farm.bench"]  # apart: a benchmark never asks which flow booted it
     assert max(floor.values()) == floor["farm.commands"] == floor["farm.cli"]
     prefixes = [prefix for prefix, _, _ in _concerns()]
