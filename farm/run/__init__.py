@@ -37,7 +37,8 @@ _EXPORTS = {
     "recorded_seed": "seed",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = ["FarmRequest", "Progress", "Run", "RunDir", "drives_load_generators", "given_images", "given_load_addr",
+           "load_pipeline", "new_run_id", "recorded_seed", "run_pipeline"]
 
 
 def __getattr__(name: str) -> Any:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -137,6 +138,22 @@ def test_no_module_imports_a_higher_floor_or_another_concern_of_its_own():
     for module, package, path in modules:
         offenders += [f"{path.relative_to(ROOT)}:{o}" for o in _offences(module, path.read_text(), package)]
     assert offenders == []
+
+
+def test_farm_run_only_re_exports_and_its_hooks_load_without_the_runner():
+    import farm.run
+
+    tree = ast.parse((ROOT / "farm" / "run" / "__init__.py").read_text())
+    logic = [n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name != "__getattr__"]
+    assert logic == []
+    assert sorted(farm.run.__all__) == sorted(farm.run._EXPORTS)
+    for name in farm.run.__all__:
+        assert getattr(farm.run, name).__module__.startswith("farm."), name
+    loaded = subprocess.run([sys.executable, "-c", "import sys, farm.store.hook, farm.archive.hook, farm.run.events as e; "
+                             "print(farm.store.hook.hookimpl is e.hookimpl is farm.archive.hook.hookimpl, "
+                             "sorted(m for m in sys.modules if m in ('farm.run.runner', 'labgrid')))"],
+                            cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    assert loaded == "True []\n"
 
 
 def test_the_table_keeps_the_design_notes():
