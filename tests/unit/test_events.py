@@ -15,7 +15,8 @@ from farm.errors import EXIT_INFRA_ERROR
 from farm.run import run_pipeline
 from farm.run.events import ENTRY_POINT_GROUP, FARM_LISTENERS, Hooks, RunSpec, hookimpl
 from tests.unit.labdist import installed
-from tests.unit.test_runner import FakeFlow, cases, constant, pipeline, registry  # noqa: F401  (fixture)
+from tests.fakes import FakeFlow
+from tests.unit.test_runner import cases, constant, pipeline, registry  # noqa: F401  (fixture)
 
 
 class Misspelt:
