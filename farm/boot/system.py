@@ -148,7 +148,7 @@ class SystemTarget(BootedTarget):
 
     def _unread_input(self) -> str:
         """What the console read and no expect took (dropped from it: it is in the text now)."""
-        from .lgcompat import drop_console_input, unread_console_input
+        from ..lgcompat import drop_console_input, unread_console_input
 
         data = unread_console_input(self.console_driver)
         drop_console_input(self.console_driver)

@@ -20,9 +20,9 @@ ROOT = Path(__file__).resolve().parents[2]
 #: farm, and why it sits on this floor); a concern's modules import each other freely.
 FLOORS: tuple[tuple[tuple[tuple[str, ...], str], ...], ...] = (
     ((("farm", "farm.__version__", "farm.errors", "farm.secrets", "farm.signals", "farm.values", "farm.proc",
-       "farm.hostnames", "farm.steplog", "farm.runid", "farm.config", "farm.lglazy"),
-      "the ground: errors, masking, value checks, the YAML/JSON reader, labgrid loaded lazily; no board, "
-      "image or run"),),
+       "farm.hostnames", "farm.steplog", "farm.runid", "farm.config", "farm.lglazy", "farm.lgcompat"),
+      "the ground: errors, masking, value checks, the YAML/JSON reader, labgrid loaded lazily and its private "
+      "state reached in one place (the coordinator's client below farm.boot uses it); no board, image or run"),),
     ((("farm.measure",),
       "the parsers of tools' output and the Measurement: pure, the lowest of the domain packages"),),
     ((("farm.images",), "what boots: recipes, builds, the content-addressed cache"),
