@@ -13,10 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pluggy
-
-#: farm.run.events.hookimpl (the same marker), without loading the runner
-hookimpl = pluggy.HookimplMarker("farm")
+from ..run.events import hookimpl
 
 
 def _say(text: str) -> None:

@@ -14,10 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-import pluggy
-
-#: farm.run.events.hookimpl (the same marker), without loading the runner
-hookimpl = pluggy.HookimplMarker("farm")
+from ..run.events import hookimpl
 
 
 def ingest_after(run_dir: str | os.PathLike[str], *, qualification: dict | None = None) -> bool:

@@ -15,6 +15,8 @@ from farm.flows.dpdk import DpdkSettings, parse_lcores
 from farm.results.identity import MetricKey
 from farm.run.model import load_pipeline
 
+from ..fakes import ScriptedShell
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -230,15 +232,14 @@ def test_the_settle_rule_reads_the_cores_a_responder_does_not_poll():
     before = ["cpu  100 0 100 800 0 0 0 0 0 0", "cpu0 50 0 50 400 0 0 0 0 0 0", "cpu1 50 0 50 400 0 0 0 0 0 0"]
     after = ["cpu  250 0 250 900 0 0 0 0 0 0", "cpu0 55 0 55 490 0 0 0 0 0 0", "cpu1 195 0 195 410 0 0 0 0 0 0"]
 
-    class Shell:
-        def run_check(self, command, timeout=60):
-            return [*before, WINDOW_MARK, *after]
+    def shell():
+        return ScriptedShell(lambda command: [*before, WINDOW_MARK, *after])
 
-    polling = SimpleNamespace(shell=Shell(), cpu_scope="board", responder=Responder("dpdk", (1,)))
+    polling = SimpleNamespace(shell=shell(), cpu_scope="board", responder=Responder("dpdk", (1,)))
     (window,) = BenchContext(polling, None).cpu_windows().values()
     assert set(window(1.0)[0]) == {"cpu0"}
     assert busiest_core(*window(1.0)) == pytest.approx(10.0)  # core 1 polls at 97 %: not waited for
-    plain = SimpleNamespace(shell=Shell(), cpu_scope="board")
+    plain = SimpleNamespace(shell=shell(), cpu_scope="board")
     (window,) = BenchContext(plain, None).cpu_windows().values()
     assert busiest_core(*window(1.0)) > 90
 

@@ -21,7 +21,8 @@ from farm.measure.clock import UNIT as CYCLES_PER_BYTE
 from farm.run import load_pipeline
 from farm.results.csvout import read_records
 from farm.results.importers import import_file
-from farm.results.qualify import NO_DIRECTION, REGRESSION, direction, qualify
+from farm.results.direction import direction
+from farm.results.qualify import NO_DIRECTION, REGRESSION, qualify
 from farm.results.record import Record
 
 ROOT = Path(__file__).resolve().parents[2]
