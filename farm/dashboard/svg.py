@@ -1,15 +1,32 @@
 """Charts as inline SVG: readable without JavaScript, and a ``<title>`` on every point shows its
-value and run when the mouse is over it. Every text is escaped."""
+value and run when the mouse is over it. Every text is escaped.
+
+A chart is a drawing: hundreds of shapes placed by arithmetic, which read better as the code that
+computes them than as a template. So they are written here, each text escaped as it is placed, and
+each chart is given to the pages' templates as :class:`~markupsafe.Markup` (:func:`drawing`, the one
+place), which they write as it is."""
 
 from __future__ import annotations
 
+import functools
 import math
 from html import escape
-from typing import Sequence
+from typing import Callable, Sequence
 
 import attrs
+from markupsafe import Markup
 
 from farm.measure.units import human
+
+
+def drawing(chart: Callable[..., str]) -> Callable[..., Markup]:
+    """``chart``'s SVG, marked safe for the templates (every text in it escaped by ``chart``)."""
+
+    @functools.wraps(chart)
+    def drawn(*args, **kwargs) -> Markup:
+        return Markup(chart(*args, **kwargs))
+
+    return drawn
 
 WIDTH, HEIGHT = 760, 320
 LEFT, RIGHT, TOP, BOTTOM = 130, 20, 16, 90
@@ -61,6 +78,7 @@ def nice_axis(lo: float, hi: float, count: int = 5) -> tuple[float, float, list[
     return ticks[0], ticks[-1], ticks
 
 
+@drawing
 def trend_chart(points: Sequence[ChartPoint], unit: str, title: str) -> str:
     """Medians joined by a line, each with its interval as a vertical bar."""
     if not points:
@@ -117,6 +135,7 @@ def wrap_label(label: str, chars: int) -> list[str]:
     return lines + [rest] if rest or not lines else lines
 
 
+@drawing
 def ratio_chart(rows: Sequence[tuple], title: str) -> str:
     """Horizontal bars of ratios (later / first) around a line at 1.0, one per metric; each row is
     ``(label, ratio, verdict)`` or ``(label, ratio, verdict, interval)``, the verdict (better, worse,
@@ -172,6 +191,7 @@ def ratio_chart(rows: Sequence[tuple], title: str) -> str:
     return "".join(out)
 
 
+@drawing
 def sparkline(values: Sequence[float], title: str, *, flag: str = "", width: int = 120, height: int = 26) -> str:
     """A series' newest medians as a small line (oldest left), its last point a dot (red when
     ``flag`` is ``regression``); the ``<title>`` says what it shows. Scaled to its own range."""
@@ -209,6 +229,7 @@ class Curve:
 CURVE_COLOURS = 6
 
 
+@drawing
 def xy_chart(curves: Sequence[Curve], x_unit: str, y_unit: str, title: str, *, ideal: bool = False) -> str:
     """Curves on numeric axes (from 0), each its own colour with a legend; ``ideal`` draws ``y = x``
     (achieved against requested). A ``<title>`` on every point gives its values."""
@@ -254,4 +275,36 @@ def xy_chart(curves: Sequence[Curve], x_unit: str, y_unit: str, title: str, *, i
         out.append(f'<line x1="{LEFT}" x2="{LEFT + 24}" y1="{ly - 4}" y2="{ly - 4}" class="curve {colour}"/>'
                    f'<text x="{LEFT + 30}" y="{ly}" class="legend">{escape(c.label)}</text>')
     out.append("</svg>")
+    return "".join(out)
+
+
+@attrs.frozen
+class StripCell:
+    """A run in a :func:`strip`: its hover text, its link, its class (its junit outcome) and the place's
+    health it recorded ("" when none)."""
+
+    tooltip: str
+    href: str
+    cls: str
+    health: str = ""
+
+
+@drawing
+def strip(cells: Sequence[StripCell], first: str, last: str) -> str:
+    """A place's runs over time as a strip of cells, oldest left, each a link to its run; a black bar over
+    a cell where the run recorded the place's health (its text in the hover); ``first`` and ``last`` under
+    its ends."""
+    cell, gap, h = max(4, min(24, 760 // len(cells) - 1)), 1, 22
+    width = max(200, len(cells) * (cell + gap) + 10)
+    out = [f'<svg class="strip" viewBox="0 0 {width} {h + 34}" width="{width}" height="{h + 34}" role="img" '
+           f'aria-label="runs over time" xmlns="http://www.w3.org/2000/svg"><title>its runs, oldest left</title>']
+    for i, c in enumerate(cells):
+        x = 5 + i * (cell + gap)
+        out.append(f'<a href="{escape(c.href)}"><rect x="{x}" y="8" width="{cell}" height="{h}" '
+                   f'class="{escape(c.cls)}"><title>{escape(c.tooltip)}</title></rect></a>')
+        if c.health:
+            out.append(f'<line x1="{x}" x2="{x + cell}" y1="4" y2="4" class="health">'
+                       f'<title>{escape(c.health)}</title></line>')
+    out.append(f'<text x="5" y="{h + 24}">{escape(first)}</text>'
+               f'<text x="{width - 5}" y="{h + 24}" text-anchor="end">{escape(last)}</text></svg>')
     return "".join(out)

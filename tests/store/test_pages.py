@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from farm.dashboard import pages
+from farm.dashboard import pages, runpage
 from farm.dashboard.data import Trend, slug
 from farm.store.history import Point, Series
 
@@ -18,16 +18,16 @@ def _series(medians, unit="bytes/s", spread=0.01, runs=None):
 
 def test_console_text_is_escaped_and_the_failing_lines_marked():
     text = "U-Boot 2023.01\n<script>alert(1)</script>\nTFTP error: 'File not found' (1)\nnothing & more\n"
-    html, marked = pages.highlight_console(text, ["tftpboot: TFTP error: 'File not found' (1)"])
+    html, marked = runpage.highlight_console(text, ["tftpboot: TFTP error: 'File not found' (1)"])
     assert "<script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
-    assert marked == 1 and '<mark id="fail-0">TFTP error: &#x27;File not found&#x27; (1)</mark>' in html
+    assert marked == 1 and '<mark id="fail-0">TFTP error: &#39;File not found&#39; (1)</mark>' in html
     assert "nothing &amp; more" in html
     # the first U-Boot banner is how every boot starts: not marked
     assert "<mark" not in html.splitlines()[0]
 
 
 def test_a_kernel_panic_is_marked_even_when_no_stage_names_it():
-    html, marked = pages.highlight_console("ok\nKernel panic - not syncing: VFS\n", [])
+    html, marked = runpage.highlight_console("ok\nKernel panic - not syncing: VFS\n", [])
     assert marked == 1 and "<mark" in html.splitlines()[1]
 
 
@@ -71,7 +71,7 @@ def test_names_are_escaped_everywhere():
     series = _series([1.0, 2.0], runs=[hostile, "plain"])
     html = pages.trend_page(Trend("crypto", hostile, "throughput", "bytes/s", 2), [series], {hostile: ["<i>v1</i>"]})
     assert "<b " not in html and "<i>" not in html
-    assert "&lt;b onmouseover=&quot;x&quot;&gt;" in html
+    assert "&lt;b onmouseover=&#34;x&#34;&gt;" in html
 
 
 def test_slugs_are_file_names_and_never_collide():
