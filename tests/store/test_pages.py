@@ -105,3 +105,34 @@ def test_the_dashboard_does_not_load_matplotlib():
                           cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"
+
+
+def test_only_the_dashboard_imports_jinja2():
+    """The templates' engine is the dashboard's: farm's parser, every command's (``farm --help``), loads no
+    jinja2, so no other command pays for it; the dashboard's pages do."""
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    check = ("import sys; from farm.cli import build_parser; build_parser(); "
+             "assert 'jinja2' not in sys.modules, 'jinja2 loaded by the CLI'; "
+             "import farm.dashboard.site; assert 'jinja2' in sys.modules; print('ok')")
+    proc = subprocess.run([sys.executable, "-c", check], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert proc.stdout.strip() == "ok", proc.stderr
+
+
+def test_the_templates_are_package_data():
+    """An installed farm (not an editable one: the clean-root check) holds every template the pages load."""
+    import fnmatch
+    import tomllib
+    from pathlib import Path
+
+    from tests.conftest import ROOT
+
+    globs = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["farm"]
+    templates = Path(pages.__file__).parent / "templates"
+    found = [p.relative_to(ROOT / "farm").as_posix() for p in templates.rglob("*") if p.is_file()]
+    assert "dashboard/templates/base.html" in found
+    # setuptools' globs do not cross a "/" (fnmatch's do)
+    assert [p for p in found if not any(fnmatch.fnmatchcase(p, g) and p.count("/") == g.count("/") for g in globs)] == []
