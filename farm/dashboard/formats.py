@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 
 from farm.measure.units import human, human_params
 
-__all__ = ["duration", "epoch", "human", "human_params", "number", "size"]
+__all__ = ["duration", "epoch", "human", "human_params", "number", "px", "size"]
 
 
 def number(value: float | None, unit: str = "") -> str:
@@ -26,6 +26,11 @@ def duration(seconds: float | None) -> str:
 
 def size(n: int) -> str:
     return f"{n} B" if n < 1024 else f"{n / 1024:.1f} KiB" if n < 1 << 20 else f"{n / (1 << 20):.1f} MiB"
+
+
+def px(value: float) -> str:
+    """A chart's coordinate, to a tenth of a pixel."""
+    return f"{value:.1f}"
 
 
 def epoch(seconds: float | None) -> str:

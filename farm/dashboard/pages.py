@@ -19,7 +19,7 @@ from .formats import duration, epoch, human, human_params
 from .paths import facet_href, page_file, run_href
 from .render import render
 from .runlist import FACETS, FIELDS, Facet, RunFilter
-from .svg import ChartPoint, StripCell, ratio_chart, sparkline, strip, trend_chart
+from .svg import ChartPoint, Sparkline, StripCell, TrendChart, ratio_chart, sparkline, strip, trend_chart
 from .trends import MIN_VALUES, SeriesRow
 
 #: a trend point is flagged when farm qualify's rules call it a regression against the point before
@@ -244,7 +244,7 @@ class SeriesLine:
 
     row: SeriesRow
     name: str
-    spark: str                  # its sparkline (svg)
+    spark: Sparkline | None
     interval: str
     change: Cell
 
@@ -317,9 +317,11 @@ class TrendPoint:
 
 
 @attrs.frozen
-class TrendChart:
+class TrendSeries:
+    """A series of a trend page: its chart and table."""
+
     title: str
-    chart: str                  # svg
+    chart: TrendChart | None
     points: int                 # the series' points (the chart draws the newest TREND_POINTS)
     shown: tuple[TrendPoint, ...]   # newest first
 
@@ -344,7 +346,7 @@ def trend_page(trend: Trend, series: Sequence[Series], baselines: Mapping[str, S
                                 f"{human(p.lo, s.unit)} – {human(p.hi, s.unit)} ({p.interval})", flag,
                                 ", ".join(n for run in p.runs for n in baselines.get(run, ())))
                      for p, flag in reversed(shown))
-        charts.append(TrendChart(title, trend_chart(points, s.unit, f"{trend.label()} {title}"), len(s.points), rows))
+        charts.append(TrendSeries(title, trend_chart(points, s.unit, f"{trend.label()} {title}"), len(s.points), rows))
     return render("trend.html", root=root, trend=trend, charts=charts, threshold=REGRESSION_THRESHOLD,
                   min_values=MIN_VALUES)
 
@@ -453,6 +455,6 @@ def place_page(d: PlaceDetail, now: PlaceNow | None, note: str, root: str = "../
                        ev.health) for ev in d.timeline]
     place_at = RUN_COLUMNS.index("place")  # every run's is this place: not a column here
     return render("place.html", root=root, d=d, facts=[f for f in facts if f.text],
-                  strip=strip(cells, d.timeline[0].started[:10], d.timeline[-1].started[:10]) if cells else "",
+                  strip=strip(cells, d.timeline[0].started[:10], d.timeline[-1].started[:10]) if cells else None,
                   health=[ev for ev in reversed(d.timeline) if ev.health],
                   head=RUN_COLUMNS[:place_at] + RUN_COLUMNS[place_at + 1:], rows=run_rows(d.recent))

@@ -33,7 +33,7 @@ def environment() -> jinja2.Environment:
         # one line): a line of only a block tag leaves nothing, and a template's last newline is the page's
         trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
     env.filters.update(human=formats.human, human_params=formats.human_params, number=formats.number,
-                       duration=formats.duration, size=formats.size, epoch=formats.epoch)
+                       duration=formats.duration, size=formats.size, epoch=formats.epoch, px=formats.px)
     env.globals.update(paths.HREFS, CSP=CSP)
     return env
 

@@ -18,7 +18,7 @@ from .formats import duration, human, human_params
 from .pages import Cell, Fact, Named
 from .paths import compare_href, place_href
 from .render import macro, render
-from .svg import Curve, xy_chart
+from .svg import Curve, XYChart, xy_chart
 
 FIGURE_HEAD = ("target", "setup", "benchmark", "params", "metric", "n", "median", "range", "flagged")
 
@@ -138,8 +138,8 @@ def sweep_table(key: tuple[str, str, str, str], points: Mapping[str, Sequence[Ke
                       (varying[0] if len(varying) == 1 else "load", "n", *columns), tuple(rows))
 
 
-def sweep_charts(curves: Sequence[SweepCurve]) -> list[tuple[str, list[tuple[str, str]]]]:
-    """A network sweep's curves per target (target, [(what, svg)]), a colour per setup: achieved throughput
+def sweep_charts(curves: Sequence[SweepCurve]) -> list[tuple[str, list[tuple[str, XYChart | None]]]]:
+    """A network sweep's curves per target (target, [(what, chart)]), a colour per setup: achieved throughput
     against the requested rate (dashed: the ideal, achieved = requested) and the median RTT."""
     out = []
     for target in sorted({c.target for c in curves}):

@@ -83,9 +83,11 @@ def test_slugs_are_file_names_and_never_collide():
 
 
 def test_the_ratio_chart_colours_bars_by_better_or_worse():
+    from farm.dashboard.render import macro
     from farm.dashboard.svg import ratio_chart
 
-    svg = ratio_chart([("throughput", 1.5, "better"), ("rtt_median", 1.5, "worse"), ("n", 1.004, "same")], "t")
+    svg = macro("charts.html", "ratio")(ratio_chart([("throughput", 1.5, "better"), ("rtt_median", 1.5, "worse"),
+                                                     ("n", 1.004, "same")], "t"))
     bars = re.findall(r'<rect x="\d+" y="[\d.]+" width="[\d.]+" height="14" class="bar (\w+)">', svg)
     assert bars == ["better", "worse", "same"]
     assert 'class="one"' in svg and ">1.0</text>" in svg            # the line at 1.0
