@@ -1,13 +1,15 @@
 """On the twin: farm run pipelines/smoke.yaml archives what it booted; farm reproduce RUN, with an empty
 farm cache of its own (FARM_CACHE), boots those very sha256s and says per figure whether it reproduced;
-a tampered archive file is refused before anything boots. Two boots in all: the smoke run and its
-reproduction (the suite's time is precious)."""
+a tampered archive file is refused before anything boots. One boot of its own: the reproduction (the
+smoke run is the session's, tests/boot/conftest.py, archived in the session's archive)."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
 
@@ -22,11 +24,10 @@ def shas(info: dict) -> dict[str, dict[str, str]]:
     return {name: {a: m["sha256"] for a, m in image["artifacts"].items()} for name, image in info["images"].items()}
 
 
-def test_a_smoke_run_is_archived_and_reproduced_from_an_empty_cache(maaxboard_image, tftp_root, tmp_path):
-    archive = DirArchive(tmp_path / "archive")
+def test_a_smoke_run_is_archived_and_reproduced_from_an_empty_cache(smoke_run, tftp_root, tmp_path):
+    archive = DirArchive(Path(os.environ["FARM_ARCHIVE"]))  # the session's (tests/conftest.py results_store)
     env = {"FARM_ARCHIVE": str(archive.root)}
-    out = tmp_path / "run"
-    proc = run_farm("run", "pipelines/smoke.yaml", "--out", str(out), env=env)
+    proc, out = smoke_run
     assert proc.returncode == 0, proc.stderr
     info = json.loads((out / "run.json").read_text())
     run_id = info["run_id"]
@@ -61,10 +62,16 @@ def test_a_smoke_run_is_archived_and_reproduced_from_an_empty_cache(maaxboard_im
     suite = ET.parse(again / "reproduction.xml").getroot()
     assert int(suite.get("tests")) == len(verdict["figures"]) + 1 and suite.get("errors") == "0"
 
-    # a tampered archive file (its size unchanged): refused, naming it, before anything boots
+    # a tampered archive file (its size unchanged): refused, naming it, before anything boots (in a copy of
+    # the session's archive: other tests read it)
+    copy = DirArchive(tmp_path / "archive")  # hard links, but for the file tampered with
+    shutil.copytree(archive.root, copy.root, symlinks=True, copy_function=os.link)
+    env = {"FARM_ARCHIVE": str(copy.root)}
     kernel = record.images["maaxboard-bench"].artifacts["Image"]
-    path = archive.object_path(kernel.sha256)
-    os.chmod(path, 0o644)
+    path = copy.object_path(kernel.sha256)
+    data = path.read_bytes()
+    path.unlink()
+    path.write_bytes(data)
     with open(path, "r+b") as f:
         f.seek(4096)
         byte = f.read(1)

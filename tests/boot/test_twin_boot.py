@@ -65,9 +65,8 @@ def test_missing_tftp_file_is_an_infrastructure_error_with_the_uboot_line(projec
     assert "not found" in message.lower() or "error" in message.lower()
 
 
-def test_farm_run_smoke_publishes_junit_csv_and_console(project_root, maaxboard_image, tftp_root, tmp_path):
-    out = tmp_path / "run"
-    proc = run_farm("run", "pipelines/smoke.yaml", "--out", str(out))
+def test_farm_run_smoke_publishes_junit_csv_and_console(smoke_run, maaxboard_image):
+    proc, out = smoke_run
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == str(out)
 
