@@ -18,7 +18,8 @@ hands its NIC to DPDK, and a DPDK echo on it answers the sweeps (farm.boot.dpdk 
           guest: {vcpus: 2, memory: 1G}   # "DPDK on QEMU/KVM": the echo in a guest on the target (the guest
                                    #   setup's fields, farm.guest.spec; network: user), its NIC a virtio-net-pci
 
-Everything is checked when the pipeline file is read (errors name file:line: field): the app, PMD and
+Everything is checked when the pipeline file is read (:class:`DpdkSettings`, read by farm.schema.read;
+errors name file:line: field): the app, PMD and
 binding are ones farm knows and fit together, the lcores are a list EAL takes with a forwarding lcore,
 the hugepages a count. What only the booted target can tell (the PCI device exists and binds, the kernel
 gave the pages, the PMD's library is in the image, EAL probed the port) is checked by the flow, each a
@@ -28,12 +29,12 @@ gave the pages, the PMD's library is in the image, EAL probed the port) is check
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from ..config import Node, field, reject_unknown
+from ..guest.spec import GuestSpec
+from ..schema import Invalid, WrongType, seconds, setting
 from . import FlowType
 
 if TYPE_CHECKING:  # the flows themselves (labgrid) load when a run makes one, not when a file is read
@@ -58,20 +59,65 @@ _IFACE = re.compile(r"[A-Za-z0-9_.-]{1,15}")
 _LCORE_ITEM = re.compile(r"(\d+)(?:-(\d+))?")
 
 
+def _lcores(value: Any) -> tuple[int, ...]:
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise Invalid(f"{value!r}: expected EAL's lcore list, e.g. 0-1")
+    try:
+        return parse_lcores(str(value))
+    except ValueError as exc:
+        raise Invalid(str(exc)) from None
+
+
+_lcores.schema = {"anyOf": [{"type": "string", "pattern": r"^[0-9, -]+$"}, {"type": "integer"}]}  # type: ignore[attr-defined]
+
+
+def _hugepages(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise WrongType("an integer", value)
+    if not 1 <= value <= MAX_HUGEPAGES:
+        raise Invalid(f"{value!r}: expected a number of 2 MiB pages, 1-{MAX_HUGEPAGES} (EAL needs hugepages)")
+    return value
+
+
+_hugepages.schema = {"type": "integer", "minimum": 1, "maximum": MAX_HUGEPAGES}  # type: ignore[attr-defined]
+
+
+def _known(what: str, known: Any) -> Any:
+    def check(value: str) -> str | None:
+        return None if value in known else f"unknown {what} {value!r} (known: {', '.join(known)})"
+    check.choices = tuple(known)  # type: ignore[attr-defined]
+    return check
+
+
 @attrs.frozen
 class DpdkSettings:
     """A setup's ``dpdk`` settings (see the module docstring)."""
 
-    app: str = "testpmd-5tswap"
-    lcores: tuple[int, ...] = (0, 1)
-    hugepages: int = 64
-    pmd: str = "net_virtio"
-    binding: str = "uio_pci_generic"
-    port: str = "auto"
-    ready_timeout: float = 120.0
+    SHAPE = "the DPDK echo's settings, e.g. {lcores: 0-1, hugepages: 64, pmd: net_virtio}"
+
+    app: str = setting("testpmd-5tswap", check=_known("echo app", APPS), schema={"enum": list(APPS)},
+                       doc="the echo: testpmd-5tswap (dpdk-testpmd --forward-mode=5tswap)")
+    lcores: tuple[int, ...] = setting((0, 1), parse=_lcores,
+                                      doc="EAL's -l: the first is testpmd's main lcore, the others forward (busy-poll)")
+    hugepages: int = setting(64, parse=_hugepages, doc="2 MiB pages reserved (nr_hugepages) and mounted for EAL")
+    pmd: str = setting("net_virtio", check=_known("PMD", PMDS), schema={"enum": list(PMDS)},
+                       doc="the poll-mode driver that must probe the port")
+    #: None: the PMD's first binding
+    binding: str = setting(None, check=_known("binding", BINDINGS), schema={"enum": list(BINDINGS)},
+                           doc="how the NIC is handed to DPDK: uio_pci_generic, vfio-pci, or none (a vdev PMD); "
+                               "default: the PMD's first")
+    port: str = setting("auto", doc="the NIC: auto (the one holding the boot's address), a PCI address, or for a "
+                                    "vdev PMD an interface name")
+    ready_timeout: float = setting(120.0, parse=seconds(MAX_TIMEOUT),
+                                   doc="seconds for EAL to probe the port and testpmd to start forwarding")
     #: "DPDK on QEMU/KVM": the echo in a Linux guest under QEMU/KVM on the target (farm.guest.spec), its NIC
     #: a virtio-net-pci; None: on the target's own Linux ("DPDK on pure Linux")
-    guest: Any = None
+    guest: GuestSpec | None = setting(None, doc="the echo in a guest on the target (the guest setup's fields; "
+                                              "network: user)")
+
+    def __attrs_post_init__(self) -> None:
+        if self.binding is None:
+            object.__setattr__(self, "binding", PMDS[self.pmd][1][0])  # frozen: attrs' own way
 
     @property
     def responder(self) -> str:
@@ -97,6 +143,30 @@ class DpdkSettings:
                 "hugepages": self.hugepages, "pmd": self.pmd, "binding": self.binding, "port": self.port,
                 "ready_timeout": self.ready_timeout, "guest": self.guest.to_json() if self.guest else None}
 
+    def validate(self, given: Any) -> None:
+        """The fields together (farm.schema.read calls it after each field's own check)."""
+        kind, bindings = PMDS[self.pmd]
+        if self.binding not in bindings:
+            raise Invalid(f"{self.binding!r} does not fit the PMD {self.pmd} (it takes: {', '.join(bindings)})",
+                          key="binding")
+        if self.port != "auto":
+            if kind == "pci" and not PCI_ADDRESS.fullmatch(self.port):
+                raise Invalid(f"{self.port!r}: expected auto or a PCI address such as 0000:00:01.0 (the PMD "
+                              f"{self.pmd} takes a PCI device)", key="port")
+            if kind == "vdev" and not _IFACE.fullmatch(self.port):
+                raise Invalid(f"{self.port!r}: expected auto or an interface name such as eth0 (the PMD {self.pmd} "
+                              "runs on a kernel interface)", key="port")
+        if self.guest is not None:
+            if self.guest.network != "user":
+                raise Invalid("a DPDK guest takes network: user (its NIC is DPDK's; the host forwards the sweep's "
+                              "ports into it)", key="guest")
+            if kind != "pci":
+                raise Invalid(f"in a guest the PMD is net_virtio (the guest's NIC is a virtio-net-pci), not {self.pmd}",
+                              key="pmd")
+            if max(self.lcores) >= self.guest.vcpus:
+                raise Invalid(f"core {max(self.lcores)}: the guest has {self.guest.vcpus} vCPUs (guest.vcpus)",
+                              key="lcores")
+
 
 def parse_lcores(text: str) -> tuple[int, ...]:
     """EAL's lcore list (``0-1``, ``0,2``, ``0,2-3``) as the cores, in order, each once; ValueError says why."""
@@ -120,64 +190,6 @@ def parse_lcores(text: str) -> tuple[int, ...]:
     return tuple(cores)
 
 
-def read_settings(setup: Node, key: str, base: Path) -> DpdkSettings:
-    """The ``dpdk`` settings of a setup of a pipeline file (errors name file:line: field)."""
-    node = setup.get(key)
-    if node is None or node == {}:
-        return DpdkSettings()
-    if not isinstance(node, Node):
-        raise setup.error(key, "expected the DPDK echo's settings, e.g. {lcores: 0-1, hugepages: 64, pmd: net_virtio}")
-    reject_unknown(node, {"app", "lcores", "hugepages", "pmd", "binding", "port", "ready_timeout", "guest"})
-    app = field(node, "app", str, "testpmd-5tswap")
-    if app not in APPS:
-        raise node.error("app", f"unknown echo app {app!r} (known: {', '.join(APPS)})")
-    lcores_value = node.get("lcores", "0-1")
-    if isinstance(lcores_value, bool) or not isinstance(lcores_value, (str, int)):
-        raise node.error("lcores", f"{lcores_value!r}: expected EAL's lcore list, e.g. 0-1")
-    try:
-        lcores = parse_lcores(str(lcores_value))
-    except ValueError as exc:
-        raise node.error("lcores", str(exc)) from None
-    hugepages = field(node, "hugepages", int, 64)
-    if isinstance(hugepages, bool) or not 1 <= hugepages <= MAX_HUGEPAGES:
-        raise node.error("hugepages", f"{hugepages!r}: expected a number of 2 MiB pages, 1-{MAX_HUGEPAGES} "
-                                      "(EAL needs hugepages)")
-    pmd = field(node, "pmd", str, "net_virtio")
-    if pmd not in PMDS:
-        raise node.error("pmd", f"unknown PMD {pmd!r} (known: {', '.join(PMDS)})")
-    kind, bindings = PMDS[pmd]
-    binding = field(node, "binding", str, bindings[0])
-    if binding not in BINDINGS:
-        raise node.error("binding", f"unknown binding {binding!r} (known: {', '.join(BINDINGS)})")
-    if binding not in bindings:
-        raise node.error("binding", f"{binding!r} does not fit the PMD {pmd} (it takes: {', '.join(bindings)})")
-    port = field(node, "port", str, "auto")
-    if port != "auto":
-        if kind == "pci" and not PCI_ADDRESS.fullmatch(port):
-            raise node.error("port", f"{port!r}: expected auto or a PCI address such as 0000:00:01.0 (the PMD "
-                                     f"{pmd} takes a PCI device)")
-        if kind == "vdev" and not _IFACE.fullmatch(port):
-            raise node.error("port", f"{port!r}: expected auto or an interface name such as eth0 (the PMD {pmd} "
-                                     "runs on a kernel interface)")
-    timeout = field(node, "ready_timeout", (int, float), 120.0)
-    if isinstance(timeout, bool) or not 0 < timeout <= MAX_TIMEOUT:
-        raise node.error("ready_timeout", f"{timeout!r}: expected seconds, > 0 and <= {MAX_TIMEOUT:g}")
-    guest = None
-    if node.get("guest") is not None:
-        from ..guest.spec import guest_of
-
-        guest = guest_of(node, base, "guest")
-        if guest.network != "user":
-            raise node.error("guest", "a DPDK guest takes network: user (its NIC is DPDK's; the host forwards the "
-                                      "sweep's ports into it)")
-        if kind != "pci":
-            raise node.error("pmd", f"in a guest the PMD is net_virtio (the guest's NIC is a virtio-net-pci), not {pmd}")
-        if max(lcores) >= guest.vcpus:
-            raise node.error("lcores", f"core {max(lcores)}: the guest has {guest.vcpus} vCPUs (guest.vcpus)")
-    return DpdkSettings(app=app, lcores=lcores, hugepages=hugepages, pmd=pmd, binding=binding, port=port,
-                        ready_timeout=float(timeout), guest=guest)
-
-
 GUEST_KIND = "netboot+guest+dpdk"
 #: the guest's NIC when DPDK takes it (DPDK has no virtio-mmio PMD, farm's guests' default on arm64)
 GUEST_NIC = "virtio-net-pci,disable-legacy=on,romfile="
@@ -199,4 +211,4 @@ def dpdk_flow(settings: DpdkSettings, setup: "FlowSetup") -> "DpdkFlow":
     return DpdkFlow(settings, NetbootFlow(pin_khz=setup.cpu_frequency_khz, cpus=setup.cpus, twin_nic=TWIN_NIC))
 
 
-DPDK_FLOW = FlowType(NAME, dpdk_flow, key=NAME, read=read_settings, describe=DpdkSettings.describe)
+DPDK_FLOW = FlowType(NAME, dpdk_flow, key=NAME, settings=DpdkSettings, describe=DpdkSettings.describe)

@@ -15,7 +15,8 @@ U-Boot as it is, with no shell afterwards (farm.boot.system does the booting).
             - pattern: '(?P<component>\\w+) utilisation (?P<utilisation>[0-9.]+)'
               units: {utilisation: percent}
 
-Everything is checked when the pipeline file is read (errors name file:line: field): the regexes
+Everything is checked when the pipeline file is read (:class:`SystemSettings`, read by farm.schema.read;
+errors name file:line: field): the regexes
 compile, the address pattern has its ``address`` group; the path is checked when the image is made
 (the build stage, before any boot: farm reproduce boots the archived image, not the path). Without ``path``, the setup
 boots the run's ``--image`` of a system image (``farm run --image loader.img``). The targets of this
@@ -31,10 +32,10 @@ from typing import Any
 
 import attrs
 
-from ..config import Node, field, reject_unknown, require, string_list
 from ..errors import JobError
 from ..images.image import SYSTEM, SYSTEM_BOOTS
 from ..measure.console import StatsPattern, stats_pattern
+from ..schema import Invalid, each, regex_problem, seconds, setting
 from . import FlowType
 
 NAME = "system"
@@ -43,22 +44,89 @@ MAX_TIMEOUT = 86400.0
 _ADDR = re.compile(r"0x[0-9a-fA-F]{1,16}|\$\{[a-z_]+\}")
 
 
+def _address(value: str) -> str | None:
+    if _is_ipv4(value):
+        return None
+    try:
+        compiled = re.compile(value)
+    except re.error as exc:
+        return f"{value!r} is neither an IPv4 address nor a regular expression: {exc}"
+    if "address" not in compiled.groupindex:
+        return (f"{value!r}: a pattern needs the group (?P<address>...) that holds the address (or give the "
+                "address itself)")
+    return None
+
+
+def _ready(value: str) -> str | None:
+    if not value:
+        return "the console line that says the system is up is needed (a regular expression)"
+    return regex_problem(value)
+
+
+def _stage_addr(value: str) -> str | None:
+    if _ADDR.fullmatch(value):
+        return None
+    return f"{value!r}: expected an address (0x44000000) or a U-Boot variable (${{kernel_addr_r}})"
+
+
+def _load_addr(value: Any) -> int:
+    from ..images.system import parse_address
+
+    return parse_address(value, "load_addr")
+
+
+_load_addr.schema = {"anyOf": [{"type": "integer", "minimum": 0},  # type: ignore[attr-defined]
+                               {"type": "string", "pattern": "^(0[xX][0-9a-fA-F]+|[0-9]+)$"}]}
+
+
+@attrs.frozen
+class StatsSpec:
+    """A console line that becomes records (farm.measure.console): its regex, and the unit of each value group."""
+
+    pattern: str = setting(doc="a regex over a console line; each named group a value or a param")
+    units: dict[str, str] = setting(factory=dict, doc="group -> its unit (ticks, percent, bytes, count)")
+    metric: str = setting("", doc="the metric of a line only seen (a banner): counted under this name")
+
+
+def _stats(value: Any) -> tuple[StatsPattern, ...]:
+    from ..schema.read import read_as
+
+    patterns = []
+    for i, spec in enumerate(read_as(value, tuple[StatsSpec, ...])):
+        try:
+            patterns.append(stats_pattern(spec.pattern, spec.units, spec.metric))
+        except JobError as exc:
+            raise Invalid(f"item {i}: {exc}") from None
+    return tuple(patterns)
+
+
 @attrs.frozen
 class SystemSettings:
     """A setup's ``system`` settings (see the module docstring)."""
 
-    ready: str
-    path: Path | None = None
-    boot: str | None = None
-    load_addr: int | None = None
-    stage_addr: str | None = None
-    ready_timeout: float = 120.0
-    fatal: tuple[str, ...] = ()
-    address: str | None = None
-    stats: tuple[StatsPattern, ...] = ()
-    name: str | None = None
+    SHAPE = "the system image's settings, e.g. {path: build/loader.img, ready: 'ready'}"
+
+    ready: str = setting(check=_ready, doc="the console line that says the system is up (a regex)")
+    path: Path | None = setting(None, relative=True,
+                                doc="a file, a directory with a system manifest.json, or a recipe of farm's "
+                                    "bare-metal programs; without it, the run's --image")
+    boot: str | None = setting(None, choices=tuple(SYSTEM_BOOTS),
+                               doc="bootm, bootelf or go (default: the env file's system_boot, else what the image "
+                                   "offers first)")
+    load_addr: int | None = setting(None, parse=_load_addr, doc="where a raw binary loads (0x50000000)")
+    stage_addr: str | None = setting(None, check=_stage_addr,
+                                     doc="where the image is fetched to: an address or a U-Boot variable")
+    ready_timeout: float = setting(120.0, parse=seconds(MAX_TIMEOUT), doc="seconds to the ready line")
+    fatal: tuple[str, ...] = setting((), check=each(regex_problem),
+                                     doc="lines (regexes) that end the boot or a benchmark as a failure")
+    address: str | None = setting(None, check=_address,
+                                  doc="where its services are: an IPv4 address, or a regex whose group "
+                                      "(?P<address>...) finds it on the console")
+    stats: tuple[StatsPattern, ...] = setting((), parse=_stats, schema={"type": "array", "items": {"$ref": "#/$defs/StatsSpec"}},
+                                              doc="console lines that become records (farm.measure.console)")
+    name: str | None = setting(None, doc="the system's name in run.json")
     #: where the pipeline file gives ``path`` (file:line: field), for the error when it is missing
-    path_where: str = attrs.field(default="", eq=False)
+    path_where: str = setting("", where_of="path", eq=False)
 
     def describe(self) -> dict[str, Any]:
         return {"path": str(self.path) if self.path else None, "boot": self.boot,
@@ -74,6 +142,11 @@ class SystemSettings:
             return None
         return re.compile(self.address)
 
+    @classmethod
+    def __json_schema__(cls, schema_of: Any) -> dict[str, Any]:
+        schema_of(StatsSpec)  # the items of ``stats`` (read by _stats)
+        return schema_of._class(cls)
+
 
 def _is_ipv4(text: str) -> bool:
     try:
@@ -81,78 +154,6 @@ def _is_ipv4(text: str) -> bool:
     except ValueError:
         return False
     return True
-
-
-def _regex(node: Node, key: str, value: str) -> str:
-    try:
-        re.compile(value)
-    except re.error as exc:
-        raise node.error(key, f"{value!r} is not a regular expression: {exc}") from None
-    return value
-
-
-def read_settings(setup: Node, key: str, base: Path) -> SystemSettings:
-    """The ``system`` settings of a setup of a pipeline file (``base``: the file's directory)."""
-    from ..images.system import parse_address
-
-    node = setup.get(key)
-    if not isinstance(node, Node):
-        raise setup.error(key, "expected the system image's settings, e.g. {path: build/loader.img, ready: 'ready'}")
-    reject_unknown(node, {"path", "boot", "load_addr", "stage_addr", "ready", "ready_timeout", "fatal", "address",
-                          "stats", "name"})
-    if setup.get("image") is not None:
-        raise setup.error("image", "a setup of the flow system names its image in system.path")
-    path = field(node, "path", str, None)
-    resolved, path_where = None, ""
-    if path is not None:
-        resolved = Path(path).expanduser()
-        resolved = resolved if resolved.is_absolute() else base / resolved
-        # checked when the image is made (the build stage, before any boot), not here: farm reproduce reads
-        # the archived pipeline file, away from its paths, and boots the archived image instead
-        path_where = node.where("path")
-    boot = field(node, "boot", str, None)
-    if boot is not None and boot not in SYSTEM_BOOTS:
-        raise node.error("boot", f"{boot!r}: expected one of {', '.join(SYSTEM_BOOTS)}")
-    load_addr = None
-    if node.get("load_addr") is not None:
-        try:
-            load_addr = parse_address(node["load_addr"], "load_addr")
-        except JobError as exc:
-            raise node.error("load_addr", str(exc)) from None
-    stage_addr = field(node, "stage_addr", str, None)
-    if stage_addr is not None and not _ADDR.fullmatch(stage_addr):
-        raise node.error("stage_addr", f"{stage_addr!r}: expected an address (0x44000000) or a U-Boot variable "
-                                       "(${kernel_addr_r})")
-    ready = _regex(node, "ready", require(node, "ready", str))
-    if not ready:
-        raise node.error("ready", "the console line that says the system is up is needed (a regular expression)")
-    timeout = field(node, "ready_timeout", (int, float), 120.0)
-    if isinstance(timeout, bool) or not 0 < timeout <= MAX_TIMEOUT:
-        raise node.error("ready_timeout", f"{timeout!r}: expected seconds, > 0 and <= {MAX_TIMEOUT:g}")
-    fatal = tuple(_regex(node, "fatal", f) for f in string_list(node, "fatal"))
-    address = field(node, "address", str, None)
-    if address is not None and not _is_ipv4(address):
-        try:
-            compiled = re.compile(address)
-        except re.error as exc:
-            raise node.error("address", f"{address!r} is neither an IPv4 address nor a regular expression: {exc}") from None
-        if "address" not in compiled.groupindex:
-            raise node.error("address", f"{address!r}: a pattern needs the group (?P<address>...) that holds the "
-                                        "address (or give the address itself)")
-    stats = []
-    for i, item in enumerate(field(node, "stats", list, None) or []):
-        if not isinstance(item, Node):
-            raise node.error("stats", f"item {i}: expected {{pattern: REGEX, units: {{GROUP: UNIT}}}}")
-        reject_unknown(item, {"pattern", "units", "metric"})
-        units = field(item, "units", Node, None) or {}
-        try:
-            stats.append(stats_pattern(require(item, "pattern", str), dict(units), field(item, "metric", str, "")))
-        except JobError as exc:
-            raise node.error("stats", f"item {i}: {exc}") from None
-    name = field(node, "name", str, None)
-    return SystemSettings(ready=ready, path=resolved, boot=boot, load_addr=load_addr, stage_addr=stage_addr,
-                          ready_timeout=float(timeout), fatal=fatal, address=address, stats=tuple(stats), name=name,
-                          path_where=path_where)
 
 
 def _make(settings: SystemSettings, setup: Any) -> Any:
@@ -166,5 +167,5 @@ def given_load_addr(settings: SystemSettings) -> int | None:
     return settings.load_addr if settings.path is None else None
 
 
-SYSTEM_FLOW = FlowType(NAME, _make, key=NAME, read=read_settings, describe=SystemSettings.describe,
-                       shell=False, image_kind=SYSTEM, given_load_addr=given_load_addr)
+SYSTEM_FLOW = FlowType(NAME, _make, key=NAME, settings=SystemSettings, describe=SystemSettings.describe,
+                       shell=False, image_kind=SYSTEM, given_load_addr=given_load_addr, needs_settings=True)
