@@ -192,6 +192,7 @@ def _benchmark_class(registry: Mapping[str, type]) -> type:
                     "minProperties": 1, "maxProperties": 1, "additionalProperties": False,
                     "properties": {name: {"anyOf": [schema_of(params), {"type": "null"}]}
                                    for name, params in sorted(registry.items())}}
+    BenchmarkEntry.__qualname__ = "BenchmarkEntry"  # its name in the JSON Schema's $defs
     return BenchmarkEntry
 
 
