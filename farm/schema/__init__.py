@@ -187,6 +187,17 @@ def each(check: Callable[[Any], str | None]) -> Callable[[Any], str | None]:
     return check_each
 
 
+def one_of(allowed: Iterable[Any], problem: Callable[[Any], str]) -> Callable[[Any], str | None]:
+    """A choice among ``allowed`` (the JSON Schema's enum), refused with the field's own words
+    (``problem(value)``) where they say more than ``setting(choices=...)``'s."""
+    allowed = tuple(allowed)
+
+    def check(value: Any) -> str | None:
+        return None if value in allowed else problem(value)
+    check.choices = allowed  # type: ignore[attr-defined]
+    return check
+
+
 def all_of(*checks: Callable[[Any], str | None]) -> Callable[[Any], str | None]:
     """The first problem any of ``checks`` finds."""
     def check(value: Any) -> str | None:

@@ -15,8 +15,25 @@ def _pipeline() -> tuple[type, str]:
     return pipeline_file(), "a farm pipeline file (pipelines/*.yaml): recipes, targets, setups, benchmarks"
 
 
+class _AnyRecipe:
+    """A recipe of any kind: Linux (kernel, initrd), farm's bare-metal programs, or a Linux packed as a FIT."""
+
+    @classmethod
+    def __json_schema__(cls, schema_of: Any) -> dict[str, Any]:
+        from ..images.baremetal import BareMetalFile
+        from ..images.fit import LinuxSystemFile
+        from ..images.recipe import RecipeFile
+
+        return {"anyOf": [schema_of(RecipeFile), schema_of(BareMetalFile), schema_of(LinuxSystemFile)]}
+
+
+def _recipe() -> tuple[type, str]:
+    return _AnyRecipe, ("a farm image recipe (images/*.yaml): a Linux image (kernel, initrd), farm's bare-metal "
+                        "programs (baremetal:) or a Linux packed as a FIT image (linux_system:)")
+
+
 #: name -> () -> (the class, what the file is)
-FILES: dict[str, Callable[[], tuple[type, str]]] = {"pipeline": _pipeline}
+FILES: dict[str, Callable[[], tuple[type, str]]] = {"pipeline": _pipeline, "recipe": _recipe}
 
 
 def schema_of(name: str) -> dict[str, Any]:

@@ -76,7 +76,8 @@ class SchemaWriter:
         """A field's schema: its file form, doc, default, allowed values and bounds."""
         info = setting_of(field)
         schema = dict(info.schema) if info.schema is not None else self.of(field.type)
-        choices = info.choices if info.choices is not None else getattr(info.named_check, "choices", None)
+        choices = next((c for c in (info.choices, getattr(info.check, "choices", None),
+                                    getattr(info.named_check, "choices", None)) if c is not None), None)
         if choices is not None:
             schema = {**schema, "enum": list(choices)}
         bounds = getattr(info.check, "bounds", None)

@@ -185,6 +185,7 @@ def _class_hook(cls: type) -> Callable[[Any, Any], Any]:
         if not isinstance(value, Mapping):
             raise WrongType(getattr(cls, "SHAPE", "a mapping"), value, shape=True)
         given = {k: v for k, v in value.items() if v is not None}  # null: not given (its default)
+        # validate() is given the mapping as the file has it (a Node: its file, its lines)
         if relative:  # as the file gives them: relative to its folder
             base = Path(getattr(value, "file", _FILE.get())).parent
             given.update({k: str(base / Path(given[k]).expanduser()) for k in relative
@@ -198,7 +199,7 @@ def _class_hook(cls: type) -> Callable[[Any, Any], Any]:
             made = attrs.evolve(made, **{name: value.where(key) for name, key in located.items() if key in value})
         validate = getattr(made, "validate", None)
         if validate is not None:
-            validate(given)
+            validate(value)
         return made
     return hook
 
@@ -289,11 +290,12 @@ def _text(path: tuple) -> str:
 
 def _message(root: Any, path: tuple, exc: BaseException) -> str:
     """``file:line: field: problem`` for the problem ``exc`` at ``path`` under the mapping ``root``."""
-    if isinstance(exc, KeyError) and path:  # a required field cattrs found missing
-        exc = Missing(f"missing required field '{_text(_prefixed(root, path))}'")
-        path = path[:-1]
-    elif isinstance(exc, Invalid) and exc.key is not None:
+    if isinstance(exc, Invalid) and exc.key is not None:
         path = path + (exc.key if isinstance(exc.key, tuple) else (exc.key,))
+    if (isinstance(exc, KeyError) or isinstance(exc, Missing)) and path:  # a required field, missing
+        hint = f" ({exc.problem})" if isinstance(exc, Missing) and exc.problem else ""
+        exc = Invalid(f"missing required field '{_text(_prefixed(root, path))}'{hint}")
+        path = path[:-1]
     problem = exc.problem if isinstance(exc, Invalid) else str(exc)
     if path and isinstance(path[-1], int):  # an item of a list: the list's line, "item i ..."
         holder = _walk(root, path[:-1])

@@ -15,7 +15,8 @@ from ..conftest import ROOT, run_farm
 pytest.importorskip("check_jsonschema", reason="check-jsonschema (test extra) validates the files")
 
 #: the files of each kind in the repository (the CI files in pipelines/ are GitLab's: tests/unit/test_ci_files.py)
-FILES = {"pipeline": sorted(p for p in (ROOT / "pipelines").glob("*.yaml") if not p.name.startswith("gitlab-ci"))}
+FILES = {"pipeline": sorted(p for p in (ROOT / "pipelines").glob("*.yaml") if not p.name.startswith("gitlab-ci")),
+         "recipe": sorted((ROOT / "images").glob("*.yaml"))}
 
 
 def _schema(tmp_path: Path, name: str) -> Path:
