@@ -288,7 +288,7 @@ def _text(path: tuple) -> str:
     return text
 
 
-def _message(root: Any, path: tuple, exc: BaseException) -> str:
+def _message(root: Any, path: tuple, exc: BaseException, label: str = "") -> str:
     """``file:line: field: problem`` for the problem ``exc`` at ``path`` under the mapping ``root``."""
     if isinstance(exc, Invalid) and exc.key is not None:
         path = path + (exc.key if isinstance(exc.key, tuple) else (exc.key,))
@@ -306,7 +306,7 @@ def _message(root: Any, path: tuple, exc: BaseException) -> str:
             else:
                 problem = f"item {path[-1]} {item!r}: {problem}"
             path = path[:-1]
-    where = _where(root, path)
+    where = _where(root, path, label)
     return f"{where}: {problem}" if where else problem
 
 
@@ -325,12 +325,13 @@ def _walk(root: Any, path: tuple) -> Any:
     return node
 
 
-def _where(root: Any, path: tuple) -> str:
-    """``file:line: field`` of ``path``: the line of its key in the deepest mapping that has it."""
+def _where(root: Any, path: tuple, label: str = "") -> str:
+    """``file:line: field`` of ``path``: the line of its key in the deepest mapping that has it (a mapping
+    made in code, not read from a file: ``label field``, as a benchmark's params are named: ``isal only``)."""
     field = _text(_prefixed(root, path)) or "(top level)"
     file = getattr(root, "file", None)
     if file is None:
-        return _text(path)
+        return f"{label} {_text(path)}".strip() if path else ""
     line = getattr(root, "line", 0)
     node = root
     for part in path:
@@ -354,6 +355,6 @@ def structure(node: Mapping[str, Any], cls: type[T]) -> T:
         return CONVERTER().structure(node, cls)
     except (ClassValidationError, IterableValidationError, Invalid, KeyError) as exc:
         path, problem = _first(exc, ())
-        raise JobError(_message(node, path, problem)) from None
+        raise JobError(_message(node, path, problem, getattr(cls, "LABEL", ""))) from None
     finally:
         _FILE.reset(token)
