@@ -28,7 +28,6 @@ reader imports it when a file is read.
 
 from __future__ import annotations
 
-import difflib
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
@@ -83,6 +82,8 @@ class Unknown(Invalid):
     """A key the mapping may not have."""
 
     def __init__(self, name: str, allowed: list[str], message: str | None = None, **where: Any) -> None:
+        import difflib  # when a key is refused, not when a class is declared
+
         close = difflib.get_close_matches(name, allowed, n=1)
         problem = (message or "unknown field (allowed: {allowed})").format(allowed=", ".join(sorted(allowed)))
         super().__init__(problem + (f"; did you mean {close[0]!r}?" if close else ""), **where)
