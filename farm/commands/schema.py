@@ -1,4 +1,4 @@
-"""``farm schema pipeline|recipe|env``: the JSON Schema of a file farm reads, for editors (README)."""
+"""``farm schema pipeline|recipe``: the JSON Schema of a file farm reads, for editors (README)."""
 
 from __future__ import annotations
 
