@@ -22,6 +22,10 @@ scalar and a class); checked strictly (``"3"`` is no integer, ``true`` no number
 is not its type (``memory: 512M`` -> ``memory_mb``) gives ``parse`` (the file's value -> the field's, or
 :class:`Invalid`) and ``schema`` (the file form's JSON Schema).
 
+A class refuses every key it does not declare, unless it says whose the others are: ``OPEN = "labgrid's:
+..."`` (a file farm shares with another reader, a labgrid env file's target options): those are left to
+their reader, and the JSON Schema allows them with that description.
+
 This module imports no cattrs: a class is declared (and ``farm --help`` imports many) without it; the
 reader imports it when a file is read.
 """

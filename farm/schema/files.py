@@ -32,8 +32,16 @@ def _recipe() -> tuple[type, str]:
                         "programs (baremetal:) or a Linux packed as a FIT image (linux_system:)")
 
 
+def _env() -> tuple[type, str]:
+    from ..boot.envfile import EnvDocument
+
+    return EnvDocument, ("a labgrid env file (env/*.yaml) as farm reads it: its keys, the targets' names and options "
+                         "farm uses, the attributes of farm's netboot strategies; labgrid's own drivers and "
+                         "resources are labgrid's (free mappings here, checked by labgrid)")
+
+
 #: name -> () -> (the class, what the file is)
-FILES: dict[str, Callable[[], tuple[type, str]]] = {"pipeline": _pipeline, "recipe": _recipe}
+FILES: dict[str, Callable[[], tuple[type, str]]] = {"pipeline": _pipeline, "recipe": _recipe, "env": _env}
 
 
 def schema_of(name: str) -> dict[str, Any]:

@@ -2,8 +2,9 @@
 
 Written from the same declarations :func:`farm.schema.read.structure` reads with (attrs fields, their type
 hints and :class:`~farm.schema.Setting`), so the editor's completion and the reader never disagree: each
-class an ``object`` with ``additionalProperties: false`` and its required keys, each field its
-``description`` (the ``doc``), ``default``, ``enum`` (``choices``, ``Literal``) and bounds (``number()``).
+class an ``object`` with ``additionalProperties: false`` (an ``OPEN`` class's other keys: allowed, described)
+and its required keys, each field its ``description`` (the ``doc``), ``default``, ``enum`` (``choices``,
+``Literal``) and bounds (``number()``).
 A class that reads itself (``__structure__``) gives its own (``__json_schema__(schema_of)``). A few
 dozen types are all farm's files use, so this is written here rather than taken from a library.
 """
@@ -69,8 +70,10 @@ class SchemaWriter:
             properties[key_of(field)] = self.field(field)
             if field.default is attrs.NOTHING:
                 required.append(key_of(field))
+        others = getattr(cls, "OPEN", None)
         return {"type": "object", **_description(cls.__doc__), "properties": properties,
-                **({"required": required} if required else {}), "additionalProperties": False}
+                **({"required": required} if required else {}),
+                "additionalProperties": {"description": others} if others is not None else False}
 
     def field(self, field: attrs.Attribute) -> dict[str, Any]:
         """A field's schema: its file form, doc, default, allowed values and bounds."""

@@ -76,7 +76,7 @@ def _literal(value: Any, tp: Any) -> Any:
 def _fits(value: Any, tp: Any) -> bool:
     """Whether ``value``'s YAML type is one ``tp`` reads (a union's member is chosen by it)."""
     origin = typing.get_origin(tp)
-    if tp is Any:
+    if tp is Any or (isinstance(tp, type) and hasattr(tp, "__structure__")):  # it says what it reads
         return True
     if isinstance(value, bool):
         return tp is bool
@@ -180,11 +180,14 @@ def _class_hook(cls: type) -> Callable[[Any, Any], Any]:
     relative = [key_of(f) for f in attrs.fields(cls) if setting_of(f).relative]
     located = {f.name: setting_of(f).where_of for f in attrs.fields(cls) if setting_of(f).where_of}
     allowed = keys(cls)
+    open_keys = getattr(cls, "OPEN", None) is not None
 
     def hook(value: Any, _: Any) -> Any:
         if not isinstance(value, Mapping):
             raise WrongType(getattr(cls, "SHAPE", "a mapping"), value, shape=True)
         given = {k: v for k, v in value.items() if v is not None}  # null: not given (its default)
+        if open_keys:  # the other keys are another reader's (labgrid's): not farm's to refuse
+            given = {k: v for k, v in given.items() if k in allowed}
         # validate() is given the mapping as the file has it (a Node: its file, its lines)
         if relative:  # as the file gives them: relative to its folder
             base = Path(getattr(value, "file", _FILE.get())).parent
