@@ -210,6 +210,18 @@ def json_depth(text: str) -> int:
     return deepest
 
 
+def json_node(data: Any, file: str | Path) -> Any:
+    """JSON ``data`` loaded from ``file`` with its mappings as :class:`Node` (no lines: JSON keeps none), so
+    farm.schema names a problem ``file: field.path: problem``."""
+    if isinstance(data, dict):
+        node = Node((k, json_node(v, file)) for k, v in data.items())
+        node.file, node.line, node.key_lines = str(file), 0, {}
+        return node
+    if isinstance(data, list):
+        return [json_node(v, file) for v in data]
+    return data
+
+
 def load_json(path: str | Path, what: str = "file", limit: int = MAX_FILE_BYTES) -> dict:
     """A JSON object from a file (size-limited, UTF-8, nesting bounded), or a :class:`JobError` naming it."""
     text = read_text(path, what, limit)

@@ -66,6 +66,13 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def _float(value: int | float) -> float:
+    try:
+        return float(value)
+    except OverflowError:  # an integer of hundreds of digits
+        raise Invalid("a number out of range") from None
+
+
 def _literal(value: Any, tp: Any) -> Any:
     allowed = typing.get_args(tp)
     if isinstance(value, bool) or value not in allowed:
@@ -248,7 +255,7 @@ def CONVERTER() -> cattrs.Converter:  # noqa: N802 - the one converter, made onc
     converter = cattrs.Converter(forbid_extra_keys=True, detailed_validation=True)
     converter.register_structure_hook(str, _scalar(str, lambda v: isinstance(v, str)))
     converter.register_structure_hook(int, _scalar(int, _is_int))
-    converter.register_structure_hook(float, _scalar(float, _is_number, float))
+    converter.register_structure_hook(float, _scalar(float, _is_number, _float))
     converter.register_structure_hook(bool, _scalar(bool, lambda v: isinstance(v, bool)))
     converter.register_structure_hook(Path, _scalar(Path, lambda v: isinstance(v, str), Path))
     converter.register_structure_hook(Any, lambda value, _: value)
@@ -347,7 +354,7 @@ def _where(root: Any, path: tuple, label: str = "") -> str:
             node = node[part]
         except (KeyError, IndexError, TypeError):
             break
-    return f"{file}:{line}: {field}"
+    return f"{file}:{line}: {field}" if line else f"{file}: {field}"  # JSON keeps no lines
 
 
 def structure(node: Mapping[str, Any], cls: type[T]) -> T:
