@@ -50,3 +50,31 @@ def test_a_damaged_lab_state_is_a_job_error_naming_its_field(tmp_path, spoil, wo
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     assert f"farm: job error: {tmp_path}/{words}" in proc.stderr, proc.stderr
     assert state.read_bytes() == before
+
+
+def _record() -> dict:
+    record = RunRecord("20261129-224818-e762", "2026-11-29T22:50:00", "ci", "smoke", "passed", "2026-11-29T22:48:18",
+                       {"run.json": Entry(SHA, 10)}, (TextFile(SHA, 5, "images/x.yaml"),), {},
+                       pipeline=TextFile(SHA, 3, "pipelines/smoke.yaml"))
+    return json.loads(json.dumps(record.as_json()))
+
+
+@pytest.mark.parametrize("spoil, words", [
+    (lambda r: {**r, "format": 2}, "format: 2: this farm reads format 1 (a newer farm archived it? upgrade farm)"),
+    (lambda r: {**r, "run_id": "../x"}, "run_id: '../x' is not a valid run id"),
+    (lambda r: {**r, "files": {"run.json": {"sha256": "x", "size": 1}}},
+     "files.run.json.sha256: 'x' is not a sha256"),
+    (lambda r: {**r, "files": {"/etc/passwd": {"sha256": SHA, "size": 1}}},
+     "files./etc/passwd: unknown field (allowed: reproduction.json, results.csv, run.json)"),
+    (lambda r: {**r, "recipes": [{"sha256": SHA, "size": 1, "path": "../../x.yaml"}]},
+     "recipes[0].path: '../../x.yaml' is not a relative path inside the archived tree"),
+    (lambda r: {**r, "images": {"i": {"key": "k", "manifest": {"sha256": SHA, "size": 1},
+                                      "artifacts": {"../Image": {"sha256": SHA, "size": 1}}}}},
+     "images.i.artifacts.../Image: '../Image' is not a plain file name"),
+    (lambda r: {**r, "pipeline": {"sha256": SHA, "size": -1, "path": "p.yaml"}}, "pipeline.size: -1: not a size"),
+])
+def test_a_forged_archive_record_is_refused_naming_its_field(spoil, words):
+    assert RunRecord.from_json(_record(), "runs/r.json").run_id == "20261129-224818-e762"
+    with pytest.raises(JobError) as refused:
+        RunRecord.from_json(spoil(_record()), "runs/r.json")
+    assert str(refused.value).startswith(f"runs/r.json: {words}"), refused.value
