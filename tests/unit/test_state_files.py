@@ -78,3 +78,29 @@ def test_a_forged_archive_record_is_refused_naming_its_field(spoil, words):
     with pytest.raises(JobError) as refused:
         RunRecord.from_json(spoil(_record()), "runs/r.json")
     assert str(refused.value).startswith(f"runs/r.json: {words}"), refused.value
+
+
+def _system_dir(tmp_path: Path, **manifest) -> Path:
+    path = tmp_path / "img"
+    path.mkdir(parents=True)
+    (path / "loader.img").write_bytes(b"\0" * 16)
+    artifacts = {"loader.img": {"sha256": hashlib.sha256(b"\0" * 16).hexdigest(), "size": 16}}
+    (path / "manifest.json").write_text(json.dumps({"kind": "system", "name": "client-vm", "arch": "arm64",
+                                                    "boot": {"go": "loader.img"}, "load_addr": "0x50000000",
+                                                    "artifacts": artifacts, **manifest}))
+    return path
+
+
+@pytest.mark.parametrize("manifest, words", [
+    ({"boot": {"goo": "loader.img"}}, "boot.goo: unknown field (allowed: bootelf, bootm, go); did you mean 'go'?"),
+    ({"boot": {"go": "other.img"}}, "boot.go: 'other.img' is not one of the artifacts"),
+    ({"boot": {}}, "boot: expected the file each U-Boot command boots"),
+    ({"kind": "rtos"}, "kind: 'rtos': expected one of linux, system"),
+    ({"arch": None}, "missing required field 'arch'"),
+    ({"artifacts": {"loader.img": {"sha256": "A" * 64, "size": 16}}}, "artifacts.loader.img.sha256: 'AAAA"),
+])
+def test_a_labs_system_manifest_is_read_as_declared(tmp_path, manifest, words):
+    assert load_image(_system_dir(tmp_path / "good")).boots == {"go": "loader.img"}
+    with pytest.raises(JobError) as refused:
+        load_image(_system_dir(tmp_path, **manifest))
+    assert str(refused.value).startswith(f"{tmp_path}/img/manifest.json: {words}"), refused.value
