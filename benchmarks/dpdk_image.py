@@ -27,7 +27,7 @@ from farm.boot import dpdk  # noqa: E402
 from farm.boot.console_log import ConsoleLog  # noqa: E402
 from farm.boot.flow import BootRequest, NetbootFlow  # noqa: E402
 from farm.boot.session import EnvFile  # noqa: E402
-from farm.flows.dpdk import DpdkSettings  # noqa: E402
+from farm.boot.dpdk_settings import DpdkSettings  # noqa: E402
 from farm.images.build import build  # noqa: E402
 
 

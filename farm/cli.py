@@ -12,7 +12,7 @@ from .secrets import MaskingStream, mask, register_environment
 
 #: command modules under farm.commands, in the order --help lists them
 COMMAND_MODULES = ("images", "boot", "run", "archive", "analysis", "results", "places", "health", "lab", "db",
-                   "history", "dashboard", "completion")
+                   "history", "dashboard", "schema", "completion")
 #: the module that registers each command: a command line builds only its command's parser (importing every
 #: command module, the benchmark registry among them, is ~50 ms of each `farm boot`); tests check the table
 COMMANDS = {"build": "images", "boot": "boot", "run": "run", "archive": "archive", "reproduce": "archive",
@@ -20,7 +20,7 @@ COMMANDS = {"build": "images", "boot": "boot", "run": "run", "archive": "archive
             "report": "results", "qualify": "results", "baseline": "results", **dict.fromkeys(
                 ("places", "reserve", "lock", "release", "who", "console", "janitor"), "places"),
             "health": "health", "lab": "lab", "db": "db", "history": "history", "dashboard": "dashboard",
-            "serve": "dashboard", "completion": "completion"}
+            "serve": "dashboard", "schema": "schema", "completion": "completion"}
 
 EPILOG = """\
 exit codes: 0 passed, 1 a benchmark failed (test), 2 bad input (job: recipe, env or pipeline file),

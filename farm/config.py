@@ -1,7 +1,8 @@
 """YAML loading (safe loader only) that remembers where every value came from.
 
 Every mapping loaded here is a :class:`Node`, a dict that knows its file and the line of each key, so
-validation can say ``images/x.yaml:7: kernel.package: ...`` instead of a traceback.
+validation can say ``images/x.yaml:7: kernel.package: ...`` instead of a traceback: a file's fields are
+declared and read with farm.schema, which names the lines from the Node.
 
 Files are inputs, not trusted: a file is read only when it is a regular file of at most
 :data:`MAX_FILE_BYTES`, must be UTF-8, and its YAML may nest at most :data:`MAX_DEPTH` levels and
@@ -14,14 +15,12 @@ import json
 import os
 import stat
 from pathlib import Path
-from typing import Any, Callable, Iterable, TypeVar
+from typing import Any
 
 import yaml
 
 from . import secrets
 from .errors import JobError
-
-T = TypeVar("T")
 
 #: farm's own files (recipes, pipelines, env files, run.json) are a few kB; this is far beyond any of them
 MAX_FILE_BYTES = 1 << 20
@@ -211,6 +210,18 @@ def json_depth(text: str) -> int:
     return deepest
 
 
+def json_node(data: Any, file: str | Path) -> Any:
+    """JSON ``data`` loaded from ``file`` with its mappings as :class:`Node` (no lines: JSON keeps none), so
+    farm.schema names a problem ``file: field.path: problem``."""
+    if isinstance(data, dict):
+        node = Node((k, json_node(v, file)) for k, v in data.items())
+        node.file, node.line, node.key_lines = str(file), 0, {}
+        return node
+    if isinstance(data, list):
+        return [json_node(v, file) for v in data]
+    return data
+
+
 def load_json(path: str | Path, what: str = "file", limit: int = MAX_FILE_BYTES) -> dict:
     """A JSON object from a file (size-limited, UTF-8, nesting bounded), or a :class:`JobError` naming it."""
     text = read_text(path, what, limit)
@@ -250,52 +261,3 @@ def load_yaml(path: str | Path, what: str = "file", *, labgrid_reads_it: bool = 
         raise JobError(f"{path}:1: {'an' if what[0] in 'aeiou' else 'a'} {what} must be a YAML mapping (key: value), not {type(data).__name__}")
     _set_paths(data, "")
     return data
-
-
-# --- field accessors: each returns the typed value or raises a JobError naming file:line: field ---
-
-def require(node: Node, key: str, kind: type[T] | tuple[type, ...], what: str = "") -> T:
-    if node.get(key) is None:
-        raise node.error(None, f"missing required field '{node.field(key)}'" + (f" ({what})" if what else ""))
-    return field(node, key, kind, None)  # type: ignore[return-value]
-
-
-def field(node: Node, key: str, kind: type[T] | tuple[type, ...], default: Any) -> T:
-    if key not in node or node[key] is None:
-        return default
-    value = node[key]
-    kinds = kind if isinstance(kind, tuple) else (kind,)
-    if bool not in kinds and isinstance(value, bool) and (int in kinds or float in kinds):
-        raise node.error(key, f"expected {_kind_name(kinds)}, got {value!r}")
-    if float in kinds and isinstance(value, int) and not isinstance(value, bool):
-        return float(value)  # type: ignore[return-value]
-    if not isinstance(value, kinds):
-        raise node.error(key, f"expected {_kind_name(kinds)}, got {type(value).__name__} {value!r}")
-    return value  # type: ignore[return-value]
-
-
-def string_list(node: Node, key: str, default: Iterable[str] = (), check: Callable[[str], str | None] | None = None) -> list[str]:
-    """A list of strings; ``check`` returns an error message for a bad item, or None."""
-    value = field(node, key, list, None)
-    if value is None:
-        return list(default)
-    for i, item in enumerate(value):
-        if not isinstance(item, str):
-            raise node.error(key, f"item {i} must be a string, got {type(item).__name__} {item!r}")
-        problem = check(item) if check else None
-        if problem:
-            raise node.error(key, f"item {i} {item!r}: {problem}")
-    return value
-
-
-def reject_unknown(node: Node, allowed: Iterable[str]) -> None:
-    allowed = set(allowed)
-    for key in node:
-        if key not in allowed:
-            raise node.error(key, f"unknown field (allowed: {', '.join(sorted(allowed))})")
-
-
-def _kind_name(kinds: tuple[type, ...]) -> str:
-    names = {str: "a string", int: "an integer", float: "a number", bool: "true/false", list: "a list",
-             dict: "a mapping", Node: "a mapping"}
-    return " or ".join(dict.fromkeys(names.get(k, k.__name__) for k in kinds))

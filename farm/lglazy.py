@@ -142,21 +142,24 @@ def load_everything() -> None:
 
 
 def env_class_names(doc: dict) -> list[str]:
-    """The driver and resource class names of an env file's targets (pure; labgrid checks the rest)."""
-    names: list[str] = []
+    """The driver and resource class names of an env file's targets (pure; labgrid checks the rest: the
+    file was read through its declaration, farm.boot.envfile, before a target is made of it)."""
     targets = doc.get("targets")
-    for body in (targets.values() if isinstance(targets, dict) else ()):
-        if not isinstance(body, dict):
-            continue
-        for section in ("resources", "drivers"):
-            items = body.get(section)
-            if isinstance(items, dict):
-                names += [str(k) for k in items]
-            elif isinstance(items, list):  # labgrid's list form: [{Cls: {...}}, ...] or [{cls: Cls, ...}]
-                for item in items:
-                    if isinstance(item, dict):
-                        names += [str(item["cls"])] if "cls" in item else [str(k) for k in item]
-    return list(dict.fromkeys(names))
+    bodies = [body for body in (targets.values() if isinstance(targets, dict) else ()) if isinstance(body, dict)]
+    return list(dict.fromkeys(name for body in bodies for section in ("resources", "drivers")
+                              for name in class_names(body.get(section))))
+
+
+def class_names(section: object) -> list[str]:
+    """The class names of a target's ``resources`` or ``drivers`` in either of labgrid's forms (a mapping
+    of class -> attributes, or a list of ``{Class: {...}}`` and ``{cls: Class, ...}`` items)."""
+    if isinstance(section, dict):
+        return [str(name) for name in section]
+    names: list[str] = []
+    for item in section if isinstance(section, list) else ():
+        if isinstance(item, dict):
+            names += [str(item["cls"])] if "cls" in item else [str(name) for name in item]
+    return names
 
 
 def active() -> bool:

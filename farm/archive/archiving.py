@@ -131,8 +131,8 @@ def _images(info: dict[str, Any], put: _Writer, missing: list[str]) -> dict[str,
             missing += [f"image {name}: {why}" for why in lost]
             continue
         manifest_entry, _ = put.text((json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode())
-        images[name] = ArchivedImage(name, str(manifest.get("key") or ""), manifest_entry, artifacts,
-                                     bool(recorded.get("given", False)))
+        images[name] = ArchivedImage(manifest_entry, artifacts, bool(recorded.get("given", False)), name=name,
+                                     key=str(manifest.get("key") or ""))
     return images
 
 

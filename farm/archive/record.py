@@ -13,20 +13,23 @@ The pipeline file and the recipes keep their places relative to one another (``p
 the directory that holds them all), so the pipeline's ``../images/x.yaml`` finds its recipe when the
 tree is laid out again (``farm reproduce``). A text file that held a secret is archived masked
 (``masked``: its bytes are not the file as run). A record is read from a shared directory or over
-HTTP, so every field is checked when it is read (:meth:`RunRecord.from_json`): a record that does
-not parse is an error naming it, never a half-trusted one.
+HTTP, so every field is checked when it is read (:meth:`RunRecord.from_json`, through the classes below,
+declared with farm.schema): a record that does not parse is an error naming it, never a half-trusted one.
 """
 
 from __future__ import annotations
 
 import re
 from pathlib import PurePosixPath
-from typing import Any
+from typing import Any, Literal, TypeVar
 
 import attrs
 
 from ..errors import JobError
+from ..schema import Invalid, got, setting
 from ..values import name_problem
+
+T = TypeVar("T")
 
 FORMAT = 1
 SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -36,41 +39,43 @@ _PLAIN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._+-]{0,199}")
 RUN_FILES = ("run.json", "results.csv", "reproduction.json")
 
 
+def _sha256_problem(value: str) -> str | None:
+    return None if SHA256.fullmatch(value) else f"{value!r} is not a sha256 (64 lowercase hex digits)"
+
+
+def _plain_names(names: Any, what: str) -> None:
+    """Refuse a name of ``names`` that is not one plain path component (it becomes a file name)."""
+    for name in names:
+        if not _PLAIN.fullmatch(name):
+            raise Invalid(f"{name!r} is not a plain file name", key=(what, name))
+
+
 @attrs.frozen
 class Entry:
     """An object of the archive: its sha256 and size."""
 
-    sha256: str
-    size: int
+    sha256: str = setting(check=_sha256_problem, doc="its sha256, its name in the archive")
+    size: int = setting(check=lambda size: None if size >= 0 else f"{size}: not a size in bytes", doc="its size in bytes")
 
     def as_json(self) -> dict[str, Any]:
         return {"sha256": self.sha256, "size": self.size}
 
     @classmethod
     def from_json(cls, data: Any, where: str) -> "Entry":
-        if not (isinstance(data, dict) and isinstance(data.get("sha256"), str) and SHA256.fullmatch(data["sha256"])
-                and isinstance(data.get("size"), int) and not isinstance(data["size"], bool) and data["size"] >= 0):
-            raise JobError(f"{where}: expected {{sha256: 64 hex digits, size: bytes}}")
-        return cls(data["sha256"], data["size"])
+        """``data`` read as an entry; a JobError naming ``where`` and the field when it is not one."""
+        return read_record(data, where, cls)
 
 
 @attrs.frozen
 class TextFile(Entry):
     """The pipeline file or a recipe, as run: where it lay, and whether secrets were masked out of it."""
 
-    path: str = ""
-    masked: bool = False
+    path: str = setting("", check=lambda path: tree_path_problem(path),
+                        doc="where it lay, relative to the directory that holds the pipeline and its recipes")
+    masked: bool = setting(False, doc="secrets were masked out of it: its bytes are not the file as run")
 
     def as_json(self) -> dict[str, Any]:
         return {**super().as_json(), "path": self.path, "masked": self.masked}
-
-    @classmethod
-    def from_json(cls, data: Any, where: str) -> "TextFile":
-        entry = Entry.from_json(data, where)
-        path = data.get("path")
-        if not isinstance(path, str) or tree_path_problem(path):
-            raise JobError(f"{where}: path: {tree_path_problem(path) if isinstance(path, str) else 'missing'}")
-        return cls(entry.sha256, entry.size, path, bool(data.get("masked", False)))
 
 
 def tree_path_problem(path: str) -> str | None:
@@ -85,11 +90,12 @@ def tree_path_problem(path: str) -> str | None:
 class ArchivedImage:
     """An image as it was booted: its manifest and every artifact the manifest lists."""
 
-    name: str
-    key: str
-    manifest: Entry
-    artifacts: dict[str, Entry]
-    given: bool = False  # booted as given (--image, a lab's system image), not built by the run
+    #: its name: the record's key of it
+    name: str = setting("", read=False, kw_only=True)
+    key: str = setting("", doc="farm's content address of the image (its manifest's key)", kw_only=True)
+    manifest: Entry = setting(doc="its manifest.json")
+    artifacts: dict[str, Entry] = setting(doc="every file of the image, by plain file name")
+    given: bool = setting(False, doc="booted as given (--image, a lab's system image), not built by the run")
 
     def entries(self) -> dict[str, Entry]:
         """What the image is made of, by what a message calls it."""
@@ -99,31 +105,41 @@ class ArchivedImage:
         return {"key": self.key, "manifest": self.manifest.as_json(), "given": self.given,
                 "artifacts": {n: e.as_json() for n, e in sorted(self.artifacts.items())}}
 
-    @classmethod
-    def from_json(cls, name: str, data: Any, where: str) -> "ArchivedImage":
-        if not isinstance(data, dict) or not isinstance(data.get("artifacts"), dict):
-            raise JobError(f"{where}: expected {{key, manifest, artifacts}}")
-        for artifact in data["artifacts"]:
-            if not _PLAIN.fullmatch(artifact):
-                raise JobError(f"{where}.artifacts: {artifact!r} is not a plain file name")
-        return cls(name, str(data.get("key") or ""), Entry.from_json(data.get("manifest"), f"{where}.manifest"),
-                   {n: Entry.from_json(e, f"{where}.artifacts.{n}") for n, e in data["artifacts"].items()},
-                   bool(data.get("given", False)))
+    def validate(self, given: Any) -> None:
+        _plain_names(self.artifacts, "artifacts")
+
+
+def _format_problem(value: int) -> str | None:
+    return None if value == FORMAT else f"{value!r}: this farm reads format {FORMAT} (a newer farm archived it? upgrade farm)"
+
+
+@attrs.frozen
+class RecordFormat:
+    """The format of a record, read before the record: another format is another record."""
+
+    OPEN = "the record's fields, read by the class of its format"
+
+    format: int = setting(check=_format_problem)
 
 
 @attrs.frozen
 class RunRecord:
-    run_id: str
-    archived: str
-    archived_by: str
-    pipeline_name: str
-    status: str
-    started: str
-    files: dict[str, Entry]
-    pipeline: TextFile | None
-    recipes: tuple[TextFile, ...]
-    images: dict[str, ArchivedImage]
-    missing: tuple[str, ...] = ()
+    """``runs/<run id>.json``: what the archive holds of one run (the module docstring)."""
+
+    OPEN = "a field a later farm of the same format may add: not read"
+
+    run_id: str = setting(check=lambda value: name_problem(value, "run id"), doc="the run's id")
+    archived: str = setting(doc="when it was archived")
+    archived_by: str = setting(doc="who archived it")
+    pipeline_name: str = setting(doc="its pipeline's name")
+    status: str = setting(doc="how the run ended")
+    started: str = setting(doc="when the run started")
+    files: dict[Literal["run.json", "results.csv", "reproduction.json"], Entry] = setting(
+        doc="the files of the run directory the archive keeps")
+    pipeline: TextFile | None = setting(None, doc="the pipeline file as run", kw_only=True)
+    recipes: tuple[TextFile, ...] = setting(doc="the recipes as run")
+    images: dict[str, ArchivedImage] = setting(doc="the images it booted, by name")
+    missing: tuple[str, ...] = setting((), doc="what could not be archived, and why")
 
     def objects(self) -> dict[str, Entry]:
         """Every object the record names, by sha256."""
@@ -147,34 +163,27 @@ class RunRecord:
                 "images": {n: i.as_json() for n, i in sorted(self.images.items())},
                 "missing": list(self.missing)}
 
+    def validate(self, given: Any) -> None:
+        for name in self.images:
+            if (problem := name_problem(name, "image name")):
+                raise Invalid(problem, key=("images", name))
+
     @classmethod
     def from_json(cls, data: Any, where: str) -> "RunRecord":
         """A record as the archive holds it; a JobError naming ``where`` and the field when it is not one."""
         if not isinstance(data, dict):
             raise JobError(f"{where}: not a run record (a JSON object)")
-        if data.get("format") != FORMAT:
-            raise JobError(f"{where}: format {data.get('format')!r}: this farm reads format {FORMAT} (a newer "
-                           "farm archived it? upgrade farm)")
-        run_id = data.get("run_id")
-        if (problem := name_problem(run_id, "run id")):
-            raise JobError(f"{where}: run_id: {problem}")
-        files, images, recipes = data.get("files"), data.get("images"), data.get("recipes")
-        if not isinstance(files, dict) or not isinstance(images, dict) or not isinstance(recipes, list):
-            raise JobError(f"{where}: expected files and images (mappings) and recipes (a list)")
-        for name in files:
-            if name not in RUN_FILES:
-                raise JobError(f"{where}: files: {name!r} is not a file the archive keeps ({', '.join(RUN_FILES)})")
-        for name in images:
-            if (problem := name_problem(name, "image name")):
-                raise JobError(f"{where}: images: {problem}")
-        missing = data.get("missing", [])
-        if not isinstance(missing, list) or not all(isinstance(m, str) for m in missing):
-            raise JobError(f"{where}: missing: expected a list of texts")
-        pipeline = data.get("pipeline")
-        return cls(run_id, str(data.get("archived", "")), str(data.get("archived_by", "")),
-                   str(data.get("pipeline_name", "")), str(data.get("status", "")), str(data.get("started", "")),
-                   {n: Entry.from_json(e, f"{where}: files.{n}") for n, e in files.items()},
-                   TextFile.from_json(pipeline, f"{where}: pipeline") if pipeline is not None else None,
-                   tuple(TextFile.from_json(r, f"{where}: recipes[{i}]") for i, r in enumerate(recipes)),
-                   {n: ArchivedImage.from_json(n, i, f"{where}: images.{n}") for n, i in images.items()},
-                   tuple(missing))
+        read_record(data, where, RecordFormat)
+        record = read_record(data, where, cls)
+        return attrs.evolve(record, images={n: attrs.evolve(i, name=n) for n, i in record.images.items()})
+
+
+def read_record(data: Any, where: str, cls: type[T]) -> T:
+    """``data`` (JSON of the archive, read from ``where``) read as ``cls``: every field checked, a problem a
+    JobError ``where: field: problem``."""
+    from ..config import json_node
+    from ..schema.read import structure
+
+    if not isinstance(data, dict):
+        raise JobError(f"{where}: expected a mapping, got {got(data)}")
+    return structure(json_node(data, where), cls)

@@ -201,8 +201,7 @@ def original_board(original: Original) -> tuple[str, str] | None:
 
 def env_board(env: "EnvFile") -> str | None:
     """An env file's board type: its target's ``options.board`` (labgrid's env files, farm's places)."""
-    board = env.options.get("board")
-    return str(board) if board not in (None, "") else None
+    return env.options.board or None
 
 
 def check_board(original: Original, env: "EnvFile", allow_other: bool) -> None:

@@ -17,9 +17,10 @@ check (raising :class:`~farm.errors.JobError` with the problem), and what it is 
   ``warmup`` is 1 s, but 10 s, ipbench's, under method ``ipbench``). Not given, the field takes the
   default of the object's ``method``; given, it is what was given (the same value too).
 
-The pipeline file's check (:func:`Params.of`, before anything is built), the run (it gets the typed
-object: ``params.duration``, never ``params.get("duration", 5)``) and the record key all read this
-one declaration.
+Each field is a :func:`farm.schema.setting`: the pipeline file's check (:func:`Params.of`, before
+anything is built, through farm.schema.read like every file farm reads; :meth:`Params.check` for the
+checks across fields), its JSON Schema (``farm schema pipeline``), the run (it gets the typed object:
+``params.duration``, never ``params.get("duration", 5)``) and the record key all read this one declaration.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from typing import Any, Callable, Mapping, TypeVar
 import attrs
 
 from ..errors import JobError
+from ..schema import KIND_NAMES, Invalid, WrongType, setting
 
 META = "farm"
 P = TypeVar("P", bound="Params")
@@ -52,24 +54,29 @@ class ParamInfo:
 def param(default: Any, *, kind: type | tuple[type, ...], identity: bool = False, run_length: bool = False,
           methods: tuple[str, ...] | None = None, by_method: Mapping[str, Any] | None = None,
           check: Callable[[str, Any], None] | None = None, doc: str = "") -> Any:
-    """A parameter field (see the module docstring); ``check(name, value)`` raises JobError, ``name``
-    the benchmark's and the field's (``sweep loads``). With ``by_method`` the attrs default is None
-    (not given), and the object takes its method's default when it is made (:meth:`Params.__attrs_post_init__`)."""
+    """A parameter field (see the module docstring): a :func:`farm.schema.setting` read as ``kind``;
+    ``check(name, value)`` raises JobError, ``name`` the benchmark's and the field's (``sweep loads``). With
+    ``by_method`` the attrs default is None (not given), and the object takes its method's default when it
+    is made (:meth:`Params.__attrs_post_init__`)."""
     info = ParamInfo(kind, identity, run_length, methods, doc, tuple((by_method or {}).items()), default)
-    return attrs.field(default=None if by_method else default, metadata={META: info},
-                       validator=_validator(check) if check is not None else None, converter=_frozen)
+    return setting(None if by_method else default, doc=doc, parse=_of_kind(kind), named_check=check,
+                   metadata={META: info}, converter=_frozen)
+
+
+def _of_kind(kind: type | tuple[type, ...]) -> Callable[[Any], Any]:
+    """The pipeline file's value, if it is of the YAML type ``kind`` (true is no number), as it was given."""
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+
+    def parse(value: Any) -> Any:
+        if (isinstance(value, bool) and bool not in kinds) or not isinstance(value, kinds):
+            raise WrongType(" or ".join(dict.fromkeys(KIND_NAMES.get(k, k.__name__) for k in kinds)), value)
+        return value
+    return parse
 
 
 def _frozen(value: Any) -> Any:
     """A list of the pipeline file as a tuple (the parameters are frozen); anything else as it is."""
     return tuple(value) if isinstance(value, list) else value
-
-
-def _validator(check: Callable[[str, Any], None]):
-    def validate(params: "Params", attribute: attrs.Attribute, value: Any) -> None:
-        if value is not None:
-            check(f"{params.LABEL} {attribute.name}", value)
-    return validate
 
 
 @attrs.frozen(kw_only=True)
@@ -106,20 +113,26 @@ class Params:
 
     @classmethod
     def of(cls: type[P], given: Mapping[str, Any]) -> P:
-        """The parameters a pipeline file (or a caller) gave, checked: an unknown name, a value its field
-        refuses or one of another method is a JobError saying which."""
-        info = cls.info()
-        unknown = sorted(set(given) - set(info))
-        if unknown:
-            raise JobError(f"{cls.LABEL}: unknown parameter {unknown[0]!r} (known: {', '.join(sorted(info))})")
-        params = cls(**{k: v for k, v in given.items() if v is not None})  # each field's own check
+        """The parameters a pipeline file (a :class:`~farm.config.Node` of it) or a caller gave, read as the
+        pipeline file's are (farm.schema.read): an unknown name, a value its field refuses or one of another
+        method is a JobError saying which (with the file, line and field of a Node)."""
+        from ..schema.read import structure
+
+        return structure(given, cls)
+
+    def validate(self, given: Mapping[str, Any]) -> None:
+        """After each field's own check (farm.schema): a field of another method is refused, then the
+        checks across fields (:meth:`check`)."""
+        info = self.info()
         if "method" in info:
-            taking = {name for name, i in info.items() if i.methods is None or params.method in i.methods}
+            taking = {name for name, i in info.items() if i.methods is None or self.method in i.methods}
             if (other := sorted(set(given) - taking)):
-                raise JobError(f"{cls.LABEL} method {params.method}: {', '.join(other)} not a parameter of this "
-                               f"method (it takes {', '.join(sorted(taking))})")
-        params.check()
-        return params
+                raise Invalid(f"{self.LABEL} method {self.method}: {', '.join(other)} not a parameter of this "
+                              f"method (it takes {', '.join(sorted(taking))})")
+        try:
+            self.check()
+        except JobError as exc:
+            raise Invalid(str(exc)) from None
 
     def check(self) -> None:
         """Checks across fields, after each field's own (a subclass's; raise JobError)."""
@@ -164,6 +177,7 @@ def one_of(*allowed: Any) -> Callable[[str, Any], None]:
     def check(name: str, value: Any) -> None:
         if value not in allowed:
             raise JobError(f"{name} {value!r}: expected one of {', '.join(map(str, allowed))}")
+    check.choices = allowed  # type: ignore[attr-defined]  # the JSON Schema's enum
     return check
 
 

@@ -128,15 +128,11 @@ class IPXENetbootStrategy(NetbootStrategy):
         "tftp": "JobTFTPProviderDriver",
     }
 
-    status = attr.ib(default=Status.unknown)
+    #: the strategy's attributes of an older farm, refused when the env file is read (farm.boot.envfile)
+    RETIRED = MOVED_TO_DRIVER
+    RETIRED_WHY = "settings of iPXE's command line, now of FarmIPXEDriver (farm.boot.ipxedriver): move them there"
 
-    @classmethod
-    def env_problem(cls, drivers, driver):
-        moved = [key for key in MOVED_TO_DRIVER if key in driver]
-        if moved:
-            return driver, moved[0], (f"{', '.join(moved)}: settings of iPXE's command line, now of FarmIPXEDriver "
-                                      "(farm.boot.ipxedriver): move them there")
-        return super().env_problem(drivers, driver)
+    status = attr.ib(default=Status.unknown)
 
     def __attrs_post_init__(self):
         super().__attrs_post_init__()

@@ -91,7 +91,7 @@ def _text(data: bytes | str) -> str:
 @target_factory.reg_driver
 @attr.s(eq=False)
 class FarmIPXEDriver(Driver):
-    #: what it is (said when an env file lacks it: farm.boot.netboot.NetbootStrategy.env_problem)
+    #: what it is (said when an env file lacks it: farm.boot.netboot.NetbootStrategy.binding_problem)
     ADDS = "iPXE's command line: Ctrl-B, typing echo-checked, iPXE's errors"
 
     bindings = {"console": ConsoleProtocol}

@@ -10,6 +10,7 @@ It is staged under ``<user>/image-<key>/``: the same image, the same links, so s
 from __future__ import annotations
 
 import enum
+from typing import Any, Mapping
 
 import attr
 from labgrid.factory import target_factory
@@ -17,7 +18,13 @@ from labgrid.strategy.common import Strategy, StrategyError, never_retry
 
 from ..errors import JobError
 from ..values import bootarg_problem
+from .envfile import attribute
 from .staging import current_user, job_folder
+
+
+def bootargs_problem(value: str) -> str | None:
+    """Why one of the words of ``value`` is not a kernel argument farm types at a bootloader, or None."""
+    return next((problem for arg in value.split() if (problem := bootarg_problem(arg))), None)
 
 
 def image_at(path: str):
@@ -34,17 +41,18 @@ class NetbootStrategy(Strategy):
 
     #: the state at the bootloader's command line, and the binding that drives it there (its driver)
     BOOTLOADER = "bootloader"
-    console_device = attr.ib(default="ttyS0", validator=attr.validators.instance_of(str))
-    bootargs = attr.ib(default="", validator=attr.validators.instance_of(str))
-    #: empty: the next-server of the bootloader's DHCP lease
-    tftp_server = attr.ib(default="", validator=attr.validators.instance_of(str))
-    #: hand the bootloader's DHCP lease to Linux (farm.ip=, farm.mac=): /init need not ask again
-    pass_lease = attr.ib(default=True, validator=attr.validators.instance_of(bool))
-    ready_marker = attr.ib(default="FARM-READY", validator=attr.validators.instance_of(str))
-    tftp_timeout = attr.ib(default=120, validator=attr.validators.instance_of(int))  # dhcp and each transfer
-    ready_timeout = attr.ib(default=120, validator=attr.validators.instance_of(int))  # kernel -> ready marker
-    #: the key in the env file's ``images:`` booted when nothing was staged: an image directory or a recipe
-    image = attr.ib(default="farm-image", validator=attr.validators.instance_of(str))
+    # the env file's attributes (farm.boot.envfile reads them before labgrid does, `farm schema env`)
+    console_device = attribute("ttyS0", str, "Linux's console device and its settings (console=ttyS0)")
+    bootargs = attribute("", str, "kernel arguments after console=, typed at the bootloader: letters, digits and "
+                                  "_ . , : = / + @ - each", check=bootargs_problem)
+    tftp_server = attribute("", str, "the TFTP server; empty: the next-server of the bootloader's DHCP lease")
+    pass_lease = attribute(True, bool, "hand the bootloader's DHCP lease to Linux (farm.ip=, farm.mac=): /init "
+                                       "need not ask again")
+    ready_marker = attribute("FARM-READY", str, "the line the initrd prints when its shell is ready")
+    tftp_timeout = attribute(120, int, "seconds for DHCP and for each TFTP transfer")
+    ready_timeout = attribute(120, int, "seconds from the kernel's start to the ready marker")
+    image = attribute("farm-image", str, "the key in the env file's images: booted when nothing was staged (an "
+                                         "image directory or a recipe)")
 
     def __attrs_post_init__(self):
         super().__attrs_post_init__()
@@ -104,24 +112,19 @@ class NetbootStrategy(Strategy):
             return f"{path}: targets.{target}.drivers.{name}.{key}"
 
     @classmethod
-    def env_problem(cls, drivers, driver) -> tuple[object, str, str] | None:
-        """What is wrong with this strategy's entry ``driver`` among the target's ``drivers`` of an env
-        file (Nodes: farm.config), checked before labgrid reads it: ``(node, field, problem)`` or None.
-        Its kernel arguments are typed at the bootloader; the farm drivers it binds subclass labgrid's,
-        and an env file naming labgrid's own (an older farm's) is told which one to name instead."""
-        if isinstance(driver.get("bootargs"), str):
-            for arg in driver["bootargs"].split():
-                if (problem := bootarg_problem(arg)):
-                    return driver, "bootargs", problem
+    def binding_problem(cls, drivers: Mapping[str, Any]) -> tuple[str | None, str] | None:
+        """Whether the target's ``drivers`` (an env file's, by class name) give the farm drivers this strategy
+        binds: ``(the driver's key or None, problem)``. They subclass labgrid's, and an env file naming
+        labgrid's own (an older farm's) is told which one to name instead."""
         for binding in cls.bindings.values():
             farm_driver = target_factory.drivers.get(binding) if isinstance(binding, str) else None
             if getattr(farm_driver, "ADDS", None) is None or binding in drivers:  # not farm's, or there
                 continue
             base = next((b.__name__ for b in farm_driver.__mro__[1:] if b.__name__ in drivers), None)
             if base is not None:
-                return drivers, base, (f"{cls.__name__} needs {binding} (labgrid's {base}, {farm_driver.ADDS}; "
-                                       f"same settings): rename {base} to {binding}")
-            return drivers, None, f"{cls.__name__} needs {binding} ({farm_driver.ADDS}): add `{binding}: {{}}`"
+                return base, (f"{cls.__name__} needs {binding} (labgrid's {base}, {farm_driver.ADDS}; "
+                              f"same settings): rename {base} to {binding}")
+            return None, f"{cls.__name__} needs {binding} ({farm_driver.ADDS}): add `{binding}: {{}}`"
         return None
 
     @never_retry

@@ -23,79 +23,14 @@ from labgrid.exceptions import NoConfigFoundError, InvalidConfigError
 from labgrid.strategy.common import StrategyError
 
 from .. import lglazy
-from ..config import Node, load_yaml
 from ..errors import FarmError, InfrastructureError, JobError
 from ..images.image import Image
 from ..lgcompat import drop_console_input
-from ..values import name_problem, number_problem
 from .console_log import ConsoleLog
+from .envfile import EnvFile
 from .facts import TargetFacts, read_facts
 from .lgenv import apply_lg_defaults  # noqa: F401  (farm.boot.session.apply_lg_defaults, as before)
 from .staging import current_user, job_folder
-
-@attrs.define
-class EnvFile:
-    """A labgrid env file, checked for what farm needs before labgrid reads it."""
-
-    path: Path
-    target_name: str
-    options: dict
-    #: the target is a farm place (a RemotePlace resource): its resources come from the coordinator
-    remote_place: bool = False
-
-    @classmethod
-    def load(cls, path: str | Path, target: str | None = None) -> "EnvFile":
-        doc = load_yaml(path, "env file", labgrid_reads_it=True)
-        targets = doc.get("targets")
-        if not isinstance(targets, dict) or not targets:
-            raise doc.error("targets" if "targets" in doc else None, "an env file needs a 'targets' mapping with one target")
-        if target is None:
-            if len(targets) != 1:
-                raise doc.error("targets", f"several targets ({', '.join(targets)}): name one")
-            target = next(iter(targets))
-        elif target not in targets:
-            raise doc.error("targets", f"no target '{target}' (have: {', '.join(targets)})")
-        body = targets[target] or {}
-        _check_values(targets, target, body)
-        options = dict(body.get("options") or {}) if isinstance(body, dict) else {}
-        resources = body.get("resources") if isinstance(body, dict) else None
-        names = (set(resources) if isinstance(resources, dict) else
-                 {k for r in resources if isinstance(r, dict) for k in r} if isinstance(resources, list) else set())
-        return cls(Path(path), target, options, "RemotePlace" in names)
-
-    @property
-    def arch(self) -> str:
-        return str(self.options.get("arch", "unknown"))
-
-
-def _check_values(targets: Node, target: str, body: object) -> None:
-    """What farm takes from an env file, checked when it is read (labgrid reads the rest): the target's
-    name (a part of job ids, TFTP folders, file names), ``options.cpu_frequency_hz`` and the kernel
-    arguments and DTB name of a netboot strategy (typed at U-Boot, written into an iPXE script)."""
-    if (problem := name_problem(target, "target name")):
-        raise targets.error(target, problem)
-    if not isinstance(body, Node):
-        return
-    options = body.get("options")
-    if isinstance(options, Node) and options.get("cpu_frequency_hz") is not None:
-        problem = number_problem(options["cpu_frequency_hz"], 0, 10e9, low_open=True, unit="Hz")
-        if problem:
-            raise options.error("cpu_frequency_hz", problem)
-    drivers = body.get("drivers")
-    if not isinstance(drivers, Node):
-        return
-    from labgrid.factory import target_factory
-
-    from . import drivers as _registered  # noqa: F401  (farm's strategies and drivers, by name)
-    from .netboot import NetbootStrategy
-
-    for name, driver in drivers.items():
-        strategy = target_factory.drivers.get(name)
-        if isinstance(strategy, type) and issubclass(strategy, NetbootStrategy) and isinstance(driver, Node):
-            if (found := strategy.env_problem(drivers, driver)) is not None:
-                node, key, problem = found
-                raise node.error(key, problem)
-
 
 #: how long a farm place's resources may be missing while its target is made (the exporter restarting)
 REMOTE_PLACE_PATIENCE = 30.0

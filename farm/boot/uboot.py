@@ -32,8 +32,10 @@ from labgrid.step import step
 from labgrid.strategy.common import StrategyError, never_retry
 
 from ..errors import InfrastructureError, JobError
+from ..schema import between
 from ..values import BOOTARG
 from .dtb import dtb_name_problem, dtb_record, image_dtb_problem
+from .envfile import attribute
 from .netboot import NetbootStrategy
 from .ubootdriver import FarmUBootDriver  # noqa: F401  (registers the driver the strategy binds)
 from .watch import LINUX_FATAL, UBOOT_FATAL, BootFailure, Fatal, raise_fatal
@@ -217,28 +219,28 @@ class UBootNetbootStrategy(NetbootStrategy):
         "tftp": "JobTFTPProviderDriver",
     }
 
-    console_device = attr.ib(default="ttyAMA0", validator=attr.validators.instance_of(str))
-    kernel_addr = attr.ib(default="${kernel_addr_r}", validator=attr.validators.instance_of(str))
-    initrd_addr = attr.ib(default="${ramdisk_addr_r}", validator=attr.validators.instance_of(str))
-    #: U-Boot's own device tree, booted when ``dtb`` is empty
-    fdt_addr = attr.ib(default="${fdtcontroladdr}", validator=attr.validators.instance_of(str))
-    #: a DTB of the image (its file name, e.g. imx8mq-evk.dtb), staged and booted instead of U-Boot's DT
-    dtb = attr.ib(default="", validator=attr.validators.instance_of(str))
-    #: where U-Boot loads that DTB
-    fdt_load_addr = attr.ib(default="${fdt_addr_r}", validator=attr.validators.instance_of(str))
-    tftp_blocksize = attr.ib(default=None, validator=attr.validators.optional(attr.validators.instance_of(int)))
-    tftp_windowsize = attr.ib(default=None, validator=attr.validators.optional(attr.validators.instance_of(int)))
-    # where booti (DECOMPRESSING) may unpack a compressed kernel (Image.gz); the image says whether it is one
-    kernel_comp_addr = attr.ib(default="", validator=attr.validators.instance_of(str))
-    kernel_comp_size = attr.ib(default=0x4000000, validator=attr.validators.instance_of(int))
-    dhcp = attr.ib(default=True, validator=attr.validators.instance_of(bool))
-    #: how U-Boot hands over to the kernel (:data:`BOOT_COMMANDS`); a boot flow may choose another
-    boot_command = attr.ib(default="booti", validator=attr.validators.in_(tuple(BOOT_COMMANDS)))
-    #: how this board boots a system image (farm.boot.system): bootm, bootelf or go; "" the pipeline's
-    #: choice, else the first the image offers. The QEMU twin's U-Boot hangs in go and bootelf: bootm
-    system_boot = attr.ib(default="", validator=attr.validators.in_(("", *SYSTEM_COMMANDS)))
-    #: where U-Boot loads a system image for bootm and bootelf (go loads a raw binary at its own address)
-    system_addr = attr.ib(default="${kernel_addr_r}", validator=attr.validators.instance_of(str))
+    console_device = attribute("ttyAMA0", str, "Linux's console device and its settings (console=ttyAMA0)")
+    kernel_addr = attribute("${kernel_addr_r}", str, "where U-Boot loads the kernel")
+    initrd_addr = attribute("${ramdisk_addr_r}", str, "where U-Boot loads the initrd")
+    fdt_addr = attribute("${fdtcontroladdr}", str, "U-Boot's own device tree, booted when dtb is empty")
+    dtb = attribute("", str, "a DTB of the image (its file name, e.g. imx8mq-evk.dtb), staged and booted instead "
+                             "of U-Boot's device tree", check=dtb_name_problem)
+    fdt_load_addr = attribute("${fdt_addr_r}", str, "where U-Boot loads that DTB")
+    tftp_blocksize = attribute(None, int, "U-Boot's tftpblocksize, bytes (default: U-Boot's)", optional=True,
+                               check=between(1, 65464))
+    tftp_windowsize = attribute(None, int, "U-Boot's tftpwindowsize, blocks (default: U-Boot's)", optional=True,
+                                check=between(1, 65464))
+    kernel_comp_addr = attribute("", str, "where booti may unpack a compressed kernel (Image.gz); the image says "
+                                          "whether it is one")
+    kernel_comp_size = attribute(0x4000000, int, "how many bytes booti may unpack there")
+    dhcp = attribute(True, bool, "ask for a DHCP lease first (false: U-Boot's network settings as they are)")
+    boot_command = attribute("booti", str, "how U-Boot hands over to the kernel; a boot flow may choose another",
+                             choices=tuple(BOOT_COMMANDS))
+    system_boot = attribute("", str, "how this board boots a system image (farm.boot.system): bootm, bootelf or "
+                                     "go; empty: the pipeline's choice, else the first the image offers (the QEMU "
+                                     "twin's U-Boot hangs in go and bootelf: bootm)", choices=("", *SYSTEM_COMMANDS))
+    system_addr = attribute("${kernel_addr_r}", str, "where U-Boot loads a system image for bootm and bootelf (go "
+                                                     "loads a raw binary at its own address)")
 
     status = attr.ib(default=Status.unknown)
 
@@ -247,12 +249,6 @@ class UBootNetbootStrategy(NetbootStrategy):
         self.system: SystemBoot | None = None  # what a transition to "system" boots (set_system)
         self.system_path: str | None = None  # its staged TFTP path
         self.system_output = ""  # the console from the boot line to the ready line (the system's first words)
-
-    @classmethod
-    def env_problem(cls, drivers, driver):
-        if "dtb" in driver and (problem := dtb_name_problem(driver["dtb"])):
-            return driver, "dtb", problem
-        return super().env_problem(drivers, driver)
 
     def use_boot_command(self, command: str) -> None:
         """Boot with ``command`` (:data:`BOOT_COMMANDS`) from the next transition to ``shell`` on: the

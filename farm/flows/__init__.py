@@ -12,7 +12,8 @@
         flow: bootelf                    # a flow by name (a lab's, registered by entry point)
 
 A :class:`FlowType` says how a setup names the flow (its ``name``, or the field holding its settings),
-how its settings are read and checked when the pipeline file is read (errors name file:line: field),
+the class of its settings (farm.schema: read and checked when the pipeline file is read, errors naming
+file:line: field, and in ``farm schema pipeline``),
 how run.json records them, and how the flow is made for a setup (farm.boot.flow.FlowSetup: the
 CPU frequency to pin, the ports the benchmarks need). farm's flows are below; a lab's are registered
 by entry point in the group ``farm.flows`` (:data:`ENTRY_POINT_GROUP`), each a :class:`FlowType`::
@@ -27,11 +28,9 @@ own, and neither the runner nor the pipeline model changes.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import attrs
-
-from ..config import Node
 
 if TYPE_CHECKING:  # the flows themselves (labgrid) load when a run makes one, not when a file is read
     from ..boot.flow import BootFlow, FlowSetup
@@ -48,10 +47,12 @@ class FlowType:
     make: Callable[[Any, "FlowSetup"], "BootFlow"]
     #: the setup field that holds its settings (``guest``); a setup with that field uses this flow
     key: str | None = None
-    #: the settings from the setup's field (a Node of the pipeline file; Path: the file's directory)
-    read: Callable[[Node, str, Path], Any] = attrs.field(default=lambda setup, key, base: None)
-    #: the settings as run.json records them under the setup's ``key``
-    describe: Callable[[Any], Any] = attrs.field(default=lambda settings: None)
+    #: the class of its settings, a farm.schema class read from the setup's ``key`` (None: it has none)
+    settings: type | None = None
+    #: a setup of this flow must give its settings (else, named by ``flow:``, it has the class's defaults)
+    needs_settings: bool = False
+    #: the settings as run.json records them under the setup's ``key`` (default: their fields)
+    describe: Callable[[Any], Any] = attrs.field(default=lambda settings: _fields(settings))
     #: its targets have a shell; without one (a system image: only its network and console) a benchmark
     #: that needs a shell is refused when the pipeline file is read
     shell: bool = True
@@ -87,6 +88,14 @@ class SetupFlow:
                 **({self.type.key: self.type.describe(self.settings)} if self.type.key else {})}
 
 
+def _fields(settings: Any) -> Any:
+    """A settings object as JSON: its fields (paths as text)."""
+    if not attrs.has(type(settings)):
+        return settings
+    return attrs.asdict(settings, value_serializer=lambda obj, field, value: str(value) if isinstance(value, Path)
+                        else list(value) if isinstance(value, tuple) else value)
+
+
 def _netboot(settings: None, setup: "FlowSetup") -> "BootFlow":
     from ..boot.flow import netboot
 
@@ -99,24 +108,17 @@ def _guest(spec: Any, setup: "FlowSetup") -> "BootFlow":
     return guest_flow(spec, setup)
 
 
-def _read_guest(setup: Node, key: str, base: Path) -> Any:
-    from ..guest.spec import guest_of
-
-    spec = guest_of(setup, base, key)
-    if spec is None:
-        raise setup.error(key, "the flow netboot+guest needs its guest's settings (e.g. guest: {vcpus: 1})")
-    return spec
-
-
 def _farm_flows() -> tuple[FlowType, ...]:
     """farm's flows: the env file's netboot (the default), a Linux guest under QEMU/KVM on it
     (docs/guest.md), a system image booted as it is (farm.flows.system, docs/system-images.md), and DPDK's
     echo on the netbooted Linux (farm.flows.dpdk, docs/dpdk.md)."""
+    from ..guest.spec import GuestSpec
     from .dpdk import DPDK_FLOW
     from .system import SYSTEM_FLOW
 
     return (FlowType(DEFAULT, _netboot),
-            FlowType("netboot+guest", _guest, key="guest", read=_read_guest, describe=lambda spec: spec.to_json()),
+            FlowType("netboot+guest", _guest, key="guest", settings=GuestSpec, needs_settings=True,
+                     describe=GuestSpec.to_json),
             SYSTEM_FLOW, DPDK_FLOW)
 
 
@@ -148,23 +150,31 @@ def flow_types() -> dict[str, FlowType]:
     return {**found, **_REGISTERED}
 
 
-def setup_flow(setup: Node, base: Path) -> SetupFlow:
-    """The flow of a setup of a pipeline file (``setup``: its mapping, ``base``: the file's directory):
-    named by ``flow:``, else by the settings field it has, else the default; its settings read and checked."""
+def setup_flow(named: str | None, given: Mapping[str, Any]) -> SetupFlow:
+    """The flow of a setup of a pipeline file: named by ``flow:`` (``named``), else by the settings field it
+    gives (``given``: each flow's settings field -> its settings, read), else the default; a settings field of
+    another flow is :class:`~farm.schema.Invalid`, naming it (farm.schema.read adds the file, line and setup)."""
+    from ..schema import Invalid
+
     types = flow_types()
-    keyed = [t for t in types.values() if t.key and setup.get(t.key) is not None]
-    named = setup.get("flow")
+    keyed = [t for t in types.values() if t.key and given.get(t.key) is not None]
     if named is not None:
         if named not in types:
-            raise setup.error("flow", f"unknown flow {named!r} (known: {', '.join(sorted(types))})")
+            raise Invalid(f"unknown flow {named!r} (known: {', '.join(sorted(types))})", key="flow")
         chosen = types[named]
         other = [t for t in keyed if t is not chosen]
     else:
         chosen = keyed[0] if keyed else types[DEFAULT]
         other = keyed[1:]
     if other:
-        raise setup.error(other[0].key, f"belongs to the flow {other[0].name}, but the setup's flow is {chosen.name}")
-    return SetupFlow(chosen, chosen.read(setup, chosen.key, base) if chosen.key else None)
+        raise Invalid(f"belongs to the flow {other[0].name}, but the setup's flow is {chosen.name}", key=other[0].key)
+    settings = given.get(chosen.key) if chosen.key else None
+    if settings is None and chosen.settings is not None:
+        if chosen.needs_settings:
+            raise Invalid(f"the flow {chosen.name} needs its {chosen.key}'s settings (e.g. {chosen.key}: "
+                          f"{getattr(chosen.settings, 'SHAPE', '{...}')})", key=chosen.key)
+        settings = chosen.settings()
+    return SetupFlow(chosen, settings)
 
 
 def setup_fields() -> set[str]:

@@ -16,7 +16,8 @@
       extra_args: [-overcommit, mem-lock=on]  # more QEMU arguments, passed as they are
 
 Values end up on the target's shell (QEMU's command line is typed there), so each is checked for what
-it may hold; errors name ``file:line: setups[i].guest.field``.
+it may hold (declared with farm.schema, read by farm.schema.read when the pipeline file is); errors name
+``file:line: setups[i].guest.field``.
 """
 
 from __future__ import annotations
@@ -27,15 +28,11 @@ from typing import Literal
 
 import attrs
 
-from ..config import Node, field, reject_unknown
+from ..config import Node
+from ..schema import Invalid, each, number, setting, whole
 from ..values import bootarg_problem, number_problem
 from .channel import CPU_PORTS
 
-ACCELS = ("kvm", "tcg")
-#: the guest's network: QEMU's user network (slirp: NAT, host ports forwarded into the guest), or a tap
-#: on a bridge of the host's NIC (vhost-net: the guest has an address of its own on the board's network)
-NETWORKS = ("user", "tap")
-RT_POLICIES = ("rr", "fifo")
 MAX_VCPUS = 64
 MIN_MEMORY_MB = 64  # Debian's arm64 kernel and a farm initrd need about this much to reach FARM-READY
 MAX_MEMORY_MB = 1 << 20  # 1 TiB
@@ -61,17 +58,97 @@ def qemu_option(arg: str) -> str | None:
     if len(arg) < 2 or not arg.startswith("-") or arg == "--":
         return None
     return arg[1:] if arg.startswith("--") else arg
-FIELDS = ("image", "vcpus", "memory", "cpu", "accel", "pin", "rt", "bootargs", "ports", "boot_timeout",
-          "extra_args", "network")
+
+
+def _memory(value: object) -> int:
+    """MiB as a number, or ``512M`` / ``2G``."""
+    if isinstance(value, str):
+        match = _MEMORY.fullmatch(value.strip())
+        if not match:
+            raise Invalid(f"{value!r}: expected MiB as a number, or e.g. 512M, 2G")
+        value = int(match.group(1)) * (1024 if match.group(2).upper() == "G" else 1)
+    if (problem := number_problem(value, MIN_MEMORY_MB, MAX_MEMORY_MB, whole=True, unit="MiB")):
+        raise Invalid(problem)
+    return int(value)  # type: ignore[call-overload]
+
+
+_memory.schema = {"anyOf": [{"type": "integer", "minimum": MIN_MEMORY_MB, "maximum": MAX_MEMORY_MB},  # type: ignore[attr-defined]
+                            {"type": "string", "pattern": r"^\d+\s*[MGmg]i?[Bb]?$"}]}
+
+
+def _cores(value: object) -> tuple[int, ...]:
+    """Host cores: a non-empty list of CPU numbers, each once."""
+    if not isinstance(value, list):
+        raise Invalid(f"expected a list, got {type(value).__name__} {value!r}")
+    if not value:
+        raise Invalid("an empty list: give host cores, or leave the field out")
+    for i, core in enumerate(value):
+        if (problem := number_problem(core, 0, MAX_HOST_CPU, whole=True)):
+            raise Invalid(f"item {i}: {problem} (a host CPU number)")
+    if len(set(value)) != len(value):
+        raise Invalid(f"a host core is given twice: {value}")
+    return tuple(int(c) for c in value)
+
+
+_cores.schema = {"type": "array", "minItems": 1, "uniqueItems": True,  # type: ignore[attr-defined]
+                 "items": {"type": "integer", "minimum": 0, "maximum": MAX_HOST_CPU}}
+
+
+def _ports(value: object) -> tuple[int, ...]:
+    """Host ports forwarded into the guest: each a port, once, none a CPU channel's."""
+    if not isinstance(value, list):
+        raise Invalid(f"expected a list, got {type(value).__name__} {value!r}")
+    ports: list[int] = []
+    for i, port in enumerate(value):
+        if (problem := number_problem(port, 1, MAX_PORT, whole=True)):
+            raise Invalid(f"item {i}: {problem} (a TCP/UDP port)")
+        if port in ports:
+            raise Invalid(f"item {i}: port {port} is given twice")
+        if port in CPU_PORTS:
+            raise Invalid(f"item {i}: port {port} is a CPU channel's (farm.guest.channel: the host's "
+                          f"{CPU_PORTS[0]}, the guest's {CPU_PORTS[1]})")
+        ports.append(int(port))
+    return tuple(ports)
+
+
+_ports.schema = {"type": "array", "uniqueItems": True, "items": {"type": "integer", "minimum": 1, "maximum": MAX_PORT}}  # type: ignore[attr-defined]
+
+
+def _extra_args(value: object) -> tuple[str, ...]:
+    """More QEMU arguments: each a word farm may type on the host's shell, none an option farm sets."""
+    if not isinstance(value, list):
+        raise Invalid(f"expected a list, got {type(value).__name__} {value!r}")
+    for i, arg in enumerate(value):
+        if not isinstance(arg, str) or not _QEMU_ARG.fullmatch(arg):
+            raise Invalid(f"item {i} {arg!r}: a QEMU argument is letters, digits and _ . , : = / + @ % - (no "
+                          "spaces, quotes or shell syntax)")
+        option = qemu_option(arg)
+        if option in OWN_OPTIONS:
+            said = f" ({arg} is {option} to QEMU)" if option != arg else ""
+            raise Invalid(f"item {i} {arg!r}: farm sets {option} itself{said} (use the guest's own fields: vcpus, "
+                          "memory, cpu, accel; run.json records what they say)")
+    return tuple(value)
+
+
+_extra_args.schema = {"type": "array", "items": {"type": "string", "pattern": "^" + _QEMU_ARG.pattern + "$"}}  # type: ignore[attr-defined]
+
+
+def _cpu_model(value: str) -> str | None:
+    return None if _CPU_MODEL.fullmatch(value) else f"{value!r} is not a QEMU CPU model name (letters, digits and . _ -)"
+
+
+def _recipe_found(path: Path) -> str | None:
+    return None if path.is_file() else f"guest recipe {path} not found"
 
 
 @attrs.frozen
 class RtPolicy:
     """The real-time policy of the target-side benchmark servers: ``chrt -r|-f PRIORITY taskset -c CPUS``."""
 
-    policy: Literal["rr", "fifo"]
-    priority: int
-    cpus: tuple[int, ...] | None = None
+    policy: Literal["rr", "fifo"] = setting(doc="SCHED_RR or SCHED_FIFO (chrt -r / -f)", hint="chrt -r / -f")
+    priority: int = setting(doc="the real-time priority, 1-99",
+                            parse=whole(1, 99, unit="(chrt's real-time priorities)"))
+    cpus: tuple[int, ...] | None = setting(None, parse=_cores, doc="the host cores they run on (taskset)")
 
     def prefix(self) -> list[str]:
         """The command words that run a server under this policy (util-linux's chrt and taskset)."""
@@ -83,21 +160,46 @@ class RtPolicy:
 
 @attrs.frozen
 class GuestSpec:
-    image: Path | None = None  # a guest recipe; None: the setup's own bare image
-    vcpus: int = 1
-    memory_mb: int = 512
-    cpu: str = "host"
-    accel: Literal["kvm", "tcg"] = "kvm"  # tcg only as an explicit opt-in, recorded
-    pin: tuple[int, ...] | None = None  # host core of vCPU i's thread
-    rt: RtPolicy | None = None
-    bootargs: tuple[str, ...] = ()
-    ports: tuple[int, ...] = ()  # extra host ports forwarded into the guest (identity)
-    boot_timeout: float = 120.0
-    extra_args: tuple[str, ...] = ()
-    network: Literal["user", "tap"] = "user"
+    """A setup's Linux guest under QEMU/KVM on the netbooted target (docs/guest.md)."""
+
+    SHAPE = "a mapping like {vcpus: 1, memory: 512M}"
+
+    image: Path | None = setting(None, relative=True, check=_recipe_found,
+                                 doc="the guest's recipe; default: the setup's own (bare) image")
+    vcpus: int = setting(1, parse=whole(1, MAX_VCPUS, unit="vCPUs"), doc="vCPUs (-smp)")
+    memory_mb: int = setting(512, key="memory", parse=_memory, doc="-m: MiB as a number, or e.g. 512M, 2G")
+    #: None: ``host`` under kvm, ``max`` under tcg
+    cpu: str = setting(None, check=_cpu_model, doc="-cpu; under tcg a model (default: host, under tcg max)")
+    accel: Literal["kvm", "tcg"] = setting("kvm", hint="tcg: software emulation, an explicit opt-in",
+                                           doc="kvm (required on the host) or tcg (an explicit opt-in, recorded)")
+    pin: tuple[int, ...] | None = setting(None, parse=_cores, doc="the host core of each vCPU thread (taskset)")
+    rt: RtPolicy | None = setting(None, doc="the target-side benchmark servers under chrt/taskset")
+    bootargs: tuple[str, ...] = setting((), check=each(bootarg_problem), doc="the guest kernel's extra arguments")
+    ports: tuple[int, ...] = setting((), parse=_ports, doc="host ports forwarded into the guest besides the benchmarks'")
+    boot_timeout: float = setting(120.0, check=number(0, MAX_BOOT_TIMEOUT, low_open=True, unit="s"),
+                                  doc="seconds from QEMU's start to the guest's FARM-READY")
+    extra_args: tuple[str, ...] = setting((), parse=_extra_args, doc="more QEMU arguments, passed as they are")
+    network: Literal["user", "tap"] = setting(
+        "user", hint="user: QEMU's user network, the default; tap: a bridge on the host with vhost-net",
+        doc="user (QEMU's user network, hostfwd) or tap (a bridge on the host with vhost-net: the guest on the "
+            "board's network)")
     #: the guest's NIC as this QEMU device (its netdev added), instead of the architecture's default: a flow's
     #: (the DPDK flow's virtio-net-pci; not a pipeline field: DPDK has no virtio-mmio PMD)
-    nic: str | None = None
+    nic: str | None = setting(None, read=False)
+
+    def __attrs_post_init__(self) -> None:
+        if self.cpu is None:
+            object.__setattr__(self, "cpu", "host" if self.accel == "kvm" else "max")  # frozen: attrs' own way
+
+    def validate(self, given: dict) -> None:
+        """The fields together (farm.schema.read calls it after each field's own check)."""
+        if self.cpu == "host" and self.accel == "tcg":
+            raise Invalid("'host' needs accel: kvm; under tcg name a model (max, cortex-a53, ...)", key="cpu")
+        if self.pin is not None and len(self.pin) != self.vcpus:
+            raise Invalid(f"{len(self.pin)} host cores for {self.vcpus} vCPUs: give one core per vCPU", key="pin")
+        if self.network == "tap" and self.ports:
+            raise Invalid("forwards are for network: user; a tap guest has an address of its own on the board's "
+                          "network, every port of it reached there", key="ports")
 
     def to_json(self) -> dict:
         return {"image": str(self.image) if self.image else None, "vcpus": self.vcpus, "memory_mb": self.memory_mb,
@@ -107,130 +209,14 @@ class GuestSpec:
                 "network": self.network, **({"nic": self.nic} if self.nic else {})}
 
 
-def load_guest(node: Node, base: Path) -> GuestSpec:
-    """The ``guest:`` mapping of a setup; relative paths are relative to ``base`` (the pipeline's folder)."""
-    reject_unknown(node, FIELDS)
-    image = field(node, "image", str, None)
-    image_path = None
-    if image is not None:
-        image_path = Path(image) if Path(image).is_absolute() else base / image
-        if not image_path.is_file():
-            raise node.error("image", f"guest recipe {image_path} not found")
-    vcpus = _whole(node, "vcpus", 1, 1, MAX_VCPUS, "vCPUs")
-    memory_mb = _memory(node)
-    accel = field(node, "accel", str, "kvm")
-    if accel not in ACCELS:
-        raise node.error("accel", f"{accel!r}: expected kvm or tcg (tcg: software emulation, an explicit opt-in)")
-    cpu = field(node, "cpu", str, None)
-    if cpu is None:
-        cpu = "host" if accel == "kvm" else "max"
-    elif not _CPU_MODEL.fullmatch(cpu):
-        raise node.error("cpu", f"{cpu!r} is not a QEMU CPU model name (letters, digits and . _ -)")
-    elif cpu == "host" and accel == "tcg":
-        raise node.error("cpu", "'host' needs accel: kvm; under tcg name a model (max, cortex-a53, ...)")
-    pin = _cores(node, "pin")
-    if pin is not None and len(pin) != vcpus:
-        raise node.error("pin", f"{len(pin)} host cores for {vcpus} vCPUs: give one core per vCPU")
-    bootargs = []
-    for i, arg in enumerate(field(node, "bootargs", list, None) or []):
-        if (problem := bootarg_problem(arg)):
-            raise node.error("bootargs", f"item {i}: {problem}")
-        bootargs.append(arg)
-    ports = []
-    for i, port in enumerate(field(node, "ports", list, None) or []):
-        if (problem := number_problem(port, 1, MAX_PORT, whole=True)):
-            raise node.error("ports", f"item {i}: {problem} (a TCP/UDP port)")
-        if port in ports:
-            raise node.error("ports", f"item {i}: port {port} is given twice")
-        if port in CPU_PORTS:
-            raise node.error("ports", f"item {i}: port {port} is a CPU channel's (farm.guest.channel: the host's "
-                                      f"{CPU_PORTS[0]}, the guest's {CPU_PORTS[1]})")
-        ports.append(int(port))
-    boot_timeout = field(node, "boot_timeout", float, 120.0)
-    if (problem := number_problem(boot_timeout, 0, MAX_BOOT_TIMEOUT, low_open=True, unit="s")):
-        raise node.error("boot_timeout", problem)
-    extra = []
-    for i, arg in enumerate(field(node, "extra_args", list, None) or []):
-        if not isinstance(arg, str) or not _QEMU_ARG.fullmatch(arg):
-            raise node.error("extra_args", f"item {i} {arg!r}: a QEMU argument is letters, digits and "
-                                           "_ . , : = / + @ % - (no spaces, quotes or shell syntax)")
-        option = qemu_option(arg)
-        if option in OWN_OPTIONS:
-            said = f" ({arg} is {option} to QEMU)" if option != arg else ""
-            raise node.error("extra_args", f"item {i} {arg!r}: farm sets {option} itself{said} (use the guest's "
-                                           "own fields: vcpus, memory, cpu, accel; run.json records what they say)")
-        extra.append(arg)
-    network = field(node, "network", str, "user")
-    if network not in NETWORKS:
-        raise node.error("network", f"{network!r}: expected user (QEMU's user network, the default) or tap "
-                                    "(a bridge on the host with vhost-net)")
-    if network == "tap" and ports:
-        raise node.error("ports", "forwards are for network: user; a tap guest has an address of its own on the "
-                                  "board's network, every port of it reached there")
-    return GuestSpec(image=image_path, vcpus=vcpus, memory_mb=memory_mb, cpu=cpu, accel=accel,  # type: ignore[arg-type]
-                     pin=pin, rt=_rt(node), bootargs=tuple(bootargs), ports=tuple(ports),
-                     boot_timeout=boot_timeout, extra_args=tuple(extra), network=network)  # type: ignore[arg-type]
+def guest_of(setup: Node, key: str = "guest") -> GuestSpec | None:
+    """A setup's ``guest:`` (None when it has none), read and checked (farm.schema.read); relative paths
+    are relative to the pipeline file's folder."""
+    from ..schema.read import structure
 
-
-def guest_of(setup: Node, base: Path, key: str = "guest") -> GuestSpec | None:
-    """A setup's ``guest:`` (None when it has none); a guest that is not a mapping is refused."""
     if setup.get(key) is None:
         return None
     node = setup[key]
     if not isinstance(node, Node):
-        raise setup.error(key, f"expected a mapping like {{vcpus: 1, memory: 512M}}, got {node!r}")
-    return load_guest(node, base)
-
-
-def _whole(node: Node, key: str, default: int, low: int, high: int, unit: str) -> int:
-    value = node.get(key, default)
-    if value is None:
-        return default
-    if (problem := number_problem(value, low, high, whole=True, unit=unit)):
-        raise node.error(key, problem)
-    return int(value)
-
-
-def _memory(node: Node) -> int:
-    value = node.get("memory")
-    if value is None:
-        return 512
-    if isinstance(value, str):
-        match = _MEMORY.fullmatch(value.strip())
-        if not match:
-            raise node.error("memory", f"{value!r}: expected MiB as a number, or e.g. 512M, 2G")
-        value = int(match.group(1)) * (1024 if match.group(2).upper() == "G" else 1)
-    if (problem := number_problem(value, MIN_MEMORY_MB, MAX_MEMORY_MB, whole=True, unit="MiB")):
-        raise node.error("memory", problem)
-    return int(value)
-
-
-def _cores(node: Node, key: str) -> tuple[int, ...] | None:
-    value = field(node, key, list, None)
-    if value is None:
-        return None
-    if not value:
-        raise node.error(key, "an empty list: give host cores, or leave the field out")
-    for i, core in enumerate(value):
-        if (problem := number_problem(core, 0, MAX_HOST_CPU, whole=True)):
-            raise node.error(key, f"item {i}: {problem} (a host CPU number)")
-    if len(set(value)) != len(value):
-        raise node.error(key, f"a host core is given twice: {value}")
-    return tuple(int(c) for c in value)
-
-
-def _rt(node: Node) -> RtPolicy | None:
-    rt = field(node, "rt", Node, None)
-    if rt is None:
-        return None
-    reject_unknown(rt, ("policy", "priority", "cpus"))
-    policy = field(rt, "policy", str, None)
-    if policy is None:
-        raise rt.error(None, f"missing required field '{rt.field('policy')}' (rr or fifo)")
-    if policy not in RT_POLICIES:
-        raise rt.error("policy", f"{policy!r}: expected rr or fifo (chrt -r / -f)")
-    if rt.get("priority") is None:
-        raise rt.error(None, f"missing required field '{rt.field('priority')}' (1-99)")
-    priority = _whole(rt, "priority", 0, 1, 99, "(chrt's real-time priorities)")
-    return RtPolicy(policy, priority, _cores(rt, "cpus"))  # type: ignore[arg-type]
-
+        raise setup.error(key, f"expected {GuestSpec.SHAPE}, got {node!r}")
+    return structure(node, GuestSpec)

@@ -27,10 +27,12 @@ import json
 import subprocess
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import attrs
 
-from ..config import Node, field, load_yaml, reject_unknown, require, string_list
+from ..config import load_yaml
+from ..schema import Invalid, setting
 from ..errors import JobError
 from ..values import name_problem
 from .image import SYSTEM, Image, default_cache, load_image
@@ -100,36 +102,65 @@ class BareMetalRecipe:
     source: str
 
 
-def load_baremetal_recipe(path: str | Path) -> BareMetalRecipe:
-    """``images/<name>.yaml`` with a ``baremetal`` section (module docstring); errors name file:line: field."""
+def _load_addr(value: object) -> int:
     from .system import parse_address
 
+    address = parse_address(value, "load_addr")
+    if address >= 1 << 32 or address % 4096:
+        raise Invalid(f"{address:#x}: expected a 4 KiB-aligned address below 4 GiB (a uImage's)")
+    return address
+
+
+_load_addr.schema = {"anyOf": [{"type": "integer"}, {"type": "string", "pattern": "^(0[xX][0-9a-fA-F]+|[0-9]+)$"}]}  # type: ignore[attr-defined]
+
+
+@attrs.frozen
+class BareMetalSection:
+    """``baremetal``: the program's sources and where it loads."""
+
+    sources: tuple[str, ...] = setting((), doc="its C (.c) and assembly (.S) files, relative to the recipe")
+    load_addr: int = setting(DEFAULT_LOAD_ADDR, parse=_load_addr, doc="its load address: 4 KiB-aligned, below 4 GiB")
+
+    def paths(self, given: Any) -> list[Path]:
+        """The sources, relative to the recipe's folder (``given``: the section's mapping)."""
+        base = Path(getattr(given, "file", ".")).parent
+        return [Path(item) if Path(item).is_absolute() else base / item for item in self.sources]
+
+    def validate(self, given: Any) -> None:
+        for source in self.paths(given):
+            if not source.is_file() or source.suffix not in (".c", ".S"):
+                raise Invalid(f"{source}: not a C (.c) or assembly (.S) file", key="sources")
+        if not self.sources:
+            raise Invalid("at least one source is needed", key="sources")
+
+
+def _arch(value: str) -> str | None:
+    return None if value in BINUTILS_PREFIX else \
+        f"farm builds bare-metal programs for {', '.join(BINUTILS_PREFIX)}, not {value!r}"
+
+
+_arch.choices = tuple(BINUTILS_PREFIX)  # type: ignore[attr-defined]
+
+
+@attrs.frozen
+class BareMetalFile:
+    """A recipe of farm's bare-metal programs (a system image without Linux: images/standin.yaml)."""
+
+    name: str = setting(check=lambda v: name_problem(v, "image name"), doc="the image's name")
+    arch: str = setting(check=_arch, doc="the targets' architecture")
+    baremetal: BareMetalSection = setting(doc="the program")
+    description: str = setting("", doc="what it is for")
+
+
+def load_baremetal_recipe(path: str | Path) -> BareMetalRecipe:
+    """``images/<name>.yaml`` with a ``baremetal`` section (module docstring); errors name file:line: field."""
+    from ..schema.read import structure
+
     doc = load_yaml(path, "bare-metal recipe")
-    reject_unknown(doc, {"name", "arch", "baremetal", "description"})
-    name = require(doc, "name", str)
-    if (problem := name_problem(name, "image name")):
-        raise doc.error("name", problem)
-    arch = require(doc, "arch", str)
-    if arch not in BINUTILS_PREFIX:
-        raise doc.error("arch", f"farm builds bare-metal programs for {', '.join(BINUTILS_PREFIX)}, not {arch!r}")
-    field(doc, "description", str, "")
-    section = require(doc, "baremetal", Node)
-    reject_unknown(section, {"sources", "load_addr"})
-    sources = []
-    for item in string_list(section, "sources"):
-        source = Path(item) if Path(item).is_absolute() else Path(path).parent / item
-        if not source.is_file() or source.suffix not in (".c", ".S"):
-            raise section.error("sources", f"{source}: not a C (.c) or assembly (.S) file")
-        sources.append(source.resolve())
-    if not sources:
-        raise section.error("sources", "at least one source is needed")
-    try:
-        load_addr = parse_address(section.get("load_addr", DEFAULT_LOAD_ADDR), "load_addr")
-    except JobError as exc:
-        raise section.error("load_addr", str(exc)) from None
-    if load_addr >= 1 << 32 or load_addr % 4096:
-        raise section.error("load_addr", f"{load_addr:#x}: expected a 4 KiB-aligned address below 4 GiB (a uImage's)")
-    return BareMetalRecipe(name, arch, BareMetal(name, tuple(sources), load_addr), str(path))
+    recipe = structure(doc, BareMetalFile)
+    sources = tuple(p.resolve() for p in recipe.baremetal.paths(doc["baremetal"]))
+    return BareMetalRecipe(recipe.name, recipe.arch, BareMetal(recipe.name, sources, recipe.baremetal.load_addr),
+                           str(path))
 
 
 def is_baremetal_recipe(path: str | Path) -> bool:

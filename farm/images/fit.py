@@ -28,7 +28,8 @@ from pathlib import Path
 
 import attrs
 
-from ..config import Node, load_yaml, reject_unknown, require, string_list
+from ..config import load_yaml
+from ..schema import Invalid, setting
 from ..errors import JobError
 from ..values import name_problem
 from .cpio import Entry, write_newc
@@ -125,35 +126,61 @@ class LinuxSystemRecipe:
     source: str
 
 
-def load_linux_system_recipe(path: str | Path) -> LinuxSystemRecipe:
-    """``images/<name>.yaml`` with a ``linux_system`` section (module docstring); errors name file:line: field."""
+def _kernel_addr(value: object) -> int:
     from .system import parse_address
 
-    doc = load_yaml(path, "system recipe")
-    reject_unknown(doc, {"name", "arch", "linux_system", "description"})
-    name = require(doc, "name", str)
-    if (problem := name_problem(name, "image name")):
-        raise doc.error("name", problem)
-    arch = require(doc, "arch", str)
-    if arch != "arm64":
-        raise doc.error("arch", f"farm packs FIT stand-ins for arm64, not {arch!r}")
-    section = require(doc, "linux_system", Node)
-    reject_unknown(section, {"linux", "serve", "kernel_addr"})
-    linux = Path(require(section, "linux", str))
-    linux = linux if linux.is_absolute() else Path(path).parent / linux
-    if not linux.is_file():
-        raise section.error("linux", f"{linux}: no such recipe")
-    serve = string_list(section, "serve")
-    for command in serve:
-        if not _COMMAND.match(command):
-            raise section.error("serve", f"{command!r}: letters, digits, spaces and _ . / = : , + - only")
-    try:
-        kernel_addr = parse_address(section.get("kernel_addr", 0x40400000), "kernel_addr")
-    except JobError as exc:
-        raise section.error("kernel_addr", str(exc)) from None
-    if kernel_addr % (2 << 20) or kernel_addr >= 1 << 32:
-        raise section.error("kernel_addr", f"{kernel_addr:#x}: an arm64 kernel's place is 2 MiB aligned, below 4 GiB")
-    return LinuxSystemRecipe(name, arch, linux.resolve(), tuple(serve), kernel_addr, str(path))
+    address = parse_address(value, "kernel_addr")
+    if address % (2 << 20) or address >= 1 << 32:
+        raise Invalid(f"{address:#x}: an arm64 kernel's place is 2 MiB aligned, below 4 GiB")
+    return address
+
+
+_kernel_addr.schema = {"anyOf": [{"type": "integer"}, {"type": "string", "pattern": "^(0[xX][0-9a-fA-F]+|[0-9]+)$"}]}  # type: ignore[attr-defined]
+
+
+def _served(command: str) -> str | None:
+    return None if _COMMAND.match(command) else f"{command!r}: letters, digits, spaces and _ . / = : , + - only"
+
+
+def _recipe_found(path: Path) -> str | None:
+    return None if path.is_file() else f"{path}: no such recipe"
+
+
+@attrs.frozen
+class LinuxSystemSection:
+    """``linux_system``: a Linux image of farm's packed as one FIT image, and what its init serves."""
+
+    linux: Path = setting(relative=True, check=_recipe_found, doc="the Linux recipe packed (relative to this one)")
+    serve: tuple[str, ...] = setting((), check=lambda commands: next(
+        (p for c in commands if (p := _served(c))), None), doc="commands its init starts (the services it serves)")
+    kernel_addr: int = setting(0x40400000, parse=_kernel_addr, doc="the kernel's load address: 2 MiB aligned")
+
+
+def _arm64(value: str) -> str | None:
+    return None if value == "arm64" else f"farm packs FIT stand-ins for arm64, not {value!r}"
+
+
+_arm64.choices = ("arm64",)  # type: ignore[attr-defined]
+
+
+@attrs.frozen
+class LinuxSystemFile:
+    """A system image that is a Linux of farm's in a FIT image (a stand-in: images/standin-net.yaml)."""
+
+    name: str = setting(check=lambda v: name_problem(v, "image name"), doc="the image's name")
+    arch: str = setting(check=_arm64, doc="arm64")
+    linux_system: LinuxSystemSection = setting(doc="the Linux image packed and what it serves")
+    description: str = setting("", doc="what it is for")
+
+
+def load_linux_system_recipe(path: str | Path) -> LinuxSystemRecipe:
+    """``images/<name>.yaml`` with a ``linux_system`` section (module docstring); errors name file:line: field."""
+    from ..schema.read import structure
+
+    recipe = structure(load_yaml(path, "system recipe"), LinuxSystemFile)
+    section = recipe.linux_system
+    return LinuxSystemRecipe(recipe.name, recipe.arch, section.linux.resolve(), section.serve, section.kernel_addr,
+                             str(path))
 
 
 def is_linux_system_recipe(doc: dict) -> bool:

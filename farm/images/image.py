@@ -15,11 +15,13 @@ import os
 import re
 import subprocess
 from pathlib import Path
+from typing import Any, Literal
 
 import attrs
 
 from ..config import load_json
 from ..errors import JobError
+from ..schema import Invalid, Missing, setting
 
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -103,39 +105,66 @@ def verify_artifacts(image: Image) -> Image:
 
 
 def manifest_problem(manifest: object) -> str | None:
-    """What is wrong with a manifest's shape (None when nothing): its names become paths, so they must be
-    plain file names, and each artifact must have its size and sha256."""
+    """What is wrong with a manifest's shape (None when nothing): ``field: problem`` (:class:`Manifest`)."""
     if not isinstance(manifest, dict):
         return "not a JSON object"
-    kind = manifest.get("kind", LINUX)
-    if kind not in (LINUX, SYSTEM):
-        return f"field 'kind': {kind!r} is not {LINUX} or {SYSTEM}"
-    for key in ("name", "arch", "artifacts", *(("boot",) if kind == SYSTEM else ("kernel", "initrd"))):
-        if key not in manifest:
-            return f"missing field '{key}'"
-    artifacts = manifest["artifacts"]
-    if not isinstance(artifacts, dict):
-        return "field 'artifacts' is not a mapping"
-    for name, info in artifacts.items():
-        if not _PLAIN_NAME.fullmatch(name):
-            return f"artifacts: {name!r} is not a plain file name"
-        if not (isinstance(info, dict) and isinstance(info.get("size"), int)
-                and isinstance(info.get("sha256"), str) and _SHA256.fullmatch(info["sha256"])):
-            return f"artifacts.{name}: expected size and sha256"
-    if kind == SYSTEM:
-        boots = manifest["boot"]
-        if not isinstance(boots, dict) or not boots:
-            return f"field 'boot': expected the file each U-Boot command boots, e.g. {{\"bootm\": \"x.uimg\"}}"
-        for command, name in boots.items():
-            if command not in SYSTEM_BOOTS:
-                return f"boot.{command}: not one of {', '.join(SYSTEM_BOOTS)}"
-            if name not in artifacts:
-                return f"boot.{command}: {name!r} is not one of the artifacts"
-        return None
-    for key in ("kernel", "initrd"):
-        if manifest[key] not in artifacts:
-            return f"field '{key}': {manifest[key]!r} is not one of the artifacts"
+    from ..schema.read import structure
+
+    try:
+        structure(manifest, Manifest)
+    except JobError as exc:
+        return str(exc)
     return None
+
+
+def _sha256_problem(value: str) -> str | None:
+    return None if _SHA256.fullmatch(value) else f"{value!r} is not a sha256 (64 lowercase hex digits)"
+
+
+@attrs.frozen
+class Artifact:
+    """A file of the image: its sha256 (checked before a boot of a directory handed in) and size."""
+
+    sha256: str = setting(check=_sha256_problem, doc="its sha256 (64 lowercase hex digits)")
+    size: int = setting(check=lambda size: None if size >= 0 else f"{size}: not a size in bytes", doc="its size in bytes")
+
+
+@attrs.frozen
+class Manifest:
+    """An image directory's manifest.json, farm's (farm build) or a lab's (docs/system-images.md): what a boot
+    takes from it. Its names become paths, so they must be plain file names, each artifact with its sha256."""
+
+    OPEN = "what farm records of how it built the image (builder, recipe, packages, modules, ...): not read back"
+
+    name: str = setting(doc="the image's name")
+    arch: str = setting(doc="its Debian architecture (arm64, amd64)")
+    artifacts: dict[str, Artifact] = setting(doc="every file of the image, by plain file name")
+    kind: Literal["linux", "system"] = setting(LINUX, doc="linux: a kernel and an initrd; system: one file U-Boot "
+                                                         "boots as it is")
+    key: str | None = setting(None, doc="farm's content address of the image (a lab's need not give one)")
+    kernel: str | None = setting(None, doc="linux: the kernel, one of the artifacts")
+    initrd: str | None = setting(None, doc="linux: the initrd, one of the artifacts")
+    boot: dict[Literal["bootm", "bootelf", "go"], str] | None = setting(
+        None, doc="system: the file each U-Boot command boots, e.g. {\"bootm\": \"x.uimg\"}")
+    load_addr: str | None = setting(None, doc="system: where go loads and jumps, as hex text")
+    formats: dict[str, str] | None = setting(None, doc="system: each file's format (fit, uimage, elf, raw)")
+    header: dict[str, Any] | None = setting(None, doc="system: what a file's header says (a FIT's configuration)")
+
+    def validate(self, given: Any) -> None:
+        for name in self.artifacts:
+            if not _PLAIN_NAME.fullmatch(name):
+                raise Invalid(f"{name!r} is not a plain file name", key=("artifacts", name))
+        booted = {"boot": self.boot} if self.kind == SYSTEM else {"kernel": self.kernel, "initrd": self.initrd}
+        for key, value in booted.items():
+            if value is None:
+                raise Missing("", key=key)
+        if self.kind == SYSTEM:
+            if not self.boot:
+                raise Invalid("expected the file each U-Boot command boots, e.g. {\"bootm\": \"x.uimg\"}", key="boot")
+            booted = {("boot", command): name for command, name in self.boot.items()}
+        for key, name in booted.items():
+            if name not in self.artifacts:
+                raise Invalid(f"{name!r} is not one of the artifacts", key=key)
 
 
 def read_initrd(path: Path) -> bytes:

@@ -12,17 +12,22 @@ Example::
       packages: [busybox-static, iperf3, openssl]
       files: [/bin/busybox, /usr/bin/iperf3, /usr/bin/openssl]
       compress: zstd                      # default gzip; the kernel unpacks zstd ~3x faster (CONFIG_RD_ZSTD)
+
+The file is declared by :class:`RecipeFile` (farm.schema: read by farm.schema.read, errors naming
+file:line: field; ``farm schema recipe``); :class:`Recipe` is what a build takes from it.
 """
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import attrs
 
-from ..config import Node, field, load_yaml, reject_unknown, require, string_list
+from ..config import load_yaml
 from ..errors import JobError
+from ..schema import Invalid, Missing, all_of, each, one_of, setting
 from ..values import name_problem
 from .kernel import KernelSource, base_problem, dtb_problem
 from .programs import Program
@@ -70,97 +75,147 @@ def _check(pattern: re.Pattern[str], what: str):
     return check
 
 
+def _named(check):
+    """A check of one value whose problem says the value first (``'x' is not a valid ...``)."""
+    return lambda value: f"{value!r} {problem}" if (problem := check(value)) else None
+
+
+_package = _check(_PACKAGE, "Debian package name")
+
+
+def _found(path: Path) -> str | None:
+    return None if path.is_file() else f"{path} not found"
+
+
+@attrs.frozen
+class KernelSourceFile:
+    """``kernel.source``: exactly one of a Debian source package, a tarball or a tree (paths relative to the recipe)."""
+
+    package: str | None = setting(None, check=_named(_package), doc="a Debian source package (linux-source-6.1)")
+    tarball: Path | None = setting(None, relative=True, doc="a kernel tarball")
+    tree: Path | None = setting(None, relative=True, doc="a kernel source tree")
+
+    def validate(self, given: Any) -> None:
+        kinds = [k for k in ("package", "tarball", "tree") if getattr(self, k) is not None]
+        if len(kinds) != 1:
+            raise Invalid("expected exactly one of package (e.g. linux-source-6.1), tarball or tree")
+        if self.tarball is not None and not self.tarball.is_file():
+            raise Invalid(f"{self.tarball} is not a file", key="tarball")
+        if self.tree is not None and not self.tree.is_dir():
+            raise Invalid(f"{self.tree} is not a directory", key="tree")
+
+
+@attrs.frozen
+class KernelFile:
+    """``kernel``: a Debian kernel package, or a kernel built from source (docs/images.md)."""
+
+    package: str | None = setting(None, check=_named(_package),
+                                  doc="a Debian kernel package (a metapackage is followed to the real one)")
+    modules: tuple[str, ...] = setting((), check=each(_check(_MODULE, "kernel module name")),
+                                       doc="modules put in the initrd")
+    compress: str = setting("none", check=one_of(("none", "gzip"), lambda v: f"{v!r}: expected none or gzip"),
+                            doc="gzip: ship Image.gz (a third of the TFTP transfer; booti unpacks it)")
+    source: KernelSourceFile | None = setting(None, doc="build the kernel from source instead")
+    config: tuple[str, ...] | None = setting(None, doc="a source kernel's make target to start from (allnoconfig, "
+                                                       "defconfig, ...), then configuration fragments")
+    dtbs: tuple[str, ...] = setting((), check=each(dtb_problem), doc="a source kernel's device trees to build")
+
+    def validate(self, given: Any) -> None:
+        if self.package is not None and self.source is not None:
+            raise Invalid("exactly one of kernel.package (a Debian kernel) and kernel.source (built from source) "
+                          "is needed, not both")
+        if self.package is None and self.source is None:
+            raise Missing("", key="package")
+        for key in ("config", "dtbs"):
+            if key in given and self.source is None:
+                raise Invalid("only a kernel built from source (kernel.source) takes a config and dtbs", key=key)
+        if self.source is not None:
+            config = self.config or ()
+            if not config:
+                raise Invalid("a make target to start from (allnoconfig, defconfig, ...) and fragments are needed",
+                              key="config")
+            if (problem := base_problem(config[0])):
+                raise Invalid(f"item 0 {config[0]!r}: {problem}", key="config")
+            for i, fragment in enumerate(self.fragments(given), start=1):
+                if not fragment.is_file():
+                    raise Invalid(f"item {i}: fragment {fragment} not found", key="config")
+
+    def fragments(self, given: Any) -> list[Path]:
+        """The configuration fragments, relative to the recipe's folder (``given``: the kernel's mapping)."""
+        base = Path(getattr(given, "file", ".")).parent
+        return [Path(name) if Path(name).is_absolute() else base / name for name in (self.config or ())[1:]]
+
+
+@attrs.frozen
+class InitrdFile:
+    """``initrd``: the Debian packages whose files make it (busybox-static gives the shell)."""
+
+    packages: tuple[str, ...] = setting((), check=all_of(
+        lambda p: None if p else "at least one package is needed (busybox-static gives the shell)", each(_package)),
+        doc="Debian packages whose files the initrd takes")
+    files: tuple[str, ...] = setting((), check=each(_check(_PATH, "absolute file path")),
+                                     doc="the files it takes from them (absolute paths)")
+    compress: str = setting("gzip", choices=tuple(INITRD_COMPRESSIONS),
+                            doc="how the cpio is compressed: zstd unpacks ~3x faster (CONFIG_RD_ZSTD)")
+
+
+@attrs.frozen
+class ProgramFile:
+    """A C program farm builds for the target and puts in the initrd (images/src)."""
+
+    SHAPE = "a mapping with name and source"
+
+    name: str = setting(check=lambda v: name_problem(v, "program name"), doc="its name on the target")
+    source: Path = setting(relative=True, check=_found, doc="its C source (relative to the recipe)")
+    packages: tuple[str, ...] = setting((), check=each(_package), doc="Debian packages it builds with")
+    libs: tuple[str, ...] = setting((), check=each(_check(_MODULE, "library name")), doc="libraries it links")
+
+
+def _arch(value: str) -> str | None:
+    return None if value in ARCHES else f"unsupported architecture {value!r} (one of: {', '.join(ARCHES)})"
+
+
+_arch.choices = ARCHES  # type: ignore[attr-defined]
+
+
+@attrs.frozen
+class RecipeFile:
+    """An image recipe (images/*.yaml): which Debian kernel, which packages and files, which programs."""
+
+    name: str = setting(check=lambda v: name_problem(v, "image name"), doc="the image's name")
+    arch: str = setting(check=_arch, doc="the targets' architecture")
+    kernel: KernelFile = setting(doc="the kernel")
+    initrd: InitrdFile = setting(doc="the initrd")
+    programs: tuple[ProgramFile, ...] = setting((), doc="farm's C programs built for the target")
+    description: str = setting("", doc="what it is for")
+
+    def validate(self, given: Any) -> None:
+        if self.kernel.compress == "gzip" and self.arch != "arm64":
+            raise Invalid("only an arm64 Image is compressed by farm (x86 bzImage already is)", key=("kernel", "compress"))
+
+
 def load_recipe(path: str | Path) -> Recipe:
+    """Read and check a recipe (farm.schema.read: errors name file:line: field)."""
+    from ..schema.read import structure
+
     doc = load_yaml(path, "image recipe")
-    reject_unknown(doc, {"name", "arch", "kernel", "initrd", "programs", "description"})
-    name = require(doc, "name", str)
-    if (problem := name_problem(name, "image name")):
-        raise doc.error("name", problem)
-    arch = require(doc, "arch", str)
-    if arch not in ARCHES:
-        raise doc.error("arch", f"unsupported architecture {arch!r} (one of: {', '.join(ARCHES)})")
-    kernel = require(doc, "kernel", Node)
-    reject_unknown(kernel, {"package", "modules", "compress", "source", "config", "dtbs"})
-    if "package" in kernel and "source" in kernel:  # neither: require() below says package is missing
-        raise kernel.error(None, "exactly one of kernel.package (a Debian kernel) and kernel.source (built "
-                                 "from source) is needed, not both")
-    kernel_source = _kernel_source(kernel, Path(path)) if "source" in kernel else None
-    for key in ("config", "dtbs"):
-        if key in kernel and kernel_source is None:
-            raise kernel.error(key, "only a kernel built from source (kernel.source) takes a config and dtbs")
-    kernel_package = "" if kernel_source else require(kernel, "package", str)
-    if kernel_package and _check(_PACKAGE, "Debian package name")(kernel_package):
-        raise kernel.error("package", f"{kernel_package!r} is not a valid Debian package name")
-    modules = string_list(kernel, "modules", check=_check(_MODULE, "kernel module name"))
-    compress = field(kernel, "compress", str, "none")
-    if compress not in ("none", "gzip"):
-        raise kernel.error("compress", f"{compress!r}: expected none or gzip")
-    if compress == "gzip" and arch != "arm64":
-        raise kernel.error("compress", "only an arm64 Image is compressed by farm (x86 bzImage already is)")
-    initrd = require(doc, "initrd", Node)
-    reject_unknown(initrd, {"packages", "files", "compress"})
-    initrd_compress = field(initrd, "compress", str, "gzip")
-    if initrd_compress not in INITRD_COMPRESSIONS:
-        raise initrd.error("compress", f"{initrd_compress!r}: expected one of {', '.join(INITRD_COMPRESSIONS)}")
-    packages = string_list(initrd, "packages", check=_check(_PACKAGE, "Debian package name"))
-    if not packages:
-        raise initrd.error("packages", "at least one package is needed (busybox-static gives the shell)")
-    files = string_list(initrd, "files", check=_check(_PATH, "absolute file path"))
-    field(doc, "description", str, "")
-    programs = []
-    for i, item in enumerate(field(doc, "programs", list, None) or []):
-        if not isinstance(item, Node):
-            raise doc.error("programs", f"item {i} must be a mapping with name and source")
-        reject_unknown(item, {"name", "source", "packages", "libs"})
-        prog_name = require(item, "name", str)
-        if (problem := name_problem(prog_name, "program name")):
-            raise item.error("name", problem)
-        source = Path(require(item, "source", str))
-        source = source if source.is_absolute() else Path(path).parent / source
-        if not source.is_file():
-            raise item.error("source", f"{source} not found")
-        programs.append(Program(prog_name, source,
-                                tuple(string_list(item, "packages", check=_check(_PACKAGE, "Debian package name"))),
-                                tuple(string_list(item, "libs", check=_check(_MODULE, "library name")))))
-    return Recipe(name=name, arch=arch, kernel_package=kernel_package, kernel_compress=compress, modules=tuple(modules),
-                  packages=tuple(packages), files=tuple(files), programs=tuple(programs), source=str(path),
-                  kernel_source=kernel_source, initrd_compress=initrd_compress,
+    recipe = structure(doc, RecipeFile)
+    kernel, initrd = doc["kernel"], doc["initrd"]
+    source = recipe.kernel.source
+    kernel_source = None
+    if source is not None:
+        kind = next(k for k in ("package", "tarball", "tree") if getattr(source, k) is not None)
+        location = source.package if kind == "package" else str(getattr(source, kind).resolve())
+        config = recipe.kernel.config or ()
+        kernel_source = KernelSource(kind, location, config[0],
+                                     tuple(f.resolve() for f in recipe.kernel.fragments(kernel)), recipe.kernel.dtbs)
+    return Recipe(name=recipe.name, arch=recipe.arch, kernel_package=recipe.kernel.package or "",
+                  kernel_compress=recipe.kernel.compress, modules=recipe.kernel.modules,
+                  packages=recipe.initrd.packages, files=recipe.initrd.files,
+                  programs=tuple(Program(p.name, p.source, p.packages, p.libs) for p in recipe.programs),
+                  source=str(path), kernel_source=kernel_source, initrd_compress=recipe.initrd.compress,
                   where={"initrd.compress": initrd.where("compress") if "compress" in initrd else f"{path}: initrd.compress",
                          "kernel.package": kernel.where("package"), "kernel.modules": kernel.where("modules"),
                          "kernel.source": kernel.where("source") if "source" in kernel else f"{path}: kernel.source",
                          "initrd.packages": initrd.where("packages"), "initrd.files": initrd.where("files"),
                          "programs": doc.where("programs") if "programs" in doc else f"{path}: programs"})
-
-
-def _kernel_source(kernel: Node, recipe_path: Path) -> KernelSource:
-    """``source: {package: NAME} | {tarball: PATH} | {tree: PATH}``, ``config: [BASE, FRAGMENT...]``,
-    ``dtbs: [DIR/NAME.dtb...]``; paths relative to the recipe's directory."""
-    source = require(kernel, "source", Node)
-    reject_unknown(source, {"package", "tarball", "tree"})
-    kinds = [k for k in ("package", "tarball", "tree") if k in source]
-    if len(kinds) != 1:
-        raise kernel.error("source", "expected exactly one of package (e.g. linux-source-6.1), tarball or tree")
-    kind = kinds[0]
-    location = require(source, kind, str)
-    if kind == "package":
-        if _check(_PACKAGE, "Debian package name")(location):
-            raise source.error(kind, f"{location!r} is not a valid Debian package name")
-    else:
-        resolved = Path(location).expanduser()
-        resolved = resolved if resolved.is_absolute() else recipe_path.parent / resolved
-        if not (resolved.is_file() if kind == "tarball" else resolved.is_dir()):
-            raise source.error(kind, f"{resolved} is not a {'file' if kind == 'tarball' else 'directory'}")
-        location = str(resolved.resolve())
-    config = string_list(kernel, "config")
-    if not config:
-        raise kernel.error("config", "a make target to start from (allnoconfig, defconfig, ...) and fragments are needed")
-    if (problem := base_problem(config[0])):
-        raise kernel.error("config", f"item 0 {config[0]!r}: {problem}")
-    fragments = []
-    for i, name in enumerate(config[1:], start=1):
-        fragment = Path(name) if Path(name).is_absolute() else recipe_path.parent / name
-        if not fragment.is_file():
-            raise kernel.error("config", f"item {i}: fragment {fragment} not found")
-        fragments.append(fragment.resolve())
-    dtbs = string_list(kernel, "dtbs", check=dtb_problem)
-    return KernelSource(kind, location, config[0], tuple(fragments), tuple(dtbs))

@@ -36,24 +36,46 @@ from typing import Any, Iterable, Mapping, Sequence
 import attrs
 
 from farm.results.identity import MetricKey
+from farm.schema import Invalid, between, setting
 from farm.results.stats import CONFIDENCE, ratio_interval
 
 #: the fewest boots a side for a conclusive ratio, unless a pipeline or command says otherwise
 MIN_BOOTS = 5
 #: what the interval is, as the outputs name it
+#: the most boots a rule may ask for (a pipeline boots a setup at most this often)
+MAX_MIN_BOOTS = 1000
 METHOD = "Hodges-Lehmann interval of the log ratio (exact Mann-Whitney), per-boot values"
 
 HIGHER, LOWER, SAME, INCONCLUSIVE = "higher", "lower", "same", "inconclusive"
 VERDICTS = (HIGHER, LOWER, SAME, INCONCLUSIVE)
 
 
+def _threshold(value: Any) -> float:
+    """A pipeline's ``compare.threshold``: a fraction (0.02) or a percentage (``2%``), 0 <= t < 1."""
+    if isinstance(value, str):
+        from farm.results.qualify import parse_threshold
+
+        value = parse_threshold(value)
+    elif isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise Invalid(f"{value!r}: expected a fraction like 0.02 or a percentage like 2%")
+    if not 0 <= value < 1:
+        raise Invalid("must be 0 or more and below 1 (100 %)")
+    return float(value)
+
+
+_threshold.schema = {"anyOf": [{"type": "number", "minimum": 0, "exclusiveMaximum": 1},  # type: ignore[attr-defined]
+                               {"type": "string", "pattern": r"^[0-9.]+%?$"}]}
+
+
 @attrs.frozen
 class Rule:
-    """How a ratio is judged: the fewest values a side, the band of "the same", the confidence."""
+    """How a ratio is judged: the fewest values a side, the band of "the same", the confidence (a
+    pipeline's ``compare:``)."""
 
-    min_n: int = MIN_BOOTS
-    threshold: float = 0.0
-    confidence: float = CONFIDENCE
+    min_n: int = setting(MIN_BOOTS, key="min_boots", check=between(1, MAX_MIN_BOOTS),
+                         doc="boots a side needs before a ratio is judged")
+    threshold: float = setting(0.0, parse=_threshold, doc="the band of 'the same': a fraction (0.02) or a percentage (2%)")
+    confidence: float = setting(CONFIDENCE, read=False)
 
     def describe(self) -> dict[str, Any]:
         return {"min_boots": self.min_n, "threshold": self.threshold, "confidence": self.confidence,

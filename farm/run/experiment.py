@@ -22,8 +22,8 @@ from typing import Any, Sequence
 
 import attrs
 
-from ..config import Node, field, reject_unknown
-from ..results.ratio import MIN_BOOTS, Rule
+from ..results.ratio import Rule
+from ..schema import Invalid, number, setting
 from ..values import number_problem
 
 INTERLEAVED, SHUFFLED = "interleaved", "shuffled"
@@ -41,10 +41,20 @@ class SettleRule:
     boot a twin is still busy (the first sweep points of a boot measured 166-344 ms light-load
     RTTs, two cores at 97-100 %)."""
 
-    cpu_below: float = 25.0
-    seconds: float = 2.0
-    within: float = 30.0
-    interval: float = 0.5
+    SHAPE = "a mapping like {cpu_below: 20, for: 3, within: 60}"
+
+    cpu_below: float = setting(25.0, check=number(0, 100, low_open=True, unit="%"),
+                               doc="percent busy each CPU must stay below")
+    seconds: float = setting(2.0, key="for", check=number(0, 600, low_open=True, unit="s"),
+                             doc="seconds in a row below it")
+    within: float = setting(attrs.Factory(lambda rule: max(30.0, rule.seconds), takes_self=True),
+                            doc="seconds it waits at most (then measures, flagging the records unsettled); "
+                                "default 30, at least 'for'")
+    interval: float = setting(0.5, check=number(0.1, 60, unit="s"), doc="seconds of each CPU reading")
+
+    def validate(self, given: Any) -> None:
+        if (problem := number_problem(self.within, self.seconds, 3600, unit="s")):
+            raise Invalid(f"{problem} (at least 'for')", key="within")
 
     def describe(self) -> dict[str, Any]:
         return {"cpu_below": self.cpu_below, "for": self.seconds, "within": self.within,
@@ -88,77 +98,3 @@ def boot_order(boots: Sequence[int], order: str, seed: int | None = None) -> lis
 
 def draw_seed() -> int:
     return secrets.randbelow(MAX_SEED + 1)
-
-
-def read_boots(node: Node, key: str, default: int) -> int:
-    value = field(node, key, int, default)
-    if not 1 <= value <= MAX_BOOTS:
-        raise node.error(key, f"must be 1-{MAX_BOOTS}")
-    return value
-
-
-def load_experiment(doc: Node) -> Experiment:
-    """The experiment fields of a pipeline file (checked; errors name file:line: field)."""
-    if "boots" in doc and "repeats" in doc:
-        raise doc.error("repeats", "give 'boots' (its newer name) or 'repeats', not both")
-    boots = read_boots(doc, "boots" if "boots" in doc else "repeats", 1)
-    order = field(doc, "order", str, INTERLEAVED)
-    if order not in ORDERS:
-        raise doc.error("order", f"{order!r}: expected interleaved (A B A B ...) or shuffled (a random order "
-                                 "per round, from seed)")
-    seed = field(doc, "seed", int, None)
-    if seed is not None:
-        if order != SHUFFLED:
-            raise doc.error("seed", "only a shuffled order has a seed (order: shuffled)")
-        if not 0 <= seed <= MAX_SEED:
-            raise doc.error("seed", f"must be 0-{MAX_SEED}")
-    return Experiment(boots, order, seed, _settle(doc), _compare(doc))
-
-
-def _settle(doc: Node) -> SettleRule | None:
-    value = doc.get("settle")
-    if value is None or value is True:
-        return SettleRule()
-    if value is False:
-        return None
-    if not isinstance(value, Node):
-        raise doc.error("settle", "expected a mapping like {cpu_below: 20, for: 3, within: 60}, or false")
-    reject_unknown(value, ("cpu_below", "for", "within", "interval"))
-    rule = SettleRule()
-    below = field(value, "cpu_below", float, rule.cpu_below)
-    if (problem := number_problem(below, 0, 100, low_open=True, unit="%")):
-        raise value.error("cpu_below", problem)
-    seconds = field(value, "for", float, rule.seconds)
-    if (problem := number_problem(seconds, 0, 600, low_open=True, unit="s")):
-        raise value.error("for", problem)
-    interval = field(value, "interval", float, rule.interval)
-    if (problem := number_problem(interval, 0.1, 60, unit="s")):
-        raise value.error("interval", problem)
-    within = field(value, "within", float, max(rule.within, seconds))
-    if (problem := number_problem(within, seconds, 3600, unit="s")):
-        raise value.error("within", f"{problem} (at least 'for')")
-    return SettleRule(below, seconds, within, interval)
-
-
-def _compare(doc: Node) -> Rule:
-    value = field(doc, "compare", Node, None)
-    if value is None:
-        return Rule()
-    reject_unknown(value, ("min_boots", "threshold"))
-    min_n = field(value, "min_boots", int, MIN_BOOTS)
-    if not 1 <= min_n <= MAX_BOOTS:
-        raise value.error("min_boots", f"must be 1-{MAX_BOOTS}")
-    threshold = value.get("threshold", 0.0)
-    if isinstance(threshold, str):
-        from ..errors import JobError
-        from ..results.qualify import parse_threshold
-
-        try:
-            threshold = parse_threshold(threshold)
-        except JobError as exc:
-            raise value.error("threshold", str(exc)) from None
-    elif isinstance(threshold, bool) or not isinstance(threshold, (int, float)):
-        raise value.error("threshold", f"{threshold!r}: expected a fraction like 0.02 or a percentage like 2%")
-    if not 0 <= threshold < 1:
-        raise value.error("threshold", "must be 0 or more and below 1 (100 %)")
-    return Rule(min_n, float(threshold))

@@ -1,24 +1,30 @@
 """A pipeline file (``pipelines/*.yaml``): which recipes, targets, setups, benchmarks, repeats.
 
-Every value is checked when the file is read, and an error names file:line: field, before anything is
-built or booted (farm.config). The run that carries a pipeline out is farm.run.runner.
+The file is declared here (:func:`pipeline_file`: its fields, each setup's and each benchmark's, with
+every flow's settings and every benchmark's params as registered) and read by farm.schema.read: every
+value is checked when the file is read, and an error names file:line: field, before anything is built or
+booted; ``farm schema pipeline`` is the JSON Schema of the same declaration. The run that carries a
+pipeline out is farm.run.runner.
 """
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Literal, Mapping
 
 import attrs
 
 from ..bench.registry import BENCHMARKS
-from ..config import Node, field, load_yaml, reject_unknown, require, string_list
+from ..config import load_yaml
 from ..errors import JobError
-from ..flows import SetupFlow, flow_types, setup_fields, setup_flow
+from ..flows import FlowType, SetupFlow, flow_types, setup_flow
 from ..images.image import LINUX
 from ..images.recipe import ARCHES
-from ..values import bootarg_problem, name_problem, number_problem
-from .experiment import Experiment, load_experiment, read_boots
+from ..results.ratio import Rule
+from ..schema import Invalid, Unknown, WrongType, between, each, number, setting
+from ..values import bootarg_problem, name_problem
+from .experiment import INTERLEAVED, MAX_BOOTS, MAX_SEED, ORDERS, SHUFFLED, Experiment, SettleRule
 
 MAX_REPEATS = 1000
 MAX_BOOT_ATTEMPTS = 20
@@ -98,116 +104,180 @@ class Pipeline:
         raise JobError(f"{self.source}: images: no image for architecture {arch} (have: {', '.join(self.images)})")
 
 
-def _relative(node: Node, key: str, value: str) -> Path:
-    path = Path(value)
-    return path if path.is_absolute() else Path(node.file).parent / path
 
+# --- the file as it is written (farm.schema) -----------------------------------------------------------------
 
-def _name(node: Node, key: str, value: str, what: str) -> str:
+def _name(what: str) -> Any:
     """A name that becomes part of paths, job ids and TFTP folders (farm.values.NAME)."""
-    if (problem := name_problem(value, what)):
-        raise node.error(key, problem)
-    return value
+    return lambda value: name_problem(value, what)
+
+
+def _not_empty(what: str) -> Any:
+    return lambda value: None if value else f"at least one {what} is needed"
+
+
+@attrs.frozen
+class Target:
+    """A target the pipeline runs on: its labgrid env file."""
+
+    SHAPE = "a mapping like {env: ../env/x.yaml}"
+
+    env: Path = setting(relative=True, doc="the target's env file (relative to the pipeline file)")
+
+
+#: ``images:``, a recipe per architecture
+PerArch = attrs.make_class("PerArch", {arch: setting(None, relative=True, type=Path | None,
+                                                     doc=f"the recipe of the {arch} targets") for arch in ARCHES},
+                           frozen=True)
+PerArch.__doc__ = "A recipe per architecture (relative to the pipeline file)."
+
+
+def _setup_class(types: tuple[FlowType, ...]) -> type:
+    """A setup of the pipeline file: its own fields, ``flow:`` and each keyed flow's settings field."""
+    fields = {
+        "name": setting(type=str, check=_name("setup name"), doc="results are keyed by it: unique in the file"),
+        "bootargs": setting((), type=tuple[str, ...], check=each(bootarg_problem), doc="kernel arguments added"),
+        "image": setting(None, type=Path | None, relative=True, doc="its own recipe (relative to the pipeline file)"),
+        "cpu_frequency_khz": setting(None, type=int | None, doc="pinned through cpufreq after boot",
+                                     check=number(0, MAX_FREQUENCY_HZ / 1e3, whole=True, low_open=True, unit="kHz")),
+        "boots": setting(None, type=int | None, check=between(1, MAX_BOOTS), doc="how often it boots (default: boots)"),
+        "cpus": setting(None, type=int | None, check=number(1, MAX_CPUS, whole=True, unit="cores"),
+                        doc="the cores it runs on: maxcpus= for Linux, -smp on a QEMU twin"),
+        "flow": setting(None, type=str | None, schema={"enum": [t.name for t in types]},
+                        doc="its boot flow by name (default: the one whose settings field it gives, else netboot)"),
+        **{t.key: setting(None, type=t.settings | None if t.settings else Any,
+                          doc=f"the settings of the flow {t.name} (a setup with them uses it)")
+           for t in types if t.key}}
+    return attrs.make_class("Setup", fields, frozen=True, kw_only=True, bases=(_SetupFields,))
+
+
+class _SetupFields:
+    """A way of booting the targets (farm.run.model.Setup), as the pipeline file gives it."""
+
+    def settings(self) -> dict[str, Any]:
+        return {t.key: getattr(self, t.key) for t in flow_types().values() if t.key}
+
+    def validate(self, given: Mapping[str, Any]) -> None:
+        flow = setup_flow(self.flow, self.settings())  # type: ignore[attr-defined]
+        if self.cpu_frequency_khz is not None and not flow.type.shell:  # type: ignore[attr-defined]
+            # the frequency is set through cpufreq on the target's shell; a system image has none, and its
+            # flow would ignore the value, so the run would record a frequency nobody set
+            raise Invalid(f"the flow {flow.name} boots a system image without a shell: farm cannot set its CPU "
+                          "frequency (the lab's system sets its own)", key="cpu_frequency_khz")
+        if self.image is not None and flow.type.image_kind != LINUX:  # type: ignore[attr-defined]
+            raise Invalid(f"a setup of the flow {flow.name} names its image in {flow.type.key}.path", key="image")
+
+
+def _benchmark_class(registry: Mapping[str, type]) -> type:
+    """A benchmark of the pipeline file, ``name: {params}``: read as a :class:`Benchmark`."""
+    shape = "one 'name: {params}' pair, e.g. 'iperf3: {duration: 3}'"
+
+    class BenchmarkEntry:
+        """A benchmark and its parameters (each registered benchmark's params class)."""
+
+        @staticmethod
+        def __structure__(value: Any, read_as: Any) -> Benchmark:
+            if not isinstance(value, Mapping) or len(value) != 1:
+                raise WrongType(shape, value, shape=True)
+            (name, params), = value.items()
+            if name not in registry:
+                raise Unknown(str(name), list(registry), "unknown benchmark (known: {allowed})", key=name)
+            if params is not None and not isinstance(params, Mapping):
+                raise Invalid("parameters must be a mapping", key=name)
+            return Benchmark(name, read_as(params or {}, registry[name], key=name), dict(params or {}))
+
+        @staticmethod
+        def __json_schema__(schema_of: Any) -> dict[str, Any]:
+            return {"type": "object", "description": "a benchmark and its parameters: " + shape,
+                    "minProperties": 1, "maxProperties": 1, "additionalProperties": False,
+                    "properties": {name: {"anyOf": [schema_of(params), {"type": "null"}]}
+                                   for name, params in sorted(registry.items())}}
+    BenchmarkEntry.__qualname__ = "BenchmarkEntry"  # its name in the JSON Schema's $defs
+    return BenchmarkEntry
+
+
+class _PipelineFields:
+    """A pipeline file: which recipes, targets, setups, benchmarks, repeats (docs/pipelines.md)."""
+
+    def validate(self, given: Mapping[str, Any]) -> None:
+        if self.image is not None and self.images is not None:  # type: ignore[attr-defined]
+            raise Invalid("give either 'image' (one recipe) or 'images' (a recipe per architecture)")
+        if self.boots is not None and self.repeats is not None:  # type: ignore[attr-defined]
+            raise Invalid("give 'boots' (its newer name) or 'repeats', not both", key="repeats")
+        if self.seed is not None and self.order != SHUFFLED:  # type: ignore[attr-defined]
+            raise Invalid("only a shuffled order has a seed (order: shuffled)", key="seed")
+        setups = self.setups or ()  # type: ignore[attr-defined]
+        for i, setup in enumerate(setups):
+            first = next(j for j, s in enumerate(setups) if s.name == setup.name)
+            if first != i:
+                raise Invalid(f"{setup.name!r} is already the name of setups[{first}]: results are keyed by setup "
+                              "name, two setups of one name would be pooled into one median", key=("setups", i, "name"))
+        has_images = self.image is not None or self.images is not None  # type: ignore[attr-defined]
+        flows = [setup_flow(s.flow, s.settings()) for s in setups] or [SetupFlow(flow_types()["netboot"])]
+        for i, (setup, flow) in enumerate(zip(setups or [None], flows)):
+            if not has_images and (setup is None or setup.image is None) and flow.type.image_kind == LINUX:
+                raise Invalid(f"setups[{i}] ({setup.name if setup else 'default'}) boots a Linux image: give 'image' "
+                              "(one recipe) or 'images' (a recipe per architecture)")
+        nodes = given.get("setups") or []
+        for i, bench in enumerate(self.benchmarks):  # type: ignore[attr-defined]
+            for j, (setup, flow) in enumerate(zip(setups, flows)):
+                if not flow.type.shell and bench.params.needs_shell():
+                    node = nodes[j] if j < len(nodes) else None
+                    where = node.where("name") if hasattr(node, "where") else f"setups[{j}]"
+                    raise Invalid(f"needs a shell on the target, and setup {setup.name} ({where}) has none: its "
+                                  f"flow, {flow.name}, boots a system image (only its network and console)",
+                                  key=("benchmarks", i, bench.name))
+
+
+@functools.lru_cache(maxsize=8)
+def _pipeline_class(registry: tuple[tuple[str, type], ...], types: tuple[FlowType, ...]) -> type:
+    setup = _setup_class(types)
+    fields = {
+        "name": setting(type=str, check=_name("pipeline name"), doc="the pipeline's name (in run ids and reports)"),
+        "description": setting("", type=str, doc="what it is for"),
+        "image": setting(None, type=Path | None, relative=True, doc="one recipe for every target"),
+        "images": setting(None, type=PerArch | None, doc="a recipe per architecture (instead of image)"),
+        "targets": setting(type=list[Target], check=_not_empty("target"), doc="the targets, by env file"),
+        "setups": setting(None, type=list[setup] | None, doc="ways of booting the targets (default: one, 'default')"),
+        "benchmarks": setting(type=list[_benchmark_class(dict(registry))], doc="run on each boot, in this order"),
+        "repeats": setting(None, type=int | None, check=between(1, MAX_BOOTS), doc="the older name of boots"),
+        "boots": setting(None, type=int | None, check=between(1, MAX_BOOTS), doc="boots per setup (default 1)"),
+        "order": setting(INTERLEAVED, type=Literal[ORDERS], doc="the boots' order",  # type: ignore[valid-type]
+                         hint="interleaved: A B A B ...; shuffled: a random order per round, from seed"),
+        "seed": setting(None, type=int | None, check=between(0, MAX_SEED), doc="shuffled: the order's seed"),
+        "settle": setting(True, type=SettleRule | bool, doc="before the first benchmark of a boot (false: no settling)"),
+        "compare": setting(None, type=Rule | None, doc="a ratio's rule (farm.results.ratio)"),
+        "repeats_in_boot": setting(1, type=int, check=between(1, MAX_REPEATS), doc="each benchmark this often per boot"),
+        "cpu_frequency_hz": setting(None, type=float | None, doc="the targets' clock, for cycles/byte",
+                                    check=number(0, MAX_FREQUENCY_HZ, low_open=True, unit="Hz")),
+        "boot_attempts": setting(2, type=int, check=between(1, MAX_BOOT_ATTEMPTS, "1: never retry a failed boot"),
+                                 doc="attempts of a boot that failed for the lab's reasons"),
+    }
+    return attrs.make_class("Pipeline", fields, frozen=True, kw_only=True, bases=(_PipelineFields,))
+
+
+def pipeline_file(registry: Mapping[str, Any] | None = None) -> type:
+    """The pipeline file's class: its fields, with ``registry``'s benchmarks (default: farm's) and every
+    registered flow."""
+    registry = BENCHMARKS if registry is None else registry
+    return _pipeline_class(tuple(sorted((name, spec.params) for name, spec in registry.items())),
+                           tuple(flow_types().values()))
 
 
 def load_pipeline(path: str | Path, registry: Mapping[str, Any] | None = None) -> Pipeline:
     """Read and check a pipeline file; ``registry``: the benchmarks it may name (default: farm's)."""
-    registry = BENCHMARKS if registry is None else registry
-    doc = load_yaml(path, "pipeline file")
-    reject_unknown(doc, {"name", "description", "image", "images", "targets", "setups", "benchmarks", "repeats",
-                         "boots", "order", "seed", "settle", "compare", "repeats_in_boot", "cpu_frequency_hz",
-                         "boot_attempts"})
-    name = _name(doc, "name", require(doc, "name", str), "pipeline name")
-    field(doc, "description", str, "")
-    if "image" in doc and "images" in doc:
-        raise doc.error(None, "give either 'image' (one recipe) or 'images' (a recipe per architecture)")
-    if "image" in doc:
-        images = {ANY_ARCH: _relative(doc, "image", require(doc, "image", str))}
-    elif "images" not in doc:
-        images = {}  # every setup boots an image of another kind (a system image): checked with the setups
-    else:
-        per_arch = require(doc, "images", Node)
-        reject_unknown(per_arch, ARCHES)
-        images = {arch: _relative(per_arch, arch, require(per_arch, arch, str)) for arch in per_arch}
-    targets = require(doc, "targets", list)
-    envs = []
-    for i, item in enumerate(targets):
-        if not isinstance(item, Node):
-            raise doc.error("targets", f"item {i} must be a mapping like {{env: ../env/x.yaml}}")
-        reject_unknown(item, {"env"})
-        envs.append(_relative(item, "env", require(item, "env", str)))
-    if not envs:
-        raise doc.error("targets", "at least one target is needed")
-    setups, setup_nodes = [], []
-    for i, item in enumerate(field(doc, "setups", list, None) or [Node(name="default")]):
-        if not isinstance(item, Node):
-            raise doc.error("setups", f"item {i} must be a mapping with a name")
-        if not hasattr(item, "key_lines"):
-            item.key_lines, item.file, item.path = {}, str(path), f"setups[{i}]"
-        reject_unknown(item, {"name", "bootargs", "image", "cpu_frequency_khz", "boots", "cpus", *setup_fields()})
-        setup_image = field(item, "image", str, None)
-        khz = field(item, "cpu_frequency_khz", int, None)
-        if khz is not None and (problem := number_problem(khz, 0, MAX_FREQUENCY_HZ / 1e3, whole=True, low_open=True,
-                                                          unit="kHz")):
-            raise item.error("cpu_frequency_khz", problem)
-        cpus = field(item, "cpus", int, None)
-        if cpus is not None and (problem := number_problem(cpus, 1, MAX_CPUS, whole=True, unit="cores")):
-            raise item.error("cpus", problem)
-        setup_name = _name(item, "name", require(item, "name", str), "setup name")
-        if (first := next((j for j, s in enumerate(setups) if s.name == setup_name), None)) is not None:
-            raise item.error("name", f"{setup_name!r} is already the name of setups[{first}]: results are "
-                             "keyed by setup name, two setups of one name would be pooled into one median")
-        flow = setup_flow(item, Path(path).parent)
-        if khz is not None and not flow.type.shell:
-            # the frequency is set through cpufreq on the target's shell; a system image has none, and its
-            # flow would ignore the value, so the run would record a frequency nobody set
-            raise item.error("cpu_frequency_khz", f"the flow {flow.name} boots a system image without a shell: "
-                             "farm cannot set its CPU frequency (the lab's system sets its own)")
-        if not images and setup_image is None and flow.type.image_kind == LINUX:
-            raise doc.error(None, f"setups[{i}] ({setup_name}) boots a Linux image: give 'image' (one recipe) or "
-                                  "'images' (a recipe per architecture)")
-        setups.append(Setup(setup_name, tuple(string_list(item, "bootargs", check=bootarg_problem)),
-                            _relative(item, "image", setup_image) if setup_image else None, khz, flow,
-                            read_boots(item, "boots", 1) if item.get("boots") is not None else None, cpus))
-        setup_nodes.append(item)
-    benchmarks = []
-    for i, item in enumerate(require(doc, "benchmarks", list)):
-        if not isinstance(item, Node) or len(item) != 1:
-            raise doc.error("benchmarks", f"item {i} must be one 'name: {{params}}' pair, e.g. 'iperf3: {{duration: 3}}'")
-        bench_name, params = next(iter(item.items()))
-        if bench_name not in registry:
-            raise item.error(bench_name, f"unknown benchmark (known: {', '.join(sorted(registry))})")
-        params = params or Node()
-        if not isinstance(params, Node):
-            raise item.error(bench_name, "parameters must be a mapping")
-        if not hasattr(params, "key_lines"):
-            params.key_lines, params.file, params.path = {}, str(path), f"benchmarks[{i}].{bench_name}"
-        spec = registry[bench_name]
-        kinds = spec.params.kinds()
-        reject_unknown(params, kinds)
-        for key, kind in kinds.items():
-            field(params, key, kind, None)
-        try:
-            typed = spec.params.of(dict(params))  # every value checked now, not after a board was booted
-        except JobError as exc:
-            raise item.error(bench_name, str(exc)) from None
-        for setup, node in zip(setups, setup_nodes):
-            if not setup.flow.type.shell and spec.needs_shell(typed):
-                raise item.error(bench_name, f"needs a shell on the target, and setup {setup.name} "
-                                 f"({node.where('name')}) has none: its flow, {setup.flow.name}, boots a system "
-                                 "image (only its network and console)")
-        benchmarks.append(Benchmark(bench_name, typed, dict(params)))
-    experiment = load_experiment(doc)
-    repeats_in_boot = field(doc, "repeats_in_boot", int, 1)
-    if not 1 <= repeats_in_boot <= MAX_REPEATS:
-        raise doc.error("repeats_in_boot", f"must be 1-{MAX_REPEATS}")
-    frequency = field(doc, "cpu_frequency_hz", float, None)
-    if frequency is not None and (problem := number_problem(frequency, 0, MAX_FREQUENCY_HZ, low_open=True, unit="Hz")):
-        raise doc.error("cpu_frequency_hz", problem)
-    boot_attempts = field(doc, "boot_attempts", int, 2)
-    if not 1 <= boot_attempts <= MAX_BOOT_ATTEMPTS:
-        raise doc.error("boot_attempts", f"must be 1-{MAX_BOOT_ATTEMPTS} (1: never retry a failed boot)")
-    return Pipeline(name=name, source=Path(path), images=images, envs=tuple(envs), setups=tuple(setups),
-                    benchmarks=tuple(benchmarks), cpu_frequency_hz=frequency,
-                    boot_attempts=boot_attempts, repeats_in_boot=repeats_in_boot, experiment=experiment)
+    from ..schema.read import structure
 
+    doc = structure(load_yaml(path, "pipeline file"), pipeline_file(registry))
+    if doc.image is not None:
+        images = {ANY_ARCH: doc.image}
+    else:  # none: every setup boots an image of another kind (a system image), checked with the setups
+        images = {arch: getattr(doc.images, arch) for arch in ARCHES if doc.images and getattr(doc.images, arch)}
+    setups = tuple(Setup(s.name, s.bootargs, s.image, s.cpu_frequency_khz, setup_flow(s.flow, s.settings()),
+                         s.boots, s.cpus) for s in doc.setups or ()) or (Setup("default"),)
+    experiment = Experiment(doc.boots or doc.repeats or 1, doc.order, doc.seed,
+                            None if doc.settle is False else SettleRule() if doc.settle is True else doc.settle,
+                            doc.compare or Rule())
+    return Pipeline(name=doc.name, source=Path(path), images=images, envs=tuple(t.env for t in doc.targets),
+                    setups=setups, benchmarks=tuple(doc.benchmarks), cpu_frequency_hz=doc.cpu_frequency_hz,
+                    boot_attempts=doc.boot_attempts, repeats_in_boot=doc.repeats_in_boot, experiment=experiment)

@@ -12,21 +12,23 @@ step, so a run that fails or is interrupted keeps everything it had. Nothing els
 
 from __future__ import annotations
 
+import functools
 import getpass
 import hashlib
 import os
 import subprocess
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import attrs
 
 from .. import __version__
-from ..config import load_json
+from ..config import json_node, load_json
 from ..errors import EXIT_INFRA_ERROR, EXIT_JOB_ERROR, EXIT_OK, EXIT_TEST_FAILURE, JobError
 from ..results.csvout import append_records, read_records, write_records
 from ..results.junit import Case, write_junit
 from ..runid import new_run_id
+from ..schema import WrongType, setting
 from ..results.outdir import RUN_HINT, check_run_entries, prepare_out_dir
 from ..results.record import Record, now_iso, to_json, write_text_atomic
 from ..results.runjson import MAX_RUN_JSON_BYTES
@@ -54,39 +56,48 @@ class Stage:
         extra = {k: v for k, v in (("label", self.label), ("benchmark", self.benchmark)) if v is not None}
         return {**attrs.asdict(self.case), **extra}
 
+    #: what a stage of run.json is, in an error's words
+    SHAPE = "a testcase (name, classname, seconds, kind, ...)"
+
     @classmethod
-    def from_dict(cls, data: Any, where: str) -> "Stage":
-        if not isinstance(data, dict):
-            raise JobError(f"{where}: expected a testcase (name, classname, seconds, kind, ...), got {str(data)[:80]}")
-        fields = dict(data)
-        label, benchmark = fields.pop("label", None), fields.pop("benchmark", None)
-        try:
-            case = Case(**fields)
-            ok = all(isinstance(getattr(case, f), str) for f in ("name", "classname", "kind", "message", "output"))
-            ok = ok and isinstance(case.seconds, (int, float)) and not isinstance(case.seconds, bool)
-            ok = ok and all(v is None or isinstance(v, str) for v in (label, benchmark))
-        except (TypeError, ValueError):  # unknown or missing fields, an unknown kind
-            ok = False
-        if not ok:
-            raise JobError(f"{where}: expected a testcase (name, classname, seconds, kind, ...), got {str(data)[:80]}")
-        return cls(case, label, benchmark)
+    def __structure__(cls, value: Any, read_as: Any) -> "Stage":
+        """A stage as run.json keeps it (:meth:`as_dict`): the testcase's fields and the stage's, side by side."""
+        if not isinstance(value, Mapping):
+            raise WrongType(cls.SHAPE, value, shape=True)
+        flat = read_as(value, _flat_stage())
+        fields = attrs.asdict(flat)
+        label, benchmark = fields.pop("label"), fields.pop("benchmark")
+        return cls(Case(**fields), label, benchmark)
+
+
+@functools.cache
+def _flat_stage() -> type:
+    """A stage's fields as run.json has them: the testcase's and ``label``, ``benchmark``."""
+    attrs.resolve_types(Case)
+    fields = {f.name: attrs.field(default=f.default, type=f.type) for f in attrs.fields(Case)}
+    return attrs.make_class("Stage", {**fields, "label": attrs.field(default=None, type=str | None),
+                                      "benchmark": attrs.field(default=None, type=str | None)})
 
 
 @attrs.define
 class RunInfo:
-    """run.json. Fields other readers rely on (report, store, dashboard) keep their names and shapes."""
+    """run.json. Fields other readers rely on (report, store, dashboard) keep their names and shapes.
+    Read back by resume (:meth:`read`) as farm.schema reads a file; a field it does not know (another farm
+    version's) is not read."""
 
-    run_id: str
-    pipeline: str
-    pipeline_name: str
-    pipeline_sha256: str
-    who: str
-    started: str
-    farm_version: str
-    git_sha: str | None
-    ci_job: str | None
-    envs: list[str]
-    setups: dict[str, dict[str, Any]]
+    OPEN = "a field another farm version wrote: not read"
+
+    run_id: str = setting(check=lambda value: name_problem(value, "run id"))
+    pipeline: str = ""
+    pipeline_name: str = ""
+    pipeline_sha256: str = ""
+    who: str = ""
+    started: str = ""
+    farm_version: str = ""
+    git_sha: str | None = None
+    ci_job: str | None = None
+    envs: list[str] = attrs.field(factory=list)
+    setups: dict[str, dict[str, Any]] = attrs.field(factory=dict)
     repeats_in_boot: int = 1
     #: the experiment's design: boots per setup, order and seed, settle and compare rules, the plan
     #: (farm.run.experiment); {} in a run.json written before it was recorded
@@ -115,31 +126,9 @@ class RunInfo:
     @classmethod
     def read(cls, path: Path) -> "RunInfo":
         """run.json as farm wrote it, checked for what resuming needs; a JobError names the field."""
-        data = load_json(path, "run.json", limit=MAX_RUN_JSON_BYTES)
-        if not isinstance(data, dict):
-            raise JobError(f"{path}: expected a JSON object")
-        if (problem := name_problem(data.get("run_id"), "run id")):
-            raise JobError(f"{path}: run_id: {problem}")
-        stages = data.get("stages", [])
-        if not isinstance(stages, list):
-            raise JobError(f"{path}: stages: expected a list, got {type(stages).__name__}")
-        known = {f.name for f in attrs.fields(cls)}
-        values = {k: v for k, v in data.items() if k in known}
-        values["stages"] = [Stage.from_dict(s, f"{path}: stages[{i}]") for i, s in enumerate(stages)]
-        for name, kind in (("targets", dict), ("images", dict), ("programs", dict), ("setups", dict), ("envs", list),
-                           ("failures", list), ("resumed", list), ("experiment", dict), ("phases", dict)):
-            if not isinstance(values.get(name, kind()), kind):
-                raise JobError(f"{path}: {name}: expected a {'mapping' if kind is dict else 'list'}")
-        for name in ("pipeline", "pipeline_name", "pipeline_sha256", "who", "started", "farm_version"):
-            values.setdefault(name, "")
-        values.setdefault("git_sha", None)
-        values.setdefault("ci_job", None)
-        values.setdefault("envs", [])
-        values.setdefault("setups", {})
-        try:
-            return cls(**values)
-        except TypeError as exc:
-            raise JobError(f"{path}: {exc}") from None
+        from ..schema.read import structure
+
+        return structure(json_node(load_json(path, "run.json", limit=MAX_RUN_JSON_BYTES), path), cls)
 
 
 def git_sha(where: Path) -> str | None:

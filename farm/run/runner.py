@@ -365,9 +365,6 @@ def cpu_frequency(facts: TargetFacts, pipeline: Pipeline, env: EnvFile,
         return setup.cpu_frequency_khz * 1e3, "setup"
     if pipeline.cpu_frequency_hz:
         return pipeline.cpu_frequency_hz, "pipeline"
-    value = env.options.get("cpu_frequency_hz")
-    if value is not None:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-            raise JobError(f"{env.path}: options.cpu_frequency_hz: {value!r} is not a positive number of Hz")
-        return float(value), "env"
+    if env.options.cpu_frequency_hz is not None:  # checked when the env file was read
+        return env.options.cpu_frequency_hz, "env"
     return None, "unknown"

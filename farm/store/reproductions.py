@@ -4,43 +4,47 @@ directory's ``reproduction.json`` (farm.results.reproduction), asked by the dash
 
 from __future__ import annotations
 
-import math
 import os
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+import attrs
 import sqlalchemy as sa
 
-from farm.config import load_json
-from farm.errors import JobError
+from farm.config import json_node, load_json
 from farm.results.reproduction import VERDICTS
+from farm.schema import between, number, setting
 from farm.store import schema
 from farm.values import name_problem
 
 FILE = "reproduction.json"
-_COUNTS = ("reproduced", "not_reproduced", "not_measured")
+
+
+@attrs.frozen
+class ReproductionFile:
+    """reproduction.json as the store keeps it (farm reproduce writes it: farm.results.reproduction)."""
+
+    OPEN = "a field the store does not keep"
+
+    original_run_id: str = setting(check=lambda value: name_problem(value, "run id"), doc="the run reproduced")
+    verdict: str = setting(choices=VERDICTS, doc="the run's verdict")
+    reproduced: int = setting(check=between(0, 2**31 - 1), doc="figures reproduced")
+    not_reproduced: int = setting(check=between(0, 2**31 - 1), doc="figures not reproduced")
+    not_measured: int = setting(check=between(0, 2**31 - 1), doc="figures not measured")
+    threshold: float = setting(check=number(-1e308, 1e308), doc="the threshold used")
+    headline: str = setting("", doc="the verdict in a line")
 
 
 def reproduction_rows(run_dir: str | os.PathLike[str]) -> tuple[dict[str, Any], ...]:
     """The reproductions row of a run directory (its reproduction.json), or none; a JobError naming
     the file and field when it is not what farm reproduce writes."""
+    from farm.schema.read import structure
+
     path = Path(run_dir) / FILE
     if path.is_symlink() or not path.is_file():
         return ()
-    data = load_json(path, FILE)
-    original = data.get("original_run_id")
-    if (problem := name_problem(original, "run id")):
-        raise JobError(f"{path}: original_run_id: {problem}")
-    if data.get("verdict") not in VERDICTS:
-        raise JobError(f"{path}: verdict: expected one of {', '.join(map(repr, VERDICTS))}, got {data.get('verdict')!r}")
-    for key in _COUNTS:
-        if not isinstance(data.get(key), int) or isinstance(data[key], bool) or not 0 <= data[key] < 2 ** 31:
-            raise JobError(f"{path}: {key}: expected a count of figures")
-    threshold = data.get("threshold")
-    if not isinstance(threshold, (int, float)) or isinstance(threshold, bool) or not math.isfinite(threshold):
-        raise JobError(f"{path}: threshold: expected a number")
-    return ({"original_run_id": original, "verdict": data["verdict"], **{k: data[k] for k in _COUNTS},
-             "threshold": float(threshold), "headline": str(data.get("headline", ""))[:10000]},)
+    row = attrs.asdict(structure(json_node(load_json(path, FILE), path), ReproductionFile))
+    return ({**row, "headline": row["headline"][:10000]},)
 
 
 def reproductions_of(c: sa.Connection, run_id: str) -> list[Any]:

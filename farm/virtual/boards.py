@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import attrs
 
 from ..errors import JobError
+from ..schema import Invalid, between, got, setting
+from ..values import name_problem
 
 
 @attrs.frozen
@@ -71,26 +74,41 @@ def check_cpus(cpus: int | None) -> int | None:
     return cpus
 
 
+PORT = between(1, 65535, "a TCP port")
+
+
+def _forwards(value: Any) -> dict[int, int]:
+    """lab.json's ``{"5201": 40003}`` (JSON's keys are text) as ports."""
+    if not isinstance(value, dict):
+        raise Invalid(f"expected a mapping of target port to port, got {got(value)}")
+    ports = {}
+    for key, port in value.items():
+        target = int(key) if isinstance(key, str) and key.isdigit() else None
+        if target is None or PORT(target) or isinstance(port, bool) or not isinstance(port, int) or PORT(port):
+            raise Invalid(f"{key!r}: {port!r}: expected a target port and the port on 127.0.0.1 it is forwarded from")
+        ports[target] = port
+    return ports
+
+
+_forwards.schema = {"type": "object", "additionalProperties": {"type": "integer"}}  # type: ignore[attr-defined]
+
+
 @attrs.frozen
 class VirtualBoard:
-    """One board of a virtual lab: its place, its QEMU's endpoints, its PDU outlet."""
+    """One board of a virtual lab: its place, its QEMU's endpoints, its PDU outlet (lab.json's ``boards``)."""
 
-    place: str             # also the exporter group name, e.g. maaxboard-1
-    model: str
-    outlet: int            # index on the lab's PDU
-    serial_port: int       # QEMU's serial, a TCP server on 127.0.0.1
-    qmp_socket: str
-    forwards: dict[int, int]  # target port -> port on 127.0.0.1 (TCP and UDP)
-    cpus: int = 4             # the twin's vCPUs (-smp)
+    place: str = setting(doc="its place, also the exporter's group name, e.g. maaxboard-1",
+                         check=lambda v: name_problem(v, "place name"))
+    model: str = setting(doc="its board model", choices=tuple(MODELS))
+    outlet: int = setting(doc="its outlet on the lab's PDU", check=between(1, 64))
+    serial_port: int = setting(doc="QEMU's serial, a TCP server on 127.0.0.1", check=PORT)
+    qmp_socket: str = setting(doc="QEMU's QMP socket (power), in the lab's directory")
+    forwards: dict[int, int] = setting(parse=_forwards, doc="target port -> port on 127.0.0.1 (TCP and UDP)")
+    cpus: int = setting(attrs.Factory(lambda board: MODELS[board.model].cpus, takes_self=True),
+                        check=between(1, 64), doc="the twin's vCPUs (-smp); default its model's")
 
     def as_dict(self) -> dict:
         return {**attrs.asdict(self), "forwards": {str(k): v for k, v in self.forwards.items()}}
-
-    @classmethod
-    def from_dict(cls, data: dict) -> "VirtualBoard":
-        return cls(data["place"], data["model"], int(data["outlet"]), int(data["serial_port"]), data["qmp_socket"],
-                   {int(k): int(v) for k, v in data["forwards"].items()},
-                   int(data.get("cpus", MODELS[data["model"]].cpus)))
 
     @property
     def tags(self) -> dict[str, str]:

@@ -28,7 +28,10 @@ from ..errors import InfrastructureError, JobError
 from ..images.build import default_cache
 from ..places import HEALTH_TAG, HEALTHY
 from . import sshd
-from .boards import MODELS, VirtualBoard, qemu_argv
+from ..config import json_node, load_json
+from ..schema import setting
+from ..values import name_problem
+from .boards import MODELS, PORT, VirtualBoard, qemu_argv
 from .configs import exporter_config, pdudaemon_config
 from .power import switch
 from .processes import Process, free_ports, is_running, log_tail, port_open, spawn, stop, wait_for
@@ -39,6 +42,19 @@ STARTUP_TIMEOUT = 60.0  # seconds for each component to come up, on a busy machi
 
 def default_lab_dir() -> Path:
     return default_cache() / "lab"
+
+
+@attrs.frozen
+class LabFile:
+    """lab.json: what ``farm lab up`` started, as it wrote it (:meth:`Lab.save`)."""
+
+    name: str = setting(doc="the exporter's name and the SSH host alias, e.g. farm-vlab-1a2b3c",
+                        check=lambda v: name_problem(v, "lab name"))
+    coordinator: str = setting(doc="labgrid's coordinator, 127.0.0.1:PORT")
+    pdu_port: int = setting(doc="pdudaemon's HTTP port on 127.0.0.1", check=PORT)
+    ssh_port: int = setting(doc="the lab host's sshd port on 127.0.0.1", check=PORT)
+    boards: list[VirtualBoard] = setting(doc="its boards")
+    processes: list[Process] = setting(doc="every process it started, by pid and start time")
 
 
 @attrs.define
@@ -72,18 +88,15 @@ class Lab:
 
     @classmethod
     def load(cls, directory: Path) -> "Lab":
+        """The lab ``directory`` holds, from its state file; one that is not what ``up`` wrote (damaged,
+        edited by hand: ``[]``, ``{}``, nested deep) is a JobError naming the file and the field."""
+        from ..schema.read import structure
+
         path = directory / STATE_FILE
-        try:
-            data = json.loads(path.read_text())
-        except FileNotFoundError:
-            raise JobError(f"{directory}: no virtual lab here ({STATE_FILE} not found); "
-                           "start one with farm lab up") from None
-        except (OSError, ValueError) as exc:
-            raise JobError(f"{path}: unreadable lab state: {exc}") from None
-        return cls(directory=directory, name=data["name"], coordinator=data["coordinator"],
-                   pdu_port=int(data["pdu_port"]), ssh_port=int(data["ssh_port"]),
-                   boards=[VirtualBoard.from_dict(b) for b in data["boards"]],
-                   processes=[Process.from_dict(p) for p in data["processes"]])
+        if not path.exists() and not path.is_symlink():
+            raise JobError(f"{directory}: no virtual lab here ({STATE_FILE} not found); start one with farm lab up")
+        state = structure(json_node(load_json(path, "lab state"), path), LabFile)
+        return cls(directory=directory, **attrs.asdict(state, recurse=False))
 
     def running(self) -> list[Process]:
         return [p for p in self.processes if is_running(p)]

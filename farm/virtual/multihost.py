@@ -136,13 +136,11 @@ class MultiHostFarm:
 
     @classmethod
     def load(cls, directory: Path) -> "MultiHostFarm":
-        data = json.loads((directory / STATE_FILE).read_text())
-        return cls(directory=Path(data["directory"]), tag=data["tag"], bridge=data["bridge"],
-                   bridge_address=data["bridge_address"], coordinator=data["coordinator"],
-                   hosts=[Machine(**m) for m in data["hosts"]],
-                   boards=[Board(**{**b, "machine": Machine(**b["machine"])}) for b in data["boards"]],
-                   generators=[Machine(**m) for m in data["generators"]], world=data["world"],
-                   processes=[Process.from_dict(p) for p in data["processes"]], dropins=data["dropins"])
+        from ..config import json_node, load_json
+        from ..schema.read import structure
+
+        path = directory / STATE_FILE
+        return structure(json_node(load_json(path, "multi-host farm state"), path), cls)
 
     # --- faults ---
     def kill_exporter(self, host: str) -> int:

@@ -18,23 +18,23 @@ from typing import Callable
 import attrs
 
 from ..errors import InfrastructureError
+from ..schema import between, number, setting
 from ..proc import parent_pid, start_time
 
 
 @attrs.frozen
 class Process:
-    name: str
-    pid: int
-    start: int  # start time in clock ticks after boot (field 22 of /proc/<pid>/stat)
-    argv: tuple[str, ...]
-    log: str
+    """A process farm started and left running (the lab's state file names each)."""
+
+    name: str = setting(doc="what it is (coordinator, exporter, qemu maaxboard-1, ...)")
+    pid: int = setting(doc="its process id", check=between(1, 2**22))
+    start: int = setting(doc="its start time in clock ticks after boot (field 22 of /proc/<pid>/stat)",
+                         check=number(0, 2**63, whole=True))
+    argv: tuple[str, ...] = setting(doc="its command line")
+    log: str = setting(doc="the file its output goes to")
 
     def as_dict(self) -> dict:
         return {**attrs.asdict(self), "argv": list(self.argv)}
-
-    @classmethod
-    def from_dict(cls, data: dict) -> "Process":
-        return cls(data["name"], int(data["pid"]), int(data["start"]), tuple(data["argv"]), data["log"])
 
 
 def is_running(proc: Process) -> bool:

@@ -143,17 +143,18 @@ def test_qemu_board_starts_paused_with_sockets_and_forwards(tmp_path):
 
 def test_a_lab_of_one_vcpu_twins_says_so_in_qemu_its_tags_and_its_state(tmp_path):
     from farm.virtual.boards import MODELS, check_cpus
+    from farm.schema.read import structure
     from farm.virtual.lab import plan_lab
 
     lab = plan_lab(tmp_path, {"maaxboard": 2}, cpus=1)
     for board in lab.boards:
         assert " -smp 1 " in " ".join(qemu_argv(board, tmp_path / "tftp"))
         assert board.tags == {"board": "maaxboard", "arch": "aarch64", "cores": "1", "lab": "virtual"}
-        assert VirtualBoard.from_dict(json.loads(json.dumps(board.as_dict()))) == board
+        assert structure(json.loads(json.dumps(board.as_dict())), VirtualBoard) == board
     default = plan_lab(tmp_path, {"maaxboard": 1}).boards[0]
     assert default.cpus == MODELS["maaxboard"].cpus == 4 and default.tags["cores"] == "4"
     old_state = {k: v for k, v in default.as_dict().items() if k != "cpus"}  # lab.json of an older farm
-    assert VirtualBoard.from_dict(old_state).cpus == 4
+    assert structure(old_state, VirtualBoard).cpus == 4
     assert check_cpus(None) is None and check_cpus(1) == 1
     for bad in (0, -1, 9):
         with pytest.raises(JobError, match=rf"--cpus {bad}: expected 1\.\.8"):

@@ -230,10 +230,14 @@ SMOKE_SHA = __import__("hashlib").sha256((ROOT / "pipelines" / "smoke.yaml").rea
     ("[]", "run.json must be a JSON object, not list"),
     ("{\"run_id\": \"r\", \xff}", "run.json is not UTF-8 text"),
     (f'{{"run_id": "r1", "pipeline_sha256": "{SMOKE_SHA}", "stages": 3}}', "stages: expected a list, got int"),
-    (f'{{"run_id": "r1", "pipeline_sha256": "{SMOKE_SHA}", "stages": [1]}}', "stages[0]: expected a testcase"),
-    (f'{{"run_id": "r1", "pipeline_sha256": "{SMOKE_SHA}", "stages": [{{"name": "b"}}]}}', "stages[0]: expected a testcase"),
+    (f'{{"run_id": "r1", "pipeline_sha256": "{SMOKE_SHA}", "stages": [1]}}',
+     "stages: item 0 must be a testcase (name, classname, seconds, kind, ...)"),
+    (f'{{"run_id": "r1", "pipeline_sha256": "{SMOKE_SHA}", "stages": [{{"name": "b"}}]}}',
+     "stages[0]: missing required field 'stages[0].classname'"),
     (f'{{"run_id": "r1", "pipeline_sha256": "{SMOKE_SHA}", "stages": [{{"name": "b", "classname": "c", "seconds": 1, '
-     '"kind": "green"}]}', "stages[0]: expected a testcase"),
+     '"kind": "green"}]}', "stages[0].kind: 'green': expected one of pass, failure, error, skipped"),
+    (f'{{"run_id": "r1", "pipeline_sha256": "{SMOKE_SHA}", "targets": []}}', "targets: expected a mapping, got list"),
+    ("{}", "missing required field 'run_id'"),
     (f'{{"run_id": "../../x", "pipeline_sha256": "{SMOKE_SHA}"}}', "run_id: '../../x' is not a valid run id"),
 ])
 def test_a_malformed_run_json_given_to_resume_is_a_job_error(tmp_path, text, message):

@@ -98,19 +98,19 @@ RECORD_CASES = {
                                    "its key (metric, benchmark, target, setup, started, suite, params"),
 }
 RUN_JSON_CASES = {
-    "targets a list": (lambda i: i.update(targets=[1, 2]), "run.json: targets: expected a mapping, got a list"),
+    "targets a list": (lambda i: i.update(targets=[1, 2]), "run.json: targets: expected a mapping, got list [1, 2]"),
     "a target a list": (lambda i: i["targets"].update(board=[]), "run.json: targets.board: expected a mapping"),
     "boots a text": (lambda i: i["targets"]["maaxboard-twin"].update(boots="many"),
                      "run.json: targets.maaxboard-twin.boots: expected a list, got str"),
     "repeat a word": (lambda i: i["targets"]["maaxboard-twin"]["boots"][0].update(repeat="x"),
-                      "run.json: targets.maaxboard-twin.boots[0].repeat: expected a whole number, got str 'x'"),
+                      "run.json: targets.maaxboard-twin.boots[0].repeat: expected an integer, got str 'x'"),
     "cpus huge": (lambda i: i["targets"]["maaxboard-twin"]["boots"][0].update(cpus=10 ** 30),
                   "run.json: targets.maaxboard-twin.boots[0].cpus: a whole number out of range"),
     "frequency of 400 digits": (lambda i: i["targets"]["maaxboard-twin"]["boots"][0].update(frequency_hz=10 ** 400),
                                 "run.json: targets.maaxboard-twin.boots[0].frequency_hz: a number out of range"),
     "artifacts a list": (lambda i: i["images"]["maaxboard-bench"].update(artifacts=[1]),
-                         "run.json: images.maaxboard-bench.artifacts: expected a mapping, got a list"),
-    "status a number": (lambda i: i.update(status=3), "run.json: status: expected text, got int 3"),
+                         "run.json: images.maaxboard-bench.artifacts: expected a mapping, got list [1]"),
+    "status a number": (lambda i: i.update(status=3), "run.json: status: expected a string, got int 3"),
     "git sha too long": (lambda i: i.update(git_sha="a" * 65), "run.json: git_sha: 65 characters, the store keeps at most 64"),
     "who with a NUL": (lambda i: i.update(who="a\x00b"), "run.json: who: holds a NUL character"),
 }

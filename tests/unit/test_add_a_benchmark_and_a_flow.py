@@ -20,7 +20,6 @@ from farm.bench.params import Params, number_in, param
 from farm.bench.registry import BenchmarkSpec, register, unregister
 from farm.boot.flow import BootRequest, FlowSetup
 from farm.boot.session import BootedTarget
-from farm.config import Node
 from farm.errors import EXIT_OK, InfrastructureError, ParseError
 from farm.flows import FlowType
 from farm.flows import register as register_flow
@@ -31,6 +30,7 @@ from farm.measure import HIGHER_IS_BETTER, LOWER_IS_BETTER, Measurement
 from farm.measure.params import parse_params
 from farm.results.csvout import read_records
 from farm.results.identity import MetricKey
+from farm.schema import setting
 from farm.run import run_pipeline
 
 # --- the benchmark: its parser (farm/measure would hold it), params, run and registration ---------------
@@ -103,8 +103,10 @@ class FakeShell:
 
 @attrs.frozen
 class FakeBootSettings:
-    image: Path      # a "system image" the lab brings: a directory with a manifest.json
-    prompt: str = "fake> "
+    """The setup's ``fakeboot:`` settings, declared once: read, checked and in ``farm schema pipeline``."""
+
+    image: Path = setting(relative=True, doc='a "system image" the lab brings: a directory with a manifest.json')
+    prompt: str = setting("fake> ", doc="the bootloader's prompt")
 
 
 @attrs.frozen
@@ -131,13 +133,8 @@ class FakeBootFlow:
             process.terminate(force=True)
 
 
-def read_settings(setup: Node, key: str, base: Path) -> FakeBootSettings:
-    node = setup[key]
-    return FakeBootSettings(base / node["image"], node.get("prompt", "fake> "))
-
-
 FAKEBOOT = FlowType("fakeboot", lambda settings, setup: FakeBootFlow(settings, setup), key="fakeboot",
-                    read=read_settings, describe=lambda s: {"image": str(s.image)})
+                    settings=FakeBootSettings, needs_settings=True)
 
 
 @pytest.fixture
@@ -183,7 +180,7 @@ def test_a_toy_benchmark_and_a_toy_flow_run_through_the_real_runner(newcomer, tm
     (boot,) = info["targets"]["toy-board"]["boots"]
     assert boot["flow"] == "fakeboot" and boot["bootloader"] == "FakeBoot 1.0" and boot["cpus"] >= 1
     assert info["setups"]["fake"]["flow"] == "fakeboot" and info["setups"]["fake"]["fakeboot"] == {
-        "image": str(image)}
+        "image": str(image), "prompt": "fake> "}
     assert "toy-system" in info["images"] and info["images"]["toy-system"]["given"]
     assert [s["name"] for s in info["stages"]] == ["build", "boot toy-board/fake", "toy.frob toy-board/fake",
                                                    "publish"]

@@ -273,7 +273,7 @@ def test_where_a_reproduction_runs_the_original_s_env_files_the_farm_s_board_or_
     from farm.archive.reproduce import Original, default_board, target_envs
 
     def original(**info):
-        return Original(RunRecord("r1", "", "", "p", "passed", "", {}, None, (), {}), info, (), tmp_path)
+        return Original(RunRecord("r1", "", "", "p", "passed", "", {}, (), {}), info, (), tmp_path)
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "env").mkdir()
@@ -328,7 +328,7 @@ def test_the_original_s_board_type_is_its_place_s_tag_else_its_env_file_s(tmp_pa
     from farm.archive.reproduce import Original, original_board
 
     def original(**info):
-        return Original(RunRecord("r1", "", "", "p", "passed", "", {}, None, (), {}), info, (), tmp_path)
+        return Original(RunRecord("r1", "", "", "p", "passed", "", {}, (), {}), info, (), tmp_path)
 
     assert original_board(original(envs=[str(ENV)], place={"tags": {"board": "maaxboard-rev-b"}})) == \
         ("maaxboard-rev-b", "its farm place's board tag")

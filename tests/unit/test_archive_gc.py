@@ -20,7 +20,7 @@ NOW = datetime(2026, 12, 1, tzinfo=timezone.utc)
 
 
 def rec(run_id: str, days_ago: float) -> RunRecord:
-    return RunRecord(run_id, "", "", "p", "passed", (NOW - timedelta(days=days_ago)).isoformat(), {}, None, (), {})
+    return RunRecord(run_id, "", "", "p", "passed", (NOW - timedelta(days=days_ago)).isoformat(), {}, (), {})
 
 
 def test_keep_parses_a_count_or_an_age_and_refuses_anything_else():

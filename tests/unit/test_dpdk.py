@@ -11,7 +11,8 @@ import pytest
 from farm.boot import dpdk
 from farm.boot.qemu import nic_as_device
 from farm.errors import JobError, TestFailure
-from farm.flows.dpdk import DpdkSettings, parse_lcores
+from farm.boot.dpdk_settings import DpdkSettings, parse_lcores
+from farm.flows.dpdk import DpdkSetupSettings
 from farm.results.identity import MetricKey
 from farm.run.model import load_pipeline
 
@@ -34,7 +35,7 @@ def test_the_dpdk_settings_are_read_and_recorded(tmp_path):
     (setup,) = p.setups
     assert setup.flow.name == "dpdk"
     s = setup.flow.settings
-    assert s == DpdkSettings(lcores=(0, 2, 3), hugepages=32, port="0000:00:02.0")
+    assert s == DpdkSetupSettings(lcores=(0, 2, 3), hugepages=32, port="0000:00:02.0")
     assert s.forwarding_lcores == (2, 3) and s.lcore_list == "0,2,3" and s.responder == "dpdk-testpmd-5tswap"
     assert setup.describe()["dpdk"] == {"app": "testpmd-5tswap", "responder": "dpdk-testpmd-5tswap",
                                         "lcores": [0, 2, 3], "hugepages": 32, "pmd": "net_virtio",
@@ -43,7 +44,7 @@ def test_the_dpdk_settings_are_read_and_recorded(tmp_path):
     # a vdev PMD's default binding is none (the kernel keeps the NIC)
     p = load_pipeline(pipeline(tmp_path, "{pmd: net_af_packet, port: eth0}"))
     assert p.setups[0].flow.settings.binding == "none" and p.setups[0].flow.settings.vdev
-    assert load_pipeline(pipeline(tmp_path, "{}")).setups[0].flow.settings == DpdkSettings()
+    assert load_pipeline(pipeline(tmp_path, "{}")).setups[0].flow.settings == DpdkSetupSettings()
 
 
 @pytest.mark.parametrize("settings, message", [

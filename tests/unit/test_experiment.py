@@ -49,7 +49,7 @@ def _pipeline(tmp_path, text):
 @pytest.mark.parametrize("text, error", [
     ("boots: 0\n", "boots: must be 1-1000"),
     ("boots: 2\nrepeats: 2\n", "repeats: give 'boots' (its newer name) or 'repeats', not both"),
-    ("order: random\n", "order: 'random': expected interleaved (A B A B ...) or shuffled"),
+    ("order: random\n", "order: 'random': expected one of interleaved, shuffled (interleaved: A B A B ..."),
     ("seed: 3\n", "seed: only a shuffled order has a seed (order: shuffled)"),
     ("order: shuffled\nseed: -1\n", "seed: must be 0-4294967295"),
     ("settle: {cpu_below: 0}\n", "settle.cpu_below: 0.0 is out of range"),

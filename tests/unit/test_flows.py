@@ -73,6 +73,7 @@ def _setup(khz=None, ports=()):
 LAB_FLOW = """
 import attrs
 from farm.flows import FlowType
+from farm.schema import setting
 
 
 @attrs.frozen
@@ -81,15 +82,13 @@ class BootElfFlow:
     setup: object
 
 
-def read(setup, key, base):
-    node = setup[key]
-    if not isinstance(node.get("entry"), int):
-        raise setup.error(key, "bootelf needs the ELF's entry address (entry: 0x40000000)")
-    return node["entry"]
+@attrs.frozen
+class BootElfSettings:
+    entry: int = setting(doc="the ELF's entry address (0x40000000)")
 
 
-BOOTELF = FlowType("bootelf", lambda entry, setup: BootElfFlow(entry, setup), key="bootelf", read=read,
-                   describe=lambda entry: {"entry": hex(entry)})
+BOOTELF = FlowType("bootelf", lambda settings, setup: BootElfFlow(settings.entry, setup), key="bootelf",
+                   settings=BootElfSettings, needs_settings=True, describe=lambda s: {"entry": hex(s.entry)})
 """
 
 
@@ -108,10 +107,10 @@ def test_a_lab_adds_a_flow_by_entry_point(lab_flow, tmp_path):
     p = load_pipeline(pipeline(tmp_path, "  - {name: elf, bootelf: {entry: 0x40000000}}\n"
                                          "  - {name: bare}\n"))
     elf, bare = p.setups
-    assert (elf.flow.name, elf.flow.settings, bare.flow.name) == ("bootelf", 0x40000000, "netboot")
+    assert (elf.flow.name, elf.flow.settings.entry, bare.flow.name) == ("bootelf", 0x40000000, "netboot")
     assert elf.describe()["bootelf"] == {"entry": "0x40000000"} and bare.describe()["bootelf"] is None
     made = elf.flow.make(_setup())
     assert isinstance(made, mylab_bootelf.BootElfFlow) and made.entry == 0x40000000
-    # the lab's reader checks its settings when the file is read, as farm's flows' readers do
-    with pytest.raises(JobError, match=r"setups\[0\]\.bootelf: bootelf needs the ELF's entry address"):
+    # the lab's settings are checked when the file is read, as farm's flows' are (the same reader)
+    with pytest.raises(JobError, match=r"p.yaml:5: setups\[0\]\.bootelf: missing required field 'setups\[0\]\.bootelf\.entry'"):
         load_pipeline(pipeline(tmp_path, "  - {name: elf, bootelf: {}}\n"))

@@ -17,7 +17,7 @@ def _guest(tmp_path: Path, body: str):
     path.write_text("setups:\n  - name: bare\n  - name: kvm-guest\n    guest:\n" +
                     "".join(f"      {line}\n" for line in body.strip().splitlines()))
     doc = load_yaml(path)
-    return guest_of(doc["setups"][1], tmp_path)
+    return guest_of(doc["setups"][1])
 
 
 def test_defaults_are_the_labs_kvm_guest(tmp_path):
@@ -56,7 +56,7 @@ def test_tcg_is_an_explicit_opt_in_with_a_cpu_model(tmp_path):
 def test_no_guest_is_none(tmp_path):
     path = tmp_path / "p.yaml"
     path.write_text("setups:\n  - name: bare\n")
-    assert guest_of(load_yaml(path)["setups"][0], tmp_path) is None
+    assert guest_of(load_yaml(path)["setups"][0]) is None
 
 
 @pytest.mark.parametrize("body, line, field, words", [
@@ -68,7 +68,7 @@ def test_no_guest_is_none(tmp_path):
     ("memory: 32", 5, "memory", "out of range"),
     ("memory: 2T", 5, "memory", "512M"),
     ("memory: -1G", 5, "memory", "512M"),
-    ("accel: hvf", 5, "accel", "kvm or tcg"),
+    ("accel: hvf", 5, "accel", "'hvf': expected one of kvm, tcg (tcg: software emulation"),
     ("cpu: 'host; reboot'", 5, "cpu", "CPU model"),
     ("{accel: tcg, cpu: host}", 5, "cpu", "needs accel: kvm"),
     ("{vcpus: 2, pin: [1]}", 5, "pin", "one core per vCPU"),
@@ -77,7 +77,7 @@ def test_no_guest_is_none(tmp_path):
     ("pin: [-1]", 5, "pin", "host CPU"),
     ("pin: [a]", 5, "pin", "host CPU"),
     ("pin: 1", 5, "pin", "a list"),
-    ("rt: {policy: other, priority: 5}", 5, "rt.policy", "rr or fifo"),
+    ("rt: {policy: other, priority: 5}", 5, "rt.policy", "expected one of rr, fifo (chrt -r / -f)"),
     ("rt: {priority: 5}", 5, "rt", "rt.policy"),
     ("rt: {policy: rr, priority: 0}", 5, "rt.priority", "out of range"),
     ("rt: {policy: rr, priority: 100}", 5, "rt.priority", "out of range"),
@@ -99,7 +99,7 @@ def test_no_guest_is_none(tmp_path):
     ("extra_args: [-enable-kvm]", 5, "extra_args", "itself"),
     ("extra_args: [3]", 5, "extra_args", "QEMU argument"),
     ("image: missing.yaml", 5, "image", "not found"),
-    ("network: bridge", 5, "network", "expected user (QEMU's user network, the default) or tap"),
+    ("network: bridge", 5, "network", "expected one of user, tap (user: QEMU's user network, the default; tap: a bridge"),
     ("{network: tap, ports: [8000]}", 5, "ports", "forwards are for network: user"),
     ("netwrk: tap", 5, "netwrk", "unknown field"),
 ])
@@ -115,7 +115,7 @@ def test_a_guest_that_is_not_a_mapping_names_the_setup(tmp_path):
     path = tmp_path / "p.yaml"
     path.write_text("setups:\n  - name: kvm-guest\n    guest: yes\n")
     with pytest.raises(JobError, match=rf"p.yaml:3: setups\[0\].guest: expected a mapping"):
-        guest_of(load_yaml(path)["setups"][0], tmp_path)
+        guest_of(load_yaml(path)["setups"][0])
 
 
 # --- extra_args never contradict what run.json records (issue 31) ---------------------------------

@@ -20,8 +20,10 @@ ROOT = Path(__file__).resolve().parents[2]
 #: farm, and why it sits on this floor); a concern's modules import each other freely.
 FLOORS: tuple[tuple[tuple[tuple[str, ...], str], ...], ...] = (
     ((("farm", "farm.__version__", "farm.errors", "farm.secrets", "farm.signals", "farm.values", "farm.proc",
-       "farm.hostnames", "farm.steplog", "farm.runid", "farm.config", "farm.lglazy", "farm.lgcompat"),
-      "the ground: errors, masking, value checks, the YAML/JSON reader, labgrid loaded lazily and its private "
+       "farm.hostnames", "farm.steplog", "farm.runid", "farm.config", "farm.schema", "farm.lglazy",
+       "farm.lgcompat"),
+      "the ground: errors, masking, value checks, the YAML/JSON reader and the schema language every file is "
+      "declared in, labgrid loaded lazily and its private "
       "state reached in one place (the coordinator's client below farm.boot uses it); no board, image or run"),),
     ((("farm.measure",),
       "the parsers of tools' output and the Measurement: pure, the lowest of the domain packages"),),
@@ -50,8 +52,9 @@ FLOORS: tuple[tuple[tuple[tuple[str, ...], str], ...], ...] = (
     ((("farm.dashboard",), "the dashboard: reads the store and the archive"),
      (("farm.virtual",), "the virtual lab: twins as places, driven through benchmarks and places"),
      (("farm.pytestplugin",), "farm's pytest plugin: a test session as a run")),
-    ((("farm.cli", "farm.commands", "farm.completion"),
-      "the command line: drives the floors below, holds no logic of its own"),),
+    ((("farm.cli", "farm.commands", "farm.completion", "farm.schema.files"),
+      "the command line: drives the floors below, holds no logic of its own; and the file kinds `farm schema` "
+      "describes (farm.schema.files: each floor's root class of a file, so above them all)"),),
 )
 
 

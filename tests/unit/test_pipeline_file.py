@@ -167,7 +167,9 @@ def test_benchmark_items_must_be_single_pairs(tmp_path):
     path = _write(tmp_path, GOOD.replace("  - iperf3: {protocol: tcp, duration: 3}", "  - iperf3"))
     assert _error(path).startswith(f"{path}:6: benchmarks: item 0 must be one 'name: {{params}}' pair")
     path = _write(tmp_path, GOOD.replace("  - iperf3: {protocol: tcp, duration: 3}", "  - iperf3: {}\n    openssl-speed: {}"))
-    assert _error(path).startswith(f"{path}:6: benchmarks: item 0 must be one")
+    # a mapping of two: named at its own line, with what it holds
+    assert _error(path).startswith(f"{path}:7: benchmarks[0]: expected one 'name: {{params}}' pair, e.g. 'iperf3: "
+                                   "{duration: 3}', got mapping {'iperf3': {}, 'openssl-speed': {}}")
     path = _write(tmp_path, GOOD.replace("  - iperf3: {protocol: tcp, duration: 3}", "  - iperf3: [tcp]"))
     assert _error(path) == f"{path}:7: benchmarks[0].iperf3: parameters must be a mapping"
 

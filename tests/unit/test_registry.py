@@ -250,7 +250,7 @@ def test_a_new_benchmark_is_one_registration(frob, tmp_path, capsys):
                         "benchmarks:\n  - frobnicate: {rounds: 3}\n")
     assert load_pipeline(pipeline).benchmarks[0].params == FrobParams(rounds=3)
     pipeline.write_text(pipeline.read_text().replace("rounds: 3", "rounds: 0"))
-    with pytest.raises(JobError, match=r"p.yaml:6: benchmarks\[0\].frobnicate: frobnicate rounds 0: expected at least 1"):
+    with pytest.raises(JobError, match=r"p.yaml:6: benchmarks\[0\].frobnicate.rounds: frobnicate rounds 0: expected at least 1"):
         load_pipeline(pipeline)
     # its run function is checked like every other: an impossible value fails the benchmark
     class Target:

@@ -101,9 +101,10 @@ def test_make_uimage_writes_mkimages_header():
 def test_a_system_manifest_names_a_file_per_boot_command(standin):
     manifest = json.loads((standin.path / "manifest.json").read_text())
     assert manifest_problem({**manifest, "boot": {"booti": "farm-standin.uimg"}}) == \
-        "boot.booti: not one of bootm, bootelf, go"
+        "boot.booti: unknown field (allowed: bootelf, bootm, go); did you mean 'bootm'?"
     assert manifest_problem({**manifest, "boot": {"bootm": "other"}}) == "boot.bootm: 'other' is not one of the artifacts"
-    assert manifest_problem({**manifest, "kind": "rtos"}) == "field 'kind': 'rtos' is not linux or system"
+    assert manifest_problem({**manifest, "kind": "rtos"}) == "kind: 'rtos': expected one of linux, system"
+    assert manifest_problem({k: v for k, v in manifest.items() if k != "boot"}) == "missing required field 'boot'"
     assert load_image(standin.path).kind == SYSTEM
 
 
