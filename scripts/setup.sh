@@ -72,7 +72,10 @@ want=$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -d' ' -f1)
 if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "setup: virtualenv .venv with farm and its test tools"
   python3 -m venv .venv
-  .venv/bin/pip install -q --disable-pip-version-check -e '.[test]'
+  # --no-compile: no bytecode for the ~5,200 modules installed, most never imported (scipy's, matplotlib's);
+  # Python compiles a module when it is first imported. A fresh .venv in 53 s of CPU instead of 82 (each
+  # shell-isolated CI job makes one: tests/farm/test_gitlab_ci_local.py)
+  .venv/bin/pip install -q --disable-pip-version-check --no-compile -e '.[test]'
   echo "$want" > "$stamp"
 fi
 # Tools the CI-file tests run, from npm (nothing downloaded but npm packages), where npm is present;

@@ -19,16 +19,11 @@ def project_root() -> Path:
     return ROOT
 
 
-_last_rest: str | None = None  # the rest lane's last test (tests/lanes.py); after it, its worker writes REST_DONE
-
-
 def pytest_collection_modifyitems(session, config, items):
     """The suite's two lanes (tests/lanes.py) in their order, the lean-kernel tests last."""
-    global _last_rest
     from . import lanes, prebuild
 
     lanes.arrange(items, prebuild.MARKER)
-    _last_rest = lanes.last_in_lane(items, lanes.REST)
     config.stash[_LEAN] = any(item.get_closest_marker(prebuild.MARKER) for item in items) \
         and not config.option.collectonly
 
@@ -48,37 +43,6 @@ def pytest_runtest_setup(item):
 
     if item.config.stash.get(_LEAN, False) and lanes.lane(Path(str(item.path))) == lanes.TWINS:
         prebuild.start()
-
-
-@pytest.hookimpl(wrapper=True, tryfirst=True)
-def pytest_runtest_protocol(item, nextitem):
-    """Under ``-n 2``: a test of ``lanes.AFTER_REST`` waits until the rest lane ended (here, outside
-    pytest-timeout's timer, whose wrapper this one encloses); the rest lane's last test, set up, run and
-    torn down, says that it has."""
-    from . import lanes
-
-    side_by_side = _lanes_side_by_side()
-    if side_by_side and _last_rest is not None and lanes.after_rest(Path(str(item.path))):
-        if not lanes.wait_for_rest(_rest_done_flag(item.config)):
-            item.warn(pytest.PytestWarning(f"the rest lane did not end within {lanes.REST_WAIT:.0f} s: "
-                                           "running beside it"))
-    try:
-        return (yield)
-    finally:
-        if side_by_side and item.nodeid == _last_rest:
-            _rest_done_flag(item.config).touch()
-
-
-def _lanes_side_by_side() -> bool:
-    """In an xdist worker of a session of two or more (each lane its own worker)."""
-    return "PYTEST_XDIST_WORKER" in os.environ and int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1) >= 2
-
-
-def _rest_done_flag(config) -> Path:
-    """In the session's base directory, which the workers share (each has popen-gwN below it)."""
-    from . import lanes
-
-    return config._tmp_path_factory.getbasetemp().parent / lanes.REST_DONE
 
 
 def pytest_sessionfinish(session, exitstatus):

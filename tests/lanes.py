@@ -9,12 +9,11 @@ run by a worker of its own (:func:`scheduler`, through xdist's ``pytest_xdist_ma
 
 - ``twins``: tests/boot, tests/guest and tests/images, in one worker, one at a time as before (two twins
   at once would halve each one's CPU). Its order: the image builds first, then the guests and boots; the
-  tests whose figures the machine's load moves (:data:`LOAD_SENSITIVE`: qualify's slower candidate, the
-  CPU target's duty cycle, the sweep's saturation, the crypto suite's time) after them, when the other
-  lane has usually ended; then the tests that compare runs made minutes apart (:data:`AFTER_REST`:
-  qualify's unchanged candidate against its baseline), which wait until the rest lane *has* ended
-  (:func:`wait_for_rest`: load from it moved one run's iperf3 by 30 % and not the other's); the
-  lean-kernel tests last (tests/prebuild.py);
+  tests whose figures the machine's load moves (:data:`LOAD_SENSITIVE`: the CPU target's duty cycle, the
+  sweep's saturation, the crypto suite's time) after them, when the other lane has usually ended; the
+  lean-kernel tests last (tests/prebuild.py). No test compares runs made minutes apart on the twin (load
+  in one and not the other is a difference that is not there): such verdicts are tested on recorded runs
+  (tests/boot/test_qualify_twin.py);
 - ``rest``: everything else, in collection order, in the other worker; first in it the twin tests that
   would make the twins lane the longer one by far and whose checks hold under load (:data:`BESIDE_TWINS`:
   DPDK in a nested guest, 7-10 minutes, which needs only that its echo answers).
@@ -26,21 +25,14 @@ then the lean tests. The lean kernels' background build starts with the first te
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 TWINS, REST = "twins", "rest"
 TWIN_DIRS = ("images", "guest", "boot")  # in the lane's order
-LOAD_SENSITIVE = ("test_qualify_twin.py", "test_cpu_target.py", "test_echo_sweep.py", "test_suites.py",
+LOAD_SENSITIVE = ("test_cpu_target.py", "test_echo_sweep.py", "test_suites.py",
                   "test_lukem.py",  # tests/unit's CPU target: two windows' lengths compared (failed beside a twin)
                   "test_echo_sweep_ssh.py")  # 1000 Mb/s over ssh: no echo in the window beside a cold kernel build
 BESIDE_TWINS = ("test_dpdk_guest.py",)
-#: twin tests that start only once the rest lane has ended (under ``-n 2``): their verdicts compare runs made
-#: minutes apart, and load from the other lane in one of them and not the other is a difference that is not there
-AFTER_REST = ("test_qualify_twin.py",)
-#: the longest an AFTER_REST test waits for the rest lane (then it runs, loaded or not)
-REST_WAIT = 45 * 60.0
-REST_DONE = "lane-rest-done"  # the flag file the rest lane's worker writes after its last test
 
 
 def _where(path: Path) -> tuple[str, str]:
@@ -63,8 +55,6 @@ def rank(path: Path, lean: bool) -> tuple[int, int]:
     directory, name = _where(path)
     if lean:  # last of all: in one process, after the rest lane too (the longer the build has had)
         return (2, 0)
-    if name in AFTER_REST:
-        return (0, 9)
     if name in LOAD_SENSITIVE:
         return (0, 8)
     if name in BESIDE_TWINS:
@@ -78,26 +68,6 @@ def arrange(items: list, lean_marker: str) -> None:
     """Order ``items`` into the lanes (twins first, the lean tests last); a worker runs its lane's tests in
     this order."""
     items.sort(key=lambda item: rank(Path(str(item.path)), item.get_closest_marker(lean_marker) is not None))
-
-
-def last_in_lane(items: list, name: str) -> str | None:
-    """The node id of the last of ``items`` (in their arranged order) that ``name``'s lane runs; None: none."""
-    ids = [item.nodeid for item in items if lane(Path(str(item.path))) == name]
-    return ids[-1] if ids else None
-
-
-def after_rest(path: Path) -> bool:
-    return _where(path)[1] in AFTER_REST
-
-
-def wait_for_rest(flag: Path, timeout: float = REST_WAIT, poll: float = 2.0) -> bool:
-    """Wait until the rest lane's worker wrote ``flag``; False if it did not within ``timeout`` s."""
-    deadline = time.monotonic() + timeout
-    while not flag.exists():
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(poll)
-    return True
 
 
 def scheduler(config, log):

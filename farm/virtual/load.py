@@ -175,11 +175,12 @@ def _ready(proc: Process, condition, what: str) -> None:
 # --- one job ------------------------------------------------------------------------------------------
 
 def job_loop(coordinator: str, job: str, prio: float, until: float, hold_seconds: float, log: Path,
-             timeout: float) -> int:
-    """Reserve, lock, hold, release, until ``until`` (monotonic); one JSON line per hold. Returns holds made."""
+             timeout: float, min_holds: int = 0) -> int:
+    """Reserve, lock, hold, release, until ``until`` (monotonic) and at least ``min_holds`` times; one JSON
+    line per hold. Returns holds made."""
     count = 0
     with open(log, "a") as out, Coordinator(coordinator) as watcher:
-        while time.monotonic() < until:
+        while count < min_holds or time.monotonic() < until:
             asked = time.monotonic()
             with acquired_place(TAGS, timeout=timeout, coordinator=coordinator, prio=prio, job=job) as lease:
                 locked = time.monotonic()
@@ -196,8 +197,10 @@ def job_loop(coordinator: str, job: str, prio: float, until: float, hold_seconds
 
 
 def run(directory: Path, *, jobs: int = 20, seconds: float = 20.0, hold_seconds: float = 0.2,
-        prios: tuple[float, ...] = (0, 10)) -> dict:
-    """The whole load test; returns its summary (raises if a promise is broken)."""
+        prios: tuple[float, ...] = (0, 10), min_holds: int = 0) -> dict:
+    """The whole load test; returns its summary (raises if a promise is broken). Each job holds a place
+    ``min_holds`` times even when ``seconds`` ran out first (a busy machine): a count that does not depend
+    on the machine's speed."""
     farm = start(directory)
     procs = []
     try:
@@ -208,7 +211,8 @@ def run(directory: Path, *, jobs: int = 20, seconds: float = 20.0, hold_seconds:
             log.unlink(missing_ok=True)
             argv = [sys.executable, "-m", "farm.virtual.load", "job", "--coordinator", farm.coordinator,
                     "--job", f"job{n}", "--prio", str(prios[n % len(prios)]), "--until", repr(until),
-                    "--hold", str(hold_seconds), "--log", str(log), "--timeout", str(seconds + 60)]
+                    "--hold", str(hold_seconds), "--log", str(log), "--timeout", str(seconds + 60),
+                    "--min-holds", str(min_holds)]
             procs.append((n, spawn(f"job{n}", argv, directory / f"job{n}.out", env=env)))
         deadline = until + 90
         wait_for(lambda: not any(is_running(p) for _, p in procs), max(0.0, deadline - time.monotonic()), 0.2)
@@ -288,9 +292,11 @@ def main(argv: list[str] | None = None) -> int:
     j.add_argument("--hold", type=float, default=0.2)
     j.add_argument("--log", type=Path, required=True)
     j.add_argument("--timeout", type=float, default=120.0)
+    j.add_argument("--min-holds", type=int, default=0)
     args = parser.parse_args(argv)
     if args.verb == "job":
-        count = job_loop(args.coordinator, args.job, args.prio, args.until, args.hold, args.log, args.timeout)
+        count = job_loop(args.coordinator, args.job, args.prio, args.until, args.hold, args.log, args.timeout,
+                         args.min_holds)
         print(f"farm-load-job: ok, {count} holds", flush=True)
         return 0
     print(json.dumps(run(args.dir, jobs=args.jobs, seconds=args.seconds, hold_seconds=args.hold), indent=2))

@@ -33,7 +33,8 @@ def test_latency_summary_per_priority():
 
 @pytest.mark.timeout(240)
 def test_twenty_jobs_on_ten_places_of_two_lab_hosts(tmp_path):
-    summary = run(tmp_path / "load", jobs=20, seconds=15, hold_seconds=0.2)
+    # every job holds a place at least twice, however busy the machine (CI once made 26 holds in 15 s)
+    summary = run(tmp_path / "load", jobs=20, seconds=10, hold_seconds=0.2, min_holds=2)
     print(summary)
     assert summary["failed_jobs"] == [] and summary["stuck_jobs"] == []
     assert summary["overlaps"] == []          # no place ever held by two jobs

@@ -148,34 +148,10 @@ def test_the_lanes_and_their_order():
     assert [lane(t / p) for p in ("unit/test_a.py", "farm/test_b.py", "test_cli.py", "store/test_d.py")] == [REST] * 4
     assert lane(t / "boot/test_dpdk_guest.py") == REST and lane(t / "unit/test_lukem.py") == TWINS
     order = [("images/test_build.py", False), ("guest/test_g.py", False), ("boot/test_twin_boot.py", False),
-             ("boot/test_cpu_target.py", False), ("boot/test_qualify_twin.py", False), ("boot/test_dpdk_guest.py", False),
+             ("boot/test_cpu_target.py", False), ("boot/test_dpdk_guest.py", False),
              ("farm/test_lab.py", False), ("boot/test_lean_images.py", True)]
     assert sorted(order, key=lambda o: rank(t / o[0], o[1])) == order
     assert sorted(reversed(order), key=lambda o: rank(t / o[0], o[1])) == order
-
-
-def test_a_test_after_the_rest_lane_knows_its_last_test_and_waits_for_its_flag(tmp_path):
-    import threading
-    import time
-    from pathlib import Path
-    from types import SimpleNamespace
-
-    from tests.lanes import REST, TWINS, after_rest, last_in_lane, wait_for_rest
-
-    t = Path("/src/farm/tests")
-    items = [SimpleNamespace(nodeid=f"tests/{p}::test_x", path=t / p)
-             for p in ("boot/test_twin_boot.py", "farm/test_lab.py", "unit/test_a.py", "boot/test_qualify_twin.py")]
-    assert last_in_lane(items, REST) == "tests/unit/test_a.py::test_x"
-    assert last_in_lane(items, TWINS) == "tests/boot/test_qualify_twin.py::test_x"
-    assert last_in_lane(items[:1], REST) is None
-    assert after_rest(t / "boot/test_qualify_twin.py") and not after_rest(t / "boot/test_cpu_target.py")
-
-    flag = tmp_path / "done"
-    assert wait_for_rest(flag, timeout=0.2, poll=0.05) is False
-    threading.Timer(0.3, flag.touch).start()
-    t0 = time.monotonic()
-    assert wait_for_rest(flag, timeout=10, poll=0.05) is True
-    assert 0.25 < time.monotonic() - t0 < 5
 
 
 def test_make_test_ends_with_the_suites_weight_and_junit_carries_each_tests_cpu(tmp_path):
