@@ -1,7 +1,7 @@
-"""The lean kernels, compiled in the background from the twins lane's start while the other tests run.
+"""The lean kernel, compiled in the background from the twins lane's start while the other tests run.
 
 A lean kernel is minutes of both cores on a fresh machine (docs/images.md), and the tests that boot one are
-few. So when a session collects such a test (marked ``lean``), one ``farm build`` of each lean recipe starts
+few. So when a session collects such a test (marked ``lean``), one ``farm build`` of each lean recipe (:data:`LEAN_RECIPES`) starts
 with the first test of the twins lane (tests/lanes.py: in the xdist worker that runs the lean tests), niced to the lowest priority: it takes the CPU time the other tests leave (a twin waiting on its
 console, a coordinator, a browser), and barely slows them (a nice-19 process gets ~1.5 % of a busy core).
 The ``lean`` tests run last (tests/lanes.py) and wait for it (:func:`lean_image`); with the
@@ -24,7 +24,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-LEAN_RECIPES = ("maaxboard-lean", "x86-lean")
+# the arm64 one only: the x86 lean kernel (~8 niced core-minutes cold) is booted by benchmarks/lean_boot.py,
+# its builder's arch by the tiny x86 kernel of tests/images/test_kernel_build.py
+LEAN_RECIPES = ("maaxboard-lean",)
 MARKER = "lean"
 
 
@@ -112,7 +114,7 @@ def stop() -> None:
 
 
 def lean_image(recipe: str):
-    """The lean image of ``recipe`` (maaxboard-lean, x86-lean): after the session's background build, from
+    """The lean image of ``recipe`` (maaxboard-lean): after the session's background build, from
     the cache; built here when there was none or it failed (so its error shows)."""
     from farm.images.build import build
 
