@@ -126,10 +126,11 @@ class BenchmarkSpec:
         """What it needs on the target (packages, files, programs) with ``params``: the image it runs on gains it."""
         return params.needs()
 
-    def needs_shell(self, params: Params) -> bool:
-        """Whether it runs commands on the target's shell with ``params``: a target without one (a system
-        image) is refused it when the pipeline file is read (farm.flows.FlowType.shell)."""
-        return params.needs_shell()
+    def requires(self, params: Params) -> tuple[type, ...]:
+        """What it asks of the booted target with ``params`` (farm.boot.target's protocols: a shell, a served
+        network, a system's console): a setup whose flow does not give it is refused it when the pipeline
+        file is read (farm.flows.FlowType.gives)."""
+        return params.requires()
 
     def direction(self, unit: str, metric: str = "") -> int | None:
         """Which way ``metric`` in ``unit`` of this benchmark is better; None when the registration does not say."""

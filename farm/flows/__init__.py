@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import attrs
 
+from ..boot.target import ServedTarget, ShellTarget
 from ..config import Node
 
 if TYPE_CHECKING:  # the flows themselves (labgrid) load when a run makes one, not when a file is read
@@ -52,9 +53,11 @@ class FlowType:
     read: Callable[[Node, str, Path], Any] = attrs.field(default=lambda setup, key, base: None)
     #: the settings as run.json records them under the setup's ``key``
     describe: Callable[[Any], Any] = attrs.field(default=lambda settings: None)
-    #: its targets have a shell; without one (a system image: only its network and console) a benchmark
-    #: that needs a shell is refused when the pipeline file is read
-    shell: bool = True
+    #: what its booted targets implement (farm.boot.target: a shell, a network the lab host reaches, a
+    #: system image's console); a benchmark that needs more (``Params.requires``) is refused a setup of
+    #: this flow when the pipeline file is read. farm's Linux flows give a shell and a network, the
+    #: system flow a network and a console
+    gives: tuple[type, ...] = (ShellTarget, ServedTarget)
     #: the kind of image it boots (farm.images.image: ``linux``, kernel + initrd, or ``system``): the
     #: run's ``--image`` of that kind is its
     image_kind: str = "linux"

@@ -19,7 +19,8 @@ Everything is checked when the pipeline file is read (errors name file:line: fie
 compile, the address pattern has its ``address`` group; the path is checked when the image is made
 (the build stage, before any boot: farm reproduce boots the archived image, not the path). Without ``path``, the setup
 boots the run's ``--image`` of a system image (``farm run --image loader.img``). The targets of this
-flow have no shell (``FlowType.shell``): a benchmark that needs one is refused when the file is read.
+flow have no shell, only a network and a console (``FlowType.gives``): a benchmark that needs a shell is
+refused when the file is read.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from typing import Any
 
 import attrs
 
+from ..boot.target import ConsoleTarget, ServedTarget
 from ..config import Node, field, reject_unknown, require, string_list
 from ..errors import JobError
 from ..images.image import SYSTEM, SYSTEM_BOOTS
@@ -167,4 +169,4 @@ def given_load_addr(settings: SystemSettings) -> int | None:
 
 
 SYSTEM_FLOW = FlowType(NAME, _make, key=NAME, read=read_settings, describe=SystemSettings.describe,
-                       shell=False, image_kind=SYSTEM, given_load_addr=given_load_addr)
+                       gives=(ServedTarget, ConsoleTarget), image_kind=SYSTEM, given_load_addr=given_load_addr)

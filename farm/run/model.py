@@ -12,6 +12,7 @@ from typing import Any, Mapping
 import attrs
 
 from ..bench.registry import BENCHMARKS
+from ..boot.target import ShellTarget, lacking, what
 from ..config import Node, field, load_yaml, reject_unknown, require, string_list
 from ..errors import JobError
 from ..flows import SetupFlow, flow_types, setup_fields, setup_flow
@@ -158,11 +159,11 @@ def load_pipeline(path: str | Path, registry: Mapping[str, Any] | None = None) -
             raise item.error("name", f"{setup_name!r} is already the name of setups[{first}]: results are "
                              "keyed by setup name, two setups of one name would be pooled into one median")
         flow = setup_flow(item, Path(path).parent)
-        if khz is not None and not flow.type.shell:
+        if khz is not None and ShellTarget not in flow.type.gives:
             # the frequency is set through cpufreq on the target's shell; a system image has none, and its
             # flow would ignore the value, so the run would record a frequency nobody set
-            raise item.error("cpu_frequency_khz", f"the flow {flow.name} boots a system image without a shell: "
-                             "farm cannot set its CPU frequency (the lab's system sets its own)")
+            raise item.error("cpu_frequency_khz", f"the flow {flow.name} gives no shell ({what(flow.type.gives)}): "
+                             "farm cannot set its CPU frequency (cpufreq, on the shell; the lab's system sets its own)")
         if not images and setup_image is None and flow.type.image_kind == LINUX:
             raise doc.error(None, f"setups[{i}] ({setup_name}) boots a Linux image: give 'image' (one recipe) or "
                                   "'images' (a recipe per architecture)")
@@ -192,10 +193,10 @@ def load_pipeline(path: str | Path, registry: Mapping[str, Any] | None = None) -
         except JobError as exc:
             raise item.error(bench_name, str(exc)) from None
         for setup, node in zip(setups, setup_nodes):
-            if not setup.flow.type.shell and spec.needs_shell(typed):
-                raise item.error(bench_name, f"needs a shell on the target, and setup {setup.name} "
-                                 f"({node.where('name')}) has none: its flow, {setup.flow.name}, boots a system "
-                                 "image (only its network and console)")
+            if (missing := lacking(spec.requires(typed), setup.flow.type.gives)):
+                raise item.error(bench_name, f"needs {what(missing)} on the target, and setup {setup.name} "
+                                 f"({node.where('name')}) has none: its flow, {setup.flow.name}, gives "
+                                 f"{what(setup.flow.type.gives)}")
         benchmarks.append(Benchmark(bench_name, typed, dict(params)))
     experiment = load_experiment(doc)
     repeats_in_boot = field(doc, "repeats_in_boot", int, 1)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from farm.boot.facts import FACTS_COMMAND
-from farm.boot.session import BootedTarget
+from farm.boot.session import LinuxTarget
 from farm.dashboard import site
 from farm.measure.cpustat import WINDOW_MARK
 from farm.results.record import Measurement
@@ -51,7 +51,8 @@ class Flow:
 
     @contextlib.contextmanager
     def boot(self, request):
-        yield BootedTarget("maaxboard-twin", "arm64", None, IdleShell(), 1.0, None)
+        yield LinuxTarget(name="maaxboard-twin", arch="arm64", target=None, console=None, shell=IdleShell(),
+                          boot_seconds=1.0)
 
 
 def _speeds():

@@ -19,7 +19,7 @@ import pytest
 from farm.bench.params import Params, number_in, param
 from farm.bench.registry import BenchmarkSpec, register, unregister
 from farm.boot.flow import BootRequest, FlowSetup
-from farm.boot.session import BootedTarget
+from farm.boot.session import LinuxTarget
 from farm.config import Node
 from farm.errors import EXIT_OK, InfrastructureError, ParseError
 from farm.flows import FlowType
@@ -117,7 +117,7 @@ class FakeBootFlow:
         return ImageRequest(given=load_image(self.settings.image), label="lab system image")
 
     @contextlib.contextmanager
-    def boot(self, request: BootRequest) -> Iterator[BootedTarget]:
+    def boot(self, request: BootRequest) -> Iterator[LinuxTarget]:
         process = pexpect.spawn(sys.executable, ["-c", BOOTLOADER], timeout=20)
         try:
             process.expect("press a key")
@@ -125,8 +125,9 @@ class FakeBootFlow:
             process.expect(re.escape(self.settings.prompt))
             process.sendline(f"boot {request.image.manifest['kernel']}")
             process.expect("Starting kernel")
-            yield BootedTarget(request.env.target_name, request.env.arch, None, FakeShell(process), 0.1,
-                               request.console, recorded={"bootloader": "FakeBoot 1.0"})
+            yield LinuxTarget(name=request.env.target_name, arch=request.env.arch, target=None,
+                              console=request.console, shell=FakeShell(process), boot_seconds=0.1,
+                              recorded={"bootloader": "FakeBoot 1.0"})
         finally:
             process.terminate(force=True)
 

@@ -58,7 +58,7 @@ def test_the_elf_that_ran_is_in_run_json_by_its_sha256(tmp_path, monkeypatch):
     from farm.bench.exitcost import PROGRAM, TARGET_PATH, run_exitcost
     from farm.bench.registry import BenchmarkSpec
     from farm.boot.facts import FACTS_COMMAND
-    from farm.boot.session import BootedTarget
+    from farm.boot.session import LinuxTarget
     from farm.images.image import Image
     from farm.run import run_pipeline
 
@@ -80,7 +80,8 @@ def test_the_elf_that_ran_is_in_run_json_by_its_sha256(tmp_path, monkeypatch):
 
         @contextlib.contextmanager
         def boot(self, request):
-            yield BootedTarget("maaxboard-twin", "arm64", None, Shell(), 1.0, None)
+            yield LinuxTarget(name="maaxboard-twin", arch="arm64", target=None, console=None, shell=Shell(),
+                              boot_seconds=1.0)
 
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
     monkeypatch.setattr(farm.run.runner, "build", lambda request, carried=None: Image(tmp_path, {

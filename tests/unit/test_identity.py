@@ -10,7 +10,7 @@ import pytest
 
 import farm.run.runner
 from farm.bench.registry import BenchmarkSpec
-from farm.boot.session import BootedTarget
+from farm.boot.session import LinuxTarget
 from farm.images.build import Image
 from farm.measure import Measurement
 from farm.measure.params import parse_params
@@ -67,7 +67,8 @@ def booting(emulated: bool):
 
         @contextlib.contextmanager
         def boot(self, request):
-            yield BootedTarget("maaxboard-twin", "arm64", None, FakeShell(), 1.0, None, emulated=emulated)
+            yield LinuxTarget(name="maaxboard-twin", arch="arm64", target=None, console=None, shell=FakeShell(),
+                              boot_seconds=1.0, emulated=emulated)
     return Flow()
 
 

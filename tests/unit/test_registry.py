@@ -13,6 +13,7 @@ from farm.bench import echo, network, registry
 from farm.bench.params import Params, param
 from farm.bench.registry import (BENCHMARKS, IMPORTERS, REGISTERED, BenchmarkSpec, Importer, by_param, once,
                                  register, unregister)
+from farm.bench.context import BenchContext
 from farm.cli import main
 from farm.errors import EXIT_JOB_ERROR, EXIT_OK, JobError, ParseError
 from farm.measure import (HIGHER_IS_BETTER, LOWER_IS_BETTER, UNKNOWN_DIRECTION, BenchmarkError, Measurement)
@@ -23,6 +24,7 @@ from farm.results.csvout import read_records
 from farm.results.importers import import_file
 from farm.results.qualify import NO_DIRECTION, REGRESSION, direction, qualify
 from farm.results.record import Record
+from tests.unit.test_runner import booted_target
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data"
@@ -80,10 +82,12 @@ class _Reached(Exception):
     """Stops a run function once it has asked for its ports."""
 
 
-class _FakeTarget:
-    """A BenchContext stand-in: commands succeed with no output; ``reach`` records the port."""
+class _FakeTarget(BenchContext):
+    """A benchmark's context on a target that is not there: commands succeed with no output; ``reach``
+    records the port."""
 
     def __init__(self) -> None:
+        super().__init__(booted_target(), None)
         self.ports: list[int] = []
 
     def run(self, command: str, *, timeout: float = 60, tool: str = "target") -> list[str]:

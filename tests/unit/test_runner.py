@@ -17,7 +17,7 @@ import farm.run.runner
 from farm.bench import BenchmarkError
 from farm.bench.registry import BenchmarkSpec
 from farm.boot.facts import FACTS_COMMAND
-from farm.boot.session import BootedTarget
+from farm.boot.session import LinuxTarget
 from farm.errors import EXIT_INFRA_ERROR, EXIT_OK, EXIT_TEST_FAILURE, InfrastructureError, TestFailure
 from farm.images.build import Image
 from farm.results.csvout import read_records
@@ -37,9 +37,10 @@ class FakeShell:
         return self.run_check(command), [], 0
 
 
-def booted_target(**fields) -> BootedTarget:
+def booted_target(**fields) -> LinuxTarget:
     """What a flow hands over, of a target that is not there (no labgrid target, no console)."""
-    return BootedTarget("maaxboard-twin", "arm64", None, FakeShell(), 1.0, None, **fields)
+    return LinuxTarget(**{"name": "maaxboard-twin", "arch": "arm64", "target": None, "console": None,
+                          "shell": FakeShell(), "boot_seconds": 1.0, **fields})
 
 
 class FakeFlow:
