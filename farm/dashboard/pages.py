@@ -747,8 +747,8 @@ def compare_page(a: RunDetail, b: RunDetail, pairs: Sequence[Pair], only_a: Sequ
         return f"{p.a.benchmark} {p.a.metric}" + (f" [{human_params(p.a.params)}]" if p.a.params else "")
 
     # a sweep's requested rate is a setting, its ratio always 1: not a bar
-    body.append(ratio_chart([(label(p), p.ratio, verdict(p.ratio, direction(p.a.metric, p.a.unit), x), x.interval)
-                             for p, x in zip(pairs, estimates) if p.a.metric != "requested_throughput"],
+    body.append(ratio_chart([(label(p), p.ratio, verdict(p.ratio, direction(p.a.metric, p.a.unit, p.a.benchmark), x),
+                              x.interval) for p, x in zip(pairs, estimates) if p.a.metric != "requested_throughput"],
                             f"{ra.run_id} vs {rb.run_id}"))
 
     def ratio_cell(x) -> str:
