@@ -13,10 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pluggy
-
-#: farm.run.events.hookimpl (the same marker), without loading the runner
-hookimpl = pluggy.HookimplMarker("farm")
+from farm.hookspecs import hookimpl  # not farm.run.events: the archive is no reason to load the runner
 
 
 def _say(text: str) -> None:

@@ -11,7 +11,7 @@ from typing import Any, Mapping
 
 import attrs
 
-from ..bench.registry import BENCHMARKS
+from ..bench import registry as benchmark_registry
 from ..boot.target import ShellTarget, lacking, what
 from ..config import Node, field, load_yaml, reject_unknown, require, string_list
 from ..errors import JobError
@@ -112,8 +112,9 @@ def _name(node: Node, key: str, value: str, what: str) -> str:
 
 
 def load_pipeline(path: str | Path, registry: Mapping[str, Any] | None = None) -> Pipeline:
-    """Read and check a pipeline file; ``registry``: the benchmarks it may name (default: farm's)."""
-    registry = BENCHMARKS if registry is None else registry
+    """Read and check a pipeline file; ``registry``: the benchmarks it may name (default: the registered ones,
+    farm's and the lab's plugins')."""
+    registry = benchmark_registry.benchmarks() if registry is None else registry
     doc = load_yaml(path, "pipeline file")
     reject_unknown(doc, {"name", "description", "image", "images", "targets", "setups", "benchmarks", "repeats",
                          "boots", "order", "seed", "settle", "compare", "repeats_in_boot", "cpu_frequency_hz",

@@ -18,7 +18,7 @@ import attrs
 
 from ..measure import BenchmarkError
 from ..bench.context import BenchContext
-from ..bench.registry import BENCHMARKS
+from ..bench import registry as benchmark_registry
 from ..boot.console_log import ConsoleLog
 from ..boot.facts import TargetFacts
 from ..boot.flow import BootFlow, BootRequest, FlowSetup
@@ -95,7 +95,8 @@ class Runner:
     run: RunDir
     hooks: Hooks
     flow_for: Callable[[Setup], BootFlow] | None = None  # None: Runner.flow
-    registry: Mapping[str, Any] = BENCHMARKS
+    #: the benchmarks by name (default: the registered ones, farm.bench.registry)
+    registry: Mapping[str, Any] = attrs.field(factory=lambda: benchmark_registry.benchmarks())
     #: (label, benchmark) pairs that passed in the run being resumed: not measured again
     done: frozenset[tuple[str, str]] = frozenset()
     #: how the run ends so far: the worst exit code of what failed (the runner's, told in run_ended)

@@ -14,10 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-import pluggy
-
-#: farm.run.events.hookimpl (the same marker), without loading the runner
-hookimpl = pluggy.HookimplMarker("farm")
+from farm.hookspecs import hookimpl  # not farm.run.events: the store is no reason to load the runner
 
 
 def ingest_after(run_dir: str | os.PathLike[str], *, qualification: dict | None = None) -> bool:

@@ -9,16 +9,23 @@ from pathlib import Path
 
 import pytest
 
+from farm import plugins
+
 
 def installed(site: Path, monkeypatch: pytest.MonkeyPatch, *, dist: str, group: str, entry: str,
               module: str, source: str) -> Iterator[None]:
     """Install distribution ``dist`` (version 1.0) declaring ``entry`` in entry-point ``group``, with its
-    module ``module`` of ``source``; yield; then forget the module (a fixture's body)."""
+    module ``module`` of ``source``; yield; then forget the module (a fixture's body). farm finds its plugins
+    again on either side (farm.plugins: found once per process)."""
     info = site / f"{dist.replace('-', '_')}-1.0.dist-info"
     info.mkdir(parents=True)
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.0\n")
     (info / "entry_points.txt").write_text(f"[{group}]\n{entry}\n")
     (site / f"{module}.py").write_text(source)
     monkeypatch.syspath_prepend(str(site))
+    plugins.forget()
     yield
     sys.modules.pop(module, None)
+    if str(site) in sys.path:  # off sys.path before farm looks again (monkeypatch restores it all later)
+        sys.path.remove(str(site))
+    plugins.forget()

@@ -9,11 +9,12 @@ from pathlib import Path
 import pytest
 
 from farm.errors import JobError
-from farm.flows import ENTRY_POINT_GROUP, flow_types
+from farm.flows import flow_types
 from farm.guest.flow import GuestFlow
 from farm.images.request import ImageRequest
+from farm.plugins import ENTRY_POINT_GROUP, OLD_FLOWS_GROUP
 from farm.run.model import load_pipeline
-from farm.bench.registry import BENCHMARKS
+from farm.bench.registry import benchmarks
 from tests.unit.labdist import installed
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -51,7 +52,8 @@ def test_a_flow_that_does_not_fit_is_refused_when_the_file_is_read(tmp_path, set
 
 
 def test_the_guest_flow_builds_the_guests_image_with_the_benchmarks_needs_inside_the_hosts():
-    needs = BENCHMARKS["iperf3"].target_needs(BENCHMARKS["iperf3"].params())
+    iperf3 = benchmarks()["iperf3"]
+    needs = iperf3.target_needs(iperf3.params())
     own = ImageRequest(recipe=Path("images/maaxboard-bench.yaml"), needs=needs)
     netboot, guest = flow_types()["netboot"], flow_types()["netboot+guest"]
     assert netboot.make(None, _setup()).images(own) is own
@@ -73,6 +75,7 @@ def _setup(khz=None, ports=()):
 LAB_FLOW = """
 import attrs
 from farm.flows import FlowType
+from farm.hookspecs import hookimpl
 
 
 @attrs.frozen
@@ -90,15 +93,20 @@ def read(setup, key, base):
 
 BOOTELF = FlowType("bootelf", lambda entry, setup: BootElfFlow(entry, setup), key="bootelf", read=read,
                    describe=lambda entry: {"entry": hex(entry)})
+
+
+@hookimpl
+def farm_flows():
+    return [BOOTELF]
 """
 
 
 @pytest.fixture
 def lab_flow(tmp_path, monkeypatch):
-    """A lab's flow as an installed distribution declares it: an entry point in the group ``farm.flows``
-    (a dist-info on sys.path, as pip would install it), pointing at a FlowType in a module of the lab's."""
+    """A lab's flow as an installed distribution declares it: a plugin in the entry-point group ``farm``
+    (a dist-info on sys.path, as pip would install it), whose ``farm_flows`` hook returns a FlowType."""
     yield from installed(tmp_path / "site", monkeypatch, dist="mylab-flows", group=ENTRY_POINT_GROUP,
-                         entry="bootelf = mylab_bootelf:BOOTELF", module="mylab_bootelf", source=LAB_FLOW)
+                         entry="mylab_bootelf = mylab_bootelf", module="mylab_bootelf", source=LAB_FLOW)
 
 
 def test_a_lab_adds_a_flow_by_entry_point(lab_flow, tmp_path):
@@ -115,3 +123,45 @@ def test_a_lab_adds_a_flow_by_entry_point(lab_flow, tmp_path):
     # the lab's reader checks its settings when the file is read, as farm's flows' readers do
     with pytest.raises(JobError, match=r"setups\[0\]\.bootelf: bootelf needs the ELF's entry address"):
         load_pipeline(pipeline(tmp_path, "  - {name: elf, bootelf: {}}\n"))
+
+
+@pytest.fixture
+def old_lab_flow(tmp_path, monkeypatch):
+    """A lab's flow as farm found them before flows were plugins: a FlowType per entry point of ``farm.flows``."""
+    yield from installed(tmp_path / "site", monkeypatch, dist="mylab-flows", group=OLD_FLOWS_GROUP,
+                         entry="bootelf = mylab_bootelf:BOOTELF", module="mylab_bootelf",
+                         source=LAB_FLOW.split("@hookimpl")[0])
+
+
+def test_the_older_entry_point_group_of_flows_still_works_and_says_it_is_deprecated(old_lab_flow, capsys):
+    import mylab_bootelf
+
+    assert flow_types()["bootelf"] is mylab_bootelf.BOOTELF
+    assert ("farm: warning: the flow mylab_bootelf:BOOTELF is registered in the entry-point group farm.flows, "
+            "which is deprecated: return it from a farm_flows() hook") in capsys.readouterr().err
+
+
+def test_a_flow_name_or_settings_field_is_one_plugins(tmp_path):
+    from farm import plugins
+    from farm.flows import FlowType
+    from farm.hookspecs import hookimpl
+
+    class Twice:
+        @hookimpl
+        def farm_flows(self):
+            return [FlowType("netboot", lambda s, setup: None)]
+
+    class SameField:
+        @hookimpl
+        def farm_flows(self):
+            return [FlowType("another-guest", lambda s, setup: None, key="guest")]
+
+    for plugin, message in ((Twice(), "flow 'netboot' is registered already, by farm.flows"),
+                            (SameField(), "the settings field of flow 'guest' is registered already, by farm.flows")):
+        plugins.add(plugin, name="mylab")
+        try:
+            with pytest.raises(JobError, match=f"farm plugin mylab: {message}"):
+                flow_types()
+        finally:
+            plugins.remove(plugin)
+    assert set(flow_types()) == {"netboot", "netboot+guest", "system", "dpdk"}

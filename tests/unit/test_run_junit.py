@@ -12,6 +12,7 @@ from pathlib import Path
 import attrs
 import pytest
 
+import farm.bench.registry
 import farm.boot.flow
 import farm.boot.session
 import farm.run.runner
@@ -57,6 +58,13 @@ def booting(*args, **kwargs):
     return boot_target
 
 
+def with_iperf3(monkeypatch, **changes) -> None:
+    """The registered benchmarks, iperf3's registration changed (what `farm run` reads)."""
+    registered = farm.bench.registry.benchmarks()
+    changed = {**registered, "iperf3": attrs.evolve(registered["iperf3"], **changes)}
+    monkeypatch.setattr(farm.bench.registry, "benchmarks", lambda: changed)
+
+
 def junit(run_dir: Path) -> tuple[ET.Element, dict[str, ET.Element]]:
     suite = ET.parse(run_dir / "junit.xml").getroot().find("testsuite")
     return suite, {tc.get("name"): tc for tc in suite.iter("testcase")}
@@ -83,12 +91,10 @@ def test_a_boot_that_fails_is_a_testcase_of_its_exit_class(pipeline, tmp_path, m
 def test_a_job_error_in_a_benchmark_is_its_error_testcase(pipeline, tmp_path, monkeypatch):
     monkeypatch.setattr(farm.boot.flow, "boot_target", booting())
     monkeypatch.setattr(farm.boot.session, "read_facts", lambda shell: FACTS)
-    spec = farm.run.runner.BENCHMARKS["iperf3"]
-
     def bad_input(ctx, params):
         raise JobError("iperf3: the host has no iperf3")
 
-    monkeypatch.setitem(farm.run.runner.BENCHMARKS, "iperf3", attrs.evolve(spec, run=bad_input))
+    with_iperf3(monkeypatch, run=bad_input)
     out = tmp_path / "run"
     assert main(["run", str(pipeline), "--out", str(out)]) == EXIT_JOB_ERROR
     suite, cases = junit(out)
@@ -114,9 +120,7 @@ def test_a_passing_run_stays_green(pipeline, tmp_path, monkeypatch):
 
     monkeypatch.setattr(farm.boot.flow, "boot_target", booting())
     monkeypatch.setattr(farm.boot.session, "read_facts", lambda shell: FACTS)
-    spec = farm.run.runner.BENCHMARKS["iperf3"]
-    monkeypatch.setitem(farm.run.runner.BENCHMARKS, "iperf3", attrs.evolve(
-        spec, run=lambda ctx, params: [Measurement("iperf3", "received_throughput", 9e8, "bit/s")]))
+    with_iperf3(monkeypatch, run=lambda ctx, params: [Measurement("iperf3", "received_throughput", 9e8, "bit/s")])
     out = tmp_path / "run"
     assert main(["run", str(pipeline), "--out", str(out)]) == 0
     suite, cases = junit(out)
