@@ -15,7 +15,7 @@ from farm.images.request import ImageRequest
 from farm.plugins import ENTRY_POINT_GROUP, OLD_FLOWS_GROUP
 from farm.run.model import load_pipeline
 from farm.bench.registry import benchmarks
-from tests.unit.labdist import installed
+from tests.unit.labdist import LabPlugin, added, installed
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -141,27 +141,13 @@ def test_the_older_entry_point_group_of_flows_still_works_and_says_it_is_depreca
             "which is deprecated: return it from a farm_flows() hook") in capsys.readouterr().err
 
 
-def test_a_flow_name_or_settings_field_is_one_plugins(tmp_path):
-    from farm import plugins
+def test_a_flow_name_or_settings_field_is_one_plugins():
     from farm.flows import FlowType
-    from farm.hookspecs import hookimpl
 
-    class Twice:
-        @hookimpl
-        def farm_flows(self):
-            return [FlowType("netboot", lambda s, setup: None)]
-
-    class SameField:
-        @hookimpl
-        def farm_flows(self):
-            return [FlowType("another-guest", lambda s, setup: None, key="guest")]
-
-    for plugin, message in ((Twice(), "flow 'netboot' is registered already, by farm.flows"),
-                            (SameField(), "the settings field of flow 'guest' is registered already, by farm.flows")):
-        plugins.add(plugin, name="mylab")
-        try:
-            with pytest.raises(JobError, match=f"farm plugin mylab: {message}"):
-                flow_types()
-        finally:
-            plugins.remove(plugin)
+    twice = LabPlugin(flows=[FlowType("netboot", lambda s, setup: None)])
+    same_field = LabPlugin(flows=[FlowType("another-guest", lambda s, setup: None, key="guest")])
+    for plugin, message in ((twice, "flow 'netboot' is registered already, by farm.flows"),
+                            (same_field, "the settings field of flow 'guest' is registered already, by farm.flows")):
+        with added(plugin, "mylab"), pytest.raises(JobError, match=f"farm plugin mylab: {message}"):
+            flow_types()
     assert set(flow_types()) == {"netboot", "netboot+guest", "system", "dpdk"}

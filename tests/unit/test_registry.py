@@ -18,7 +18,6 @@ from farm.bench.registry import (IMPORTS, REGISTRATIONS, BenchmarkSpec, Importer
 from farm.bench.context import BenchContext
 from farm.cli import main
 from farm.errors import EXIT_JOB_ERROR, EXIT_OK, JobError, ParseError
-from farm.hookspecs import hookimpl
 from farm.measure import (HIGHER_IS_BETTER, LOWER_IS_BETTER, UNKNOWN_DIRECTION, BenchmarkError, Measurement)
 from farm.measure import lukem
 from farm.measure.clock import UNIT as CYCLES_PER_BYTE
@@ -27,6 +26,7 @@ from farm.results.csvout import read_records
 from farm.results.importers import import_file
 from farm.results.qualify import NO_DIRECTION, REGRESSION, direction, qualify
 from farm.results.record import Record
+from tests.unit.labdist import LabPlugin, added
 from tests.unit.test_runner import booted_target
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -76,36 +76,17 @@ def test_names_are_defined_once_and_indexes_agree():
     assert {s.suite for s in registered().values() if s.cycles_per_byte} == {"crypto", "storage"}
 
 
-class _Plugin:
-    """A lab's plugin registering ``benchmarks`` and ``kinds`` (farm.hookspecs)."""
-
-    def __init__(self, benchmarks=(), kinds=()):
-        self.benchmarks, self.kinds = benchmarks, kinds
-
-    @hookimpl
-    def farm_benchmarks(self):
-        return self.benchmarks
-
-    @hookimpl
-    def farm_importers(self):
-        return self.kinds
-
-
 @pytest.mark.parametrize("plugin, message", [
-    (_Plugin([BenchmarkSpec("iperf3", "network", None)]), "benchmark 'iperf3' is registered already, by farm.bench.registry"),
-    (_Plugin(kinds=[IMPORTS[0]]), "import kind 'ipbench' is registered already, by farm.bench.registry"),
-    (_Plugin(kinds=[Importer("frob", "frobnicate", "?", once(lambda text: []))]),
+    (LabPlugin([BenchmarkSpec("iperf3", "network", None)]), "benchmark 'iperf3' is registered already, by farm.bench.registry"),
+    (LabPlugin(kinds=[IMPORTS[0]]), "import kind 'ipbench' is registered already, by farm.bench.registry"),
+    (LabPlugin(kinds=[Importer("frob", "frobnicate", "?", once(lambda text: []))]),
      "import kind 'frob': no benchmark 'frobnicate' is registered"),
-    (_Plugin(kinds=[Importer("frob", "sweep", "?", once(lambda text: []), (registry.ImportOption("decrypt", "?", int),))]),
+    (LabPlugin(kinds=[Importer("frob", "sweep", "?", once(lambda text: []), (registry.ImportOption("decrypt", "?", int),))]),
      "import kind 'frob': option 'decrypt' is of type int, and kind 'openssl' declares it of type bool"),
 ])
 def test_a_plugin_cannot_take_a_name_or_change_an_options_type(plugin, message):
-    plugins.add(plugin, name="mylab")
-    try:
-        with pytest.raises(JobError, match=f"farm plugin mylab: {message}"):
-            importers()
-    finally:
-        plugins.remove(plugin)
+    with added(plugin, "mylab"), pytest.raises(JobError, match=f"farm plugin mylab: {message}"):
+        importers()
     assert "frob" not in importers() and registered()["iperf3"] is benchmarks()["iperf3"]
 
 
@@ -257,7 +238,7 @@ FROB_SPEC = BenchmarkSpec(
     FrobParams, parsers=(parse_frob,),
     units={"bytes/s": HIGHER_IS_BETTER, "frobs": LOWER_IS_BETTER, "cycles/byte": LOWER_IS_BETTER},
     cycles_per_byte=True, ports=(4242,))
-FROB_PLUGIN = _Plugin([FROB_SPEC], [Importer("frob", FROB, "frobnicate's output", by_param(parse_frob, "round"))])
+FROB_PLUGIN = LabPlugin([FROB_SPEC], [Importer("frob", FROB, "frobnicate's output", by_param(parse_frob, "round"))])
 
 
 @pytest.fixture

@@ -51,8 +51,9 @@ class FakeFlow:
     def images(self, image):
         return image
 
-    def __init__(self, outcomes=None):
+    def __init__(self, outcomes=None, booted=lambda: booted_target(topology={"flow": "fake"})):
         self.outcomes = dict(outcomes or {})
+        self.booted = booted  # what a boot hands over
         self.boots: list[str] = []
         self.powered_off: list[str] = []
 
@@ -66,7 +67,7 @@ class FakeFlow:
                 outcome = outcome.pop(0) if outcome else None
             if outcome is not None:
                 raise outcome
-            yield booted_target(topology={"flow": "fake"})
+            yield self.booted()
         finally:
             self.powered_off.append(setup)
 

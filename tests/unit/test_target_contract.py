@@ -5,7 +5,6 @@ promised fails its boot as a job error, naming what was missing."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 from pathlib import Path
 
@@ -18,7 +17,7 @@ from farm.errors import EXIT_JOB_ERROR, JobError
 from farm.flows import flow_types
 from farm.run import run_pipeline
 from farm.run.model import load_pipeline
-from tests.unit.test_runner import ENV, booted_target, cases, constant, pipeline, registry  # noqa: F401  (fixture)
+from tests.unit.test_runner import ENV, FakeFlow, booted_target, cases, constant, pipeline, registry  # noqa: F401  (fixture)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -73,21 +72,10 @@ def test_a_benchmark_reaches_the_target_only_as_the_protocol_it_asks_for():
         linux.console_target  # noqa: B018
 
 
-class ShellLess:
-    """A lab's flow that promises a shell (its flow type is netboot's) and hands over a target without one."""
-
-    kind = "shell-less"
-
-    def images(self, image):
-        return image
-
-    @contextlib.contextmanager
-    def boot(self, request):
-        yield _system_target()
-
-
 def test_a_flow_that_hands_over_less_than_it_promised_fails_its_boot_as_a_job_error(pipeline, tmp_path):  # noqa: F811
-    run = run_pipeline(pipeline(setups=("a",)), out=tmp_path / "run", flow_for=lambda s: ShellLess(),
+    # the setups' flow type is netboot's (a shell and a network); this flow hands over a system's target
+    shell_less = FakeFlow(booted=_system_target)
+    run = run_pipeline(pipeline(setups=("a",)), out=tmp_path / "run", flow_for=lambda s: shell_less,
                        registry=registry(count=constant))
     assert run.status == EXIT_JOB_ERROR and cases(run.path)["boot maaxboard-twin/a"] == "error"
     info = json.loads((run.path / "run.json").read_text())
