@@ -43,6 +43,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))  # the suite's own lanes (tests/lanes.py: a light module, time and pathlib)
 
 from tests.lanes import lane  # noqa: E402
+from tests.weight import BUSY, CPU_FIELDS, PROPERTY, cpu_line, mmss  # noqa: E402
 MAKE_TEST = ("-n", "2")  # the Makefile's test target (tests/unit/test_suite_time.py checks)
 
 
@@ -60,8 +61,10 @@ def read_junit(path: Path) -> list[dict]:
     for tc in ET.parse(path).getroot().iter("testcase"):
         outcome = next((child.tag for child in tc if child.tag in ("failure", "error", "skipped")), "passed")
         classname = tc.get("classname", "")
+        cpu = next((p.get("value") for p in tc.iter("property") if p.get("name") == PROPERTY), None)
         cases.append({"name": f"{classname}::{tc.get('name')}", "group": group_of(classname, tc.get("file")),
-                      "seconds": float(tc.get("time") or 0.0), "outcome": outcome})
+                      "seconds": float(tc.get("time") or 0.0), "outcome": outcome,
+                      "cpu_seconds": float(cpu) if cpu is not None else None})
     return cases
 
 
@@ -69,8 +72,10 @@ def by_group(cases: list[dict]) -> list[dict]:
     """Seconds, test count and outcomes per group, slowest first (pure)."""
     groups: dict[str, dict] = {}
     for case in cases:
-        g = groups.setdefault(case["group"], {"group": case["group"], "seconds": 0.0, "tests": 0, "outcomes": {}})
+        g = groups.setdefault(case["group"], {"group": case["group"], "seconds": 0.0, "cpu_seconds": 0.0, "tests": 0,
+                                              "outcomes": {}})
         g["seconds"] += case["seconds"]
+        g["cpu_seconds"] += case.get("cpu_seconds") or 0.0
         g["tests"] += 1
         g["outcomes"][case["outcome"]] = g["outcomes"].get(case["outcome"], 0) + 1
     return sorted(groups.values(), key=lambda g: -g["seconds"])
@@ -93,30 +98,12 @@ def by_lane(cases: list[dict]) -> dict[str, float]:
     return dict(sorted(lanes.items(), key=lambda kv: -kv[1]))
 
 
-#: the fields of /proc/stat's ``cpu`` line, in order (proc(5)); guest time is counted in user already
-CPU_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
-BUSY = ("user", "nice", "system", "irq", "softirq", "steal")
-
-
-def cpu_line(stat: str) -> dict[str, int]:
-    """The machine's CPU times (clock ticks) from the text of /proc/stat."""
-    for line in stat.splitlines():
-        fields = line.split()
-        if fields and fields[0] == "cpu":
-            return dict(zip(CPU_FIELDS, map(int, fields[1:1 + len(CPU_FIELDS)])))
-    raise ValueError("/proc/stat: no 'cpu' line")
-
-
 def cpu_work(before: dict[str, int], after: dict[str, int], hz: int, cores: int) -> dict:
     """Core-seconds by field between two readings, the busy ones summed, and the floor that sets: the work
     spread perfectly over ``cores`` (pure)."""
     spent = {field: (after.get(field, 0) - before.get(field, 0)) / hz for field in CPU_FIELDS}
     busy = sum(spent[field] for field in BUSY)
     return {"seconds": spent, "busy_seconds": busy, "cores": cores, "floor_seconds": busy / cores}
-
-
-def mmss(seconds: float) -> str:
-    return f"{int(seconds // 60)}:{int(seconds % 60):02d}"
 
 
 def render(data: dict) -> str:
@@ -130,20 +117,31 @@ def render(data: dict) -> str:
              f"engineers' QEMUs running: up to {load['other_qemus_max']} (median {load['other_qemus_median']:.0f}); "
              f"farm at {data['commit']}", "",
              *_work_lines(data),
-             "| group | tests | time (sum of tests: the two lanes ran side by side) | share | outcomes |",
-             "|---|---|---|---|---|"]
+             "| group | tests | time (sum of tests: the two lanes ran side by side) | share | CPU, core-minutes | outcomes |",
+             "|---|---|---|---|---|---|"]
     total = sum(c["seconds"] for c in cases) or 1.0
     for g in by_group(cases):
         outcomes = ", ".join(f"{n} {k}" for k, n in sorted(g["outcomes"].items()))
-        lines.append(f"| {g['group']} | {g['tests']} | {mmss(g['seconds'])} | {100 * g['seconds'] / total:.0f} % | {outcomes} |")
-    lines.append(f"| **all** | {len(cases)} | {mmss(total)} | | |")
+        lines.append(f"| {g['group']} | {g['tests']} | {mmss(g['seconds'])} | {100 * g['seconds'] / total:.0f} % | "
+                     f"{g.get('cpu_seconds', 0.0) / 60:.1f} | {outcomes} |")
+    cpu_total = sum(c.get("cpu_seconds") or 0.0 for c in cases)
+    lines.append(f"| **all** | {len(cases)} | {mmss(total)} | | {cpu_total / 60:.1f} | |")
     if cases:
         lines += ["", "By lane (tests/lanes.py; the longest is the critical path): "
                   + ", ".join(f"{name} {mmss(seconds)}" for name, seconds in by_lane(cases).items())]
-    lines += ["", "The slowest tests:", "", "| test | seconds |", "|---|---|"]
+    lines += ["", "The slowest tests:", "", "| test | seconds | CPU, core-seconds |", "|---|---|---|"]
     for case in sorted(cases, key=lambda c: -c["seconds"])[:15]:
-        lines.append(f"| `{case['name']}` | {case['seconds']:.0f} |")
+        lines.append(f"| `{case['name']}` | {case['seconds']:.0f} | {_cpu(case)} |")
+    if any(c.get("cpu_seconds") for c in cases):
+        lines += ["", "The heaviest tests by CPU (theirs and their reaped children's: tests/weight.py):", "",
+                  "| test | CPU, core-seconds | seconds |", "|---|---|---|"]
+        for case in sorted(cases, key=lambda c: -(c.get("cpu_seconds") or 0.0))[:15]:
+            lines.append(f"| `{case['name']}` | {_cpu(case)} | {case['seconds']:.0f} |")
     return "\n".join(lines) + "\n"
+
+
+def _cpu(case: dict) -> str:
+    return "" if case.get("cpu_seconds") is None else f"{case['cpu_seconds']:.0f}"
 
 
 def _work_lines(data: dict) -> list[str]:

@@ -20,11 +20,11 @@ import grpc
 from labgrid.remote.client import ClientSession, ensure_event_loop
 from labgrid.remote.common import Place, Reservation, ResourceEntry, TAG_KEY
 from labgrid.remote.generated import labgrid_coordinator_pb2 as pb2
-from labgrid.remote.generated import labgrid_coordinator_pb2_grpc
 from labgrid.util.proxy import proxymanager
 
 from . import lglazy, signals
 from .errors import InfrastructureError, JobError
+from .lgcompat import own_connection
 
 lglazy.load_everything()  # labgrid's client makes drivers and resources by the class names the coordinator gives
 
@@ -87,12 +87,7 @@ class _Session(ClientSession):
 
     def __attrs_post_init__(self):
         super().__attrs_post_init__()
-        self.loop.create_task(self.channel.close())  # labgrid's channel, never used (nor connected)
-        options = [("grpc.use_local_subchannel_pool", 1), ("grpc.keepalive_time_ms", 7500),
-                   ("grpc.keepalive_timeout_ms", 10000), ("grpc.http2.ping_timeout_ms", 10000),
-                   ("grpc.http2.max_pings_without_data", 0)]  # labgrid's options, plus the own pool
-        self.channel = grpc.aio.insecure_channel(target=self.address, options=options)
-        self.stub = labgrid_coordinator_pb2_grpc.CoordinatorStub(self.channel)
+        own_connection(self)
         self.place_changed = asyncio.Event()
 
     async def on_place_changed(self, place_pb2):

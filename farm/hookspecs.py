@@ -24,17 +24,12 @@ lab's plugin declares its hooks without loading the runner.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from pathlib import Path
+from typing import Any, Sequence
 
 import pluggy
 
-if TYPE_CHECKING:
-    from pathlib import Path
-
-    from .bench.registry import BenchmarkSpec, Importer
-    from .flows import FlowType
-    from .results.record import Record
-    from .run.rundir import Stage
+# the annotations name farm's classes as text: this module sits below them all (tests/unit/test_layering.py)
 
 PROJECT = "farm"
 hookspec = pluggy.HookspecMarker(PROJECT)
@@ -45,17 +40,17 @@ class RegistrationSpec:
     """What a plugin adds to farm; each hook returns a sequence of registrations (empty: none)."""
 
     @hookspec
-    def farm_benchmarks(self) -> "Sequence[BenchmarkSpec]":
+    def farm_benchmarks(self) -> "Sequence[farm.bench.registry.BenchmarkSpec]":
         """Benchmarks (farm.bench.registry.BenchmarkSpec): a pipeline names those with a ``run``, ``farm
         compare`` and ``farm qualify`` read their units' directions, records their run lengths."""
 
     @hookspec
-    def farm_importers(self) -> "Sequence[Importer]":
+    def farm_importers(self) -> "Sequence[farm.bench.registry.Importer]":
         """Import kinds (farm.bench.registry.Importer): ``farm import KIND FILE`` reads a captured output of
         the benchmark the importer names, with the options it declares."""
 
     @hookspec
-    def farm_flows(self) -> "Sequence[FlowType]":
+    def farm_flows(self) -> "Sequence[farm.flows.FlowType]":
         """Boot flows (farm.flows.FlowType): a setup names one by ``flow:`` or by its settings field."""
 
 
@@ -67,7 +62,7 @@ class RunSpec:
         """A stage (build, reserve, boot, benchmark, publish) starts."""
 
     @hookspec
-    def stage_ended(self, stage: "Stage") -> None:
+    def stage_ended(self, stage: "farm.run.rundir.Stage") -> None:
         """A stage ended: its testcase (pass, failure, error) and what it was."""
 
     @hookspec
@@ -107,7 +102,7 @@ class RunSpec:
         attempts the boot took (a failed boot: how many failed)."""
 
     @hookspec
-    def records(self, records: "Sequence[Record]") -> None:
+    def records(self, records: "Sequence[farm.results.record.Record]") -> None:
         """A benchmark measured these (or a ``failed`` row)."""
 
     @hookspec
@@ -119,7 +114,7 @@ class RunSpec:
         """The run is over (before publishing); ``status``: its exit code, the runner's."""
 
     @hookspec
-    def run_published(self, run_dir: "Path", qualification: dict[str, Any] | None) -> None:
+    def run_published(self, run_dir: Path, qualification: dict[str, Any] | None) -> None:
         """A result directory is complete: a run (published), an import, a pytest session, or
         ``farm qualify``'s candidate (``qualification``: its out directory, baseline, verdict). Every
         way results come in ends here, so the results store (farm.store.hook), the image archive
@@ -127,7 +122,7 @@ class RunSpec:
         ``farm serve`` reads the store live. A listener must not fail the run: it warns instead."""
 
     @hookspec
-    def results_moved(self, old: "Path", new: "Path") -> None:
+    def results_moved(self, old: Path, new: Path) -> None:
         """``--force`` moved the result directory ``old`` (a run, an import, qualify's ``--out``) aside to
         ``new`` before anything new was written there: what a listener knows of ``old`` is at ``new`` now
         (the results store follows it). A listener must not fail the run: it warns instead."""

@@ -37,16 +37,14 @@ from __future__ import annotations
 import importlib
 import sys
 import threading
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 import pluggy
 
 from .errors import JobError
 from .hookspecs import PROJECT, RUN_HOOKS, add_specs
 
-if TYPE_CHECKING:
-    from .bench.registry import BenchmarkSpec, Importer
-    from .flows import FlowType
+# the registrations' classes are named as text: farm.bench.registry's and farm.flows' floors are above this one
 
 #: the entry-point group of a lab's plugins (its listeners, benchmarks, import kinds, flows)
 ENTRY_POINT_GROUP = "farm"
@@ -160,18 +158,18 @@ def _by_name(what: str, found: Iterable[tuple[str, Any]], key: Callable[[Any], s
     return named
 
 
-def benchmarks() -> Mapping[str, "BenchmarkSpec"]:
+def benchmarks() -> Mapping[str, "farm.bench.registry.BenchmarkSpec"]:
     """Every registered benchmark by name (farm's, then the lab's plugins'), imported-only ones too."""
-    def build() -> dict[str, "BenchmarkSpec"]:
+    def build() -> dict[str, "farm.bench.registry.BenchmarkSpec"]:
         return {name: spec for name, (_, spec) in
                 _by_name("benchmark", registrations("farm_benchmarks"), lambda s: s.name).items()}
     return _index("benchmarks", build)
 
 
-def importers() -> Mapping[str, "Importer"]:
+def importers() -> Mapping[str, "farm.bench.registry.Importer"]:
     """Every import kind by name; each names a registered benchmark, and an option two importers declare
     is one option of ``farm import`` (one type)."""
-    def build() -> dict[str, "Importer"]:
+    def build() -> dict[str, "farm.bench.registry.Importer"]:
         found = _by_name("import kind", registrations("farm_importers"), lambda i: i.name)
         known = benchmarks()
         options: dict[str, tuple[str, Any]] = {}
@@ -189,10 +187,10 @@ def importers() -> Mapping[str, "Importer"]:
     return _index("importers", build)
 
 
-def flows() -> Mapping[str, "FlowType"]:
+def flows() -> Mapping[str, "farm.flows.FlowType"]:
     """Every boot flow by name: farm's, the lab's plugins', and the older group's (:data:`OLD_FLOWS_GROUP`);
     a name or settings field registered twice is a JobError."""
-    def build() -> dict[str, "FlowType"]:
+    def build() -> dict[str, "farm.flows.FlowType"]:
         found = [*registrations("farm_flows"), *_old_flows()]
         named = _by_name("flow", found, lambda t: t.name)
         _by_name("the settings field of flow", [(p, t) for p, t in found if t.key], lambda t: t.key)
@@ -200,7 +198,7 @@ def flows() -> Mapping[str, "FlowType"]:
     return _index("flows", build)
 
 
-def _old_flows() -> list[tuple[str, "FlowType"]]:
+def _old_flows() -> list[tuple[str, "farm.flows.FlowType"]]:
     from importlib.metadata import entry_points
 
     found = []

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -84,6 +85,66 @@ def pytest_sessionfinish(session, exitstatus):
     from . import prebuild
 
     prebuild.stop()
+
+
+# --- the suite's weight (tests/weight.py): each test's CPU into the JUnit report, the sums at the end ---
+
+_cpu_at_start: dict[str, float] = {}  # in the process that runs the test: node id -> its CPU at logstart
+_cpu_of_test: dict[str, float] = {}  # in the controller: node id -> the CPU its teardown report carried
+_session_start: tuple[float, str] | None = None  # the controller's: monotonic time, /proc/stat
+
+
+def pytest_sessionstart(session):
+    global _session_start
+    if not hasattr(session.config, "workerinput"):
+        _session_start = (time.monotonic(), _proc_stat())
+
+
+def pytest_runtest_logstart(nodeid, location):
+    from . import weight
+
+    _cpu_at_start[nodeid] = weight.process_cpu()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    from . import weight
+
+    report = yield
+    if call.when == "teardown" and item.nodeid in _cpu_at_start:
+        report.user_properties.append((weight.PROPERTY, round(weight.process_cpu() - _cpu_at_start.pop(item.nodeid), 2)))
+    return report
+
+
+def pytest_runtest_logreport(report):
+    from . import weight
+
+    if report.when == "teardown":
+        for name, value in report.user_properties:
+            if name == weight.PROPERTY:
+                _cpu_of_test[report.nodeid] = float(value)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """`make test`'s last lines before pytest's own: the suite's wall time, core-minutes and heaviest tests."""
+    from . import weight
+
+    if _session_start is None or hasattr(config, "workerinput") or config.option.collectonly:
+        return
+    started, stat = _session_start
+    now = _proc_stat()
+    work = (weight.busy_seconds(weight.cpu_line(stat), weight.cpu_line(now), os.sysconf("SC_CLK_TCK"))
+            if stat and now else None)
+    terminalreporter.section("suite weight")
+    for line in weight.summary(time.monotonic() - started, work, os.cpu_count() or 1, _cpu_of_test.items()):
+        terminalreporter.write_line(line)
+
+
+def _proc_stat() -> str:
+    try:
+        return Path("/proc/stat").read_text()
+    except OSError:  # not Linux: no machine-wide figure
+        return ""
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from farm.hookspecs import hookimpl  # not farm.run.events: the archive is no reason to load the runner
+from ..run.events import hookimpl
 
 
 def _say(text: str) -> None:

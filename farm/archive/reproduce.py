@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
 import attrs
-import pluggy
 
 from ..errors import EXIT_INCONCLUSIVE, EXIT_INFRA_ERROR, EXIT_OK, EXIT_TEST_FAILURE, JobError
 from ..images.image import Image, default_cache
@@ -41,6 +40,7 @@ from ..results.record import Record, write_text_atomic
 from ..results.ratio import MIN_BOOTS, recorded_rule, repeats_in_boot
 from ..results.reproduction import (DEFAULT_THRESHOLD, INCONCLUSIVE, REPRODUCED, Reproduction, dumps, judge,
                                     junit_cases, markdown)
+from ..run.events import hookimpl
 from ..values import name_problem
 from . import ArchiveError, NotArchived, open_archive
 from .fetch import fetch_image, fetch_run, fetch_tree
@@ -49,7 +49,6 @@ from .record import RunRecord
 if TYPE_CHECKING:
     from ..boot.session import EnvFile
 
-hookimpl = pluggy.HookimplMarker("farm")
 #: what a reproduction writes into its run directory
 FILES = ("reproduction.json", "reproduction.md", "reproduction.xml")
 

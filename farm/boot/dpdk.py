@@ -6,11 +6,12 @@
     dpdk-testpmd --forward-mode=5tswap started in the background, its log in /tmp ->
     EAL's probe of the port read back -> the sweeps run against it, at the address the NIC had
 
-The settings are farm.flows.dpdk's. The shell stays on the serial console, so the target can still be
-asked things (/proc/stat, whether the responder lives) while DPDK owns the NIC. The booted target says
-who answers the echo (:class:`~farm.boot.target.Responder`: the sweeps start no ``farm_echo`` of their
-own, tag their records ``responder=...``, and check after each point that it still runs), and which
-cores busy-poll (left out of the settle rule: a polling lcore is 100 % busy by design).
+The settings are farm.boot.dpdk_settings' (farm.flows.dpdk reads them from the pipeline file). The shell
+stays on the serial console, so the target can still be asked things (/proc/stat, whether the responder
+lives) while DPDK owns the NIC. The booted target says who answers the echo
+(:class:`~farm.boot.target.Responder`: the sweeps start no ``farm_echo`` of their own, tag their records
+``responder=...``, and check after each point that it still runs), and which cores busy-poll (left out of
+the settle rule: a polling lcore is 100 % busy by design).
 
 Each step's shell command is built by a pure function, and its output read by one (tested on captured
 output, tests/unit/test_dpdk.py); a step that fails raises a :class:`DpdkError` of its kind with the
@@ -28,8 +29,8 @@ from typing import Iterator
 import attrs
 
 from ..errors import TestFailure
-from ..flows.dpdk import PCI_ADDRESS, DpdkSettings
 from ..images.request import ImageRequest
+from .dpdk_settings import PCI_ADDRESS, DpdkSettings
 from .flow import BootFlow, BootRequest, NetbootFlow
 from .session import LinuxTarget
 from .target import Responder

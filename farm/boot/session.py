@@ -26,10 +26,10 @@ from .. import lglazy
 from ..config import Node, load_yaml
 from ..errors import FarmError, InfrastructureError, JobError
 from ..images.image import Image
+from ..lgcompat import drop_console_input
 from ..values import name_problem, number_problem
 from .console_log import ConsoleLog
 from .facts import TargetFacts, read_facts
-from .lgcompat import drop_console_input
 from .lgenv import apply_lg_defaults  # noqa: F401  (farm.boot.session.apply_lg_defaults, as before)
 from .staging import current_user, job_folder
 from .target import CpuReader, Responder, Shell

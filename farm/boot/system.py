@@ -25,7 +25,6 @@ from typing import Any, Iterator
 import attrs
 
 from ..errors import InfrastructureError, JobError
-from ..flows.system import SystemSettings
 from ..images.image import SYSTEM, Image
 from ..images.request import ImageRequest
 from ..measure import Measurement
@@ -33,6 +32,7 @@ from ..measure.console import parse_stats
 from .facts import TargetFacts
 from .flow import BootRequest, FlowSetup, use_twin_cpus
 from .session import Boot, boot_target
+from .system_settings import SystemSettings
 from .target import Responder
 from .watch import LINUX_FATAL, BootFailure, Fatal, raise_fatal
 
@@ -152,7 +152,7 @@ class SystemTarget(Boot):
 
     def _unread_input(self) -> str:
         """What the console read and no expect took (dropped from it: it is in the text now)."""
-        from .lgcompat import drop_console_input, unread_console_input
+        from ..lgcompat import drop_console_input, unread_console_input
 
         data = unread_console_input(self.console_driver)
         drop_console_input(self.console_driver)

@@ -31,8 +31,8 @@ import time
 from pexpect import TIMEOUT
 
 from ..errors import InfrastructureError
+from ..lgcompat import drop_console_input, unread_console_input
 from .console_text import clean
-from .lgcompat import drop_console_input, unread_console_input
 
 ERASE_LINE = b"\x15"  # Ctrl-U
 # what a console may put between two echoed characters without changing them: cursor and colour escape

@@ -83,7 +83,7 @@ def rest_of_line(console, timeout: float = LINE_TIMEOUT) -> bytes:
 
 
 def _unread(console) -> bytes:
-    from .lgcompat import unread_console_input
+    from ..lgcompat import unread_console_input
 
     try:
         return unread_console_input(console)

@@ -20,7 +20,8 @@ def _say_moved(out: OutDir) -> None:
 def cmd_compare(args: argparse.Namespace) -> int:
     import attrs
 
-    from ..results.compare import compare, load_result_dirs, to_markdown, write_compare
+    from ..results.compare import compare, load_result_dirs
+    from ..results.compare_outputs import to_markdown, write_compare
     from ..results.ratio import Rule
 
     inputs, boots, recorded = load_result_dirs(args.dirs)

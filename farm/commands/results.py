@@ -26,7 +26,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     for run_dir in args.run_dirs:
         report = publish(run_dir, step_summary=_step_summary(args))
         if args.github_annotations:
-            from ..results.report import github_annotations, load_run
+            from ..results.github import github_annotations
+            from ..results.rundata import load_run
 
             for line in github_annotations(load_run(run_dir)):
                 print(line)
@@ -50,9 +51,10 @@ def _pairs(items: list[str]) -> dict[str, str]:
 
 def cmd_qualify(args: argparse.Namespace) -> int:
     from ..results import baselines
-    from ..results.qualify import parse_alpha, parse_threshold, qualify, write_outputs
+    from ..results.qualify import parse_alpha, parse_threshold, qualify
+    from ..results.qualify_outputs import write_outputs
     from ..results.outdir import prepare_out_dir
-    from ..results.report import append_step_summary
+    from ..results.github import append_step_summary
 
     if args.require_all and args.allow_missing:
         raise JobError("qualify: --require-all and --allow-missing contradict each other")

@@ -10,6 +10,9 @@ typed line never matches the marker itself):
   at 80 columns), then ``ABCDEFGHIJ`` glued to CMD's first output line and ``ABCDEFGHIJ 0`` last;
 - the prompt checks (``echo 'ABCD''EFGHIJ'`` and its echo) and labgrid's ``run() {…}`` helper.
 
+Those typed lines are labgrid's own forms: farm.lgcompat holds their patterns, with a test that drives
+labgrid's drivers and fails when a form changes.
+
 :func:`fold` keeps every line, numbered as in the log file, and says of each whether it is farm's
 (``check``: hidden unless asked for), a command farm typed (``typed``: shown as ``=> CMD``) or the
 board's own output; terminal escapes (busybox's ``ESC[6n``) and other control characters are left out
@@ -26,17 +29,13 @@ import attrs
 
 from farm.boot.console_text import clean
 from farm.boot.watch import LINUX_FATAL, UBOOT_FATAL
+from farm.lgcompat import PROMPT_CHECK, RUN_HELPER, SHELL_TYPED, UBOOT_TYPED
 
 OUTPUT, TYPED, CHECK = "output", "typed", "check"
 
 #: console lines that end a run (farm.boot.watch), minus the banners, which are only fatal the second time
 FATAL = re.compile("|".join(f.pattern for f in (*LINUX_FATAL[:2], *UBOOT_FATAL)))
 
-_MARK = r"'(?P<a>[A-Z]{4})''(?P<b>[A-Z]{6})'"
-_UBOOT_TYPED = re.compile(rf"(?P<prompt>.*?)echo {_MARK}; (?P<cmd>.*); echo \"\$\?\"; echo '(?P=a)''(?P=b)';\s*")
-_SHELL_TYPED = re.compile(rf"(?P<prompt>.*?)MARKER={_MARK} run (?P<cmd>.*)")
-_PROMPT_CHECK = re.compile(rf"(?P<prompt>.*?)echo {_MARK}\s*")
-_RUN_HELPER = re.compile(r".*run\(\) \{ echo -n \"\$MARKER\"; sh -c \"\$@\"; echo \"\$MARKER \$\?\"; \}\s*")
 
 
 @attrs.frozen
@@ -94,19 +93,19 @@ def fold(text: str) -> list[Line]:
     for number, logged in physical_lines(text):
         raw = clean(logged)
         line = raw.rstrip()
-        if m := _UBOOT_TYPED.fullmatch(line):
+        if m := UBOOT_TYPED.fullmatch(line):
             out.append(Line(number, m["prompt"] + m["cmd"], raw, TYPED))
             marker, shell, opened, owner = m["a"] + m["b"], False, False, len(out) - 1
             continue
-        if m := _SHELL_TYPED.fullmatch(line):
+        if m := SHELL_TYPED.fullmatch(line):
             out.append(Line(number, m["prompt"] + _unquote(m["cmd"]), raw, TYPED))
             marker, shell, opened, owner = m["a"] + m["b"], True, False, len(out) - 1
             continue
-        if m := _PROMPT_CHECK.fullmatch(line):
+        if m := PROMPT_CHECK.fullmatch(line):
             out.append(Line(number, raw, raw, CHECK))
             marker, shell, opened, owner = m["a"] + m["b"], False, False, -1
             continue
-        if _RUN_HELPER.fullmatch(line):
+        if RUN_HELPER.fullmatch(line):
             out.append(Line(number, raw, raw, CHECK))
             continue
         if marker is not None:

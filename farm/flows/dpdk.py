@@ -29,10 +29,11 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import attrs
 
+from ..boot.dpdk_settings import APPS, PCI_ADDRESS, PMDS, DpdkSettings
 from ..config import Node, field, reject_unknown
 from . import FlowType
 
@@ -41,61 +42,12 @@ if TYPE_CHECKING:  # the flows themselves (labgrid) load when a run makes one, n
     from ..boot.flow import FlowSetup
 
 NAME = "dpdk"
-#: the echo apps: name -> the records' ``responder`` param (what answers the sweep)
-APPS = {"testpmd-5tswap": "dpdk-testpmd-5tswap"}
-#: PMD -> (how its port is named: "pci" or "vdev", the bindings it works with)
-PMDS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "net_virtio": ("pci", ("uio_pci_generic", "vfio-pci")),
-    "net_af_packet": ("vdev", ("none",)),
-    "net_enetfec": ("vdev", ("none",)),
-}
 BINDINGS = ("uio_pci_generic", "vfio-pci", "none")
 MAX_LCORE = 127
 MAX_HUGEPAGES = 65536
 MAX_TIMEOUT = 3600.0
-PCI_ADDRESS = re.compile(r"[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]")
 _IFACE = re.compile(r"[A-Za-z0-9_.-]{1,15}")
 _LCORE_ITEM = re.compile(r"(\d+)(?:-(\d+))?")
-
-
-@attrs.frozen
-class DpdkSettings:
-    """A setup's ``dpdk`` settings (see the module docstring)."""
-
-    app: str = "testpmd-5tswap"
-    lcores: tuple[int, ...] = (0, 1)
-    hugepages: int = 64
-    pmd: str = "net_virtio"
-    binding: str = "uio_pci_generic"
-    port: str = "auto"
-    ready_timeout: float = 120.0
-    #: "DPDK on QEMU/KVM": the echo in a Linux guest under QEMU/KVM on the target (farm.guest.spec), its NIC
-    #: a virtio-net-pci; None: on the target's own Linux ("DPDK on pure Linux")
-    guest: Any = None
-
-    @property
-    def responder(self) -> str:
-        """The ``responder`` param of the records the sweeps against it make."""
-        return APPS[self.app]
-
-    @property
-    def forwarding_lcores(self) -> tuple[int, ...]:
-        """The lcores that busy-poll the port (all but testpmd's main lcore, the first)."""
-        return self.lcores[1:]
-
-    @property
-    def lcore_list(self) -> str:
-        """The lcores as EAL's ``-l`` takes them."""
-        return ",".join(str(c) for c in self.lcores)
-
-    @property
-    def vdev(self) -> bool:
-        return PMDS[self.pmd][0] == "vdev"
-
-    def describe(self) -> dict[str, Any]:
-        return {"app": self.app, "responder": self.responder, "lcores": list(self.lcores),
-                "hugepages": self.hugepages, "pmd": self.pmd, "binding": self.binding, "port": self.port,
-                "ready_timeout": self.ready_timeout, "guest": self.guest.to_json() if self.guest else None}
 
 
 def parse_lcores(text: str) -> tuple[int, ...]:

@@ -25,64 +25,22 @@ refused when the file is read.
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from pathlib import Path
 from typing import Any
 
-import attrs
-
+from ..boot.system_settings import SystemSettings, is_ipv4
 from ..boot.target import ConsoleTarget, ServedTarget
 from ..config import Node, field, reject_unknown, require, string_list
 from ..errors import JobError
 from ..images.image import SYSTEM, SYSTEM_BOOTS
-from ..measure.console import StatsPattern, stats_pattern
+from ..measure.console import stats_pattern
 from . import FlowType
 
 NAME = "system"
 MAX_TIMEOUT = 86400.0
 #: U-Boot addresses as the env file and pipeline give them: a number or one of U-Boot's variables
 _ADDR = re.compile(r"0x[0-9a-fA-F]{1,16}|\$\{[a-z_]+\}")
-
-
-@attrs.frozen
-class SystemSettings:
-    """A setup's ``system`` settings (see the module docstring)."""
-
-    ready: str
-    path: Path | None = None
-    boot: str | None = None
-    load_addr: int | None = None
-    stage_addr: str | None = None
-    ready_timeout: float = 120.0
-    fatal: tuple[str, ...] = ()
-    address: str | None = None
-    stats: tuple[StatsPattern, ...] = ()
-    name: str | None = None
-    #: where the pipeline file gives ``path`` (file:line: field), for the error when it is missing
-    path_where: str = attrs.field(default="", eq=False)
-
-    def describe(self) -> dict[str, Any]:
-        return {"path": str(self.path) if self.path else None, "boot": self.boot,
-                "load_addr": f"{self.load_addr:#x}" if self.load_addr is not None else None,
-                "stage_addr": self.stage_addr, "ready": self.ready, "ready_timeout": self.ready_timeout,
-                "fatal": list(self.fatal), "address": self.address, "stats": [p.describe() for p in self.stats],
-                **({"name": self.name} if self.name else {})}
-
-    @property
-    def address_pattern(self) -> re.Pattern[str] | None:
-        """The address as a console pattern (None: a fixed address, or none)."""
-        if self.address is None or _is_ipv4(self.address):
-            return None
-        return re.compile(self.address)
-
-
-def _is_ipv4(text: str) -> bool:
-    try:
-        ipaddress.IPv4Address(text)
-    except ValueError:
-        return False
-    return True
 
 
 def _regex(node: Node, key: str, value: str) -> str:
@@ -133,7 +91,7 @@ def read_settings(setup: Node, key: str, base: Path) -> SystemSettings:
         raise node.error("ready_timeout", f"{timeout!r}: expected seconds, > 0 and <= {MAX_TIMEOUT:g}")
     fatal = tuple(_regex(node, "fatal", f) for f in string_list(node, "fatal"))
     address = field(node, "address", str, None)
-    if address is not None and not _is_ipv4(address):
+    if address is not None and not is_ipv4(address):
         try:
             compiled = re.compile(address)
         except re.error as exc:

@@ -24,8 +24,8 @@ import attrs
 from pexpect import TIMEOUT
 
 from ..boot.watch import BootFailure, excerpt
-from ..boot.lgcompat import unread_console_input
 from ..errors import InfrastructureError, JobError
+from ..lgcompat import unread_console_input
 from .command import EXIT_LINE, PIN_FAILED, QEMU_BINARIES, parse_pins, qemu_command, start_line, typed_lines
 from .spec import GuestSpec
 

@@ -25,7 +25,8 @@ import attrs
 
 from farm.errors import JobError
 from farm.results.record import now_iso, to_json, write_text_atomic
-from farm.results.report import load_run, read_run_records, summary_markdown
+from farm.results.rundata import load_run, read_run_records
+from farm.results.summary import summary_markdown
 
 STORE_ENV = "FARM_BASELINES"
 DEFAULT_STORE = Path("~/.local/share/farm/baselines")
@@ -86,7 +87,7 @@ def _baseline(path: Path) -> Baseline:
 
 
 def failures(run) -> list[str]:
-    """Why a run (farm.results.report.RunData) is not one that passed, or []: its status, failed or
+    """Why a run (farm.results.rundata.RunData) is not one that passed, or []: its status, failed or
     errored stages, failed benchmarks (pure)."""
     from farm.results.record import FAILED_METRIC
 
@@ -185,7 +186,7 @@ def load_records(spec: str, store: Path | None = None):
 def describe(spec: str, path: Path) -> str:
     """How a report names a side: what the user typed, and the run behind it."""
     from farm.errors import FarmError
-    from farm.results.report import read_run_json
+    from farm.results.rundata import read_run_json
 
     info: dict = {}
     try:

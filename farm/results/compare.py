@@ -34,35 +34,30 @@ and ipbench's own figures (an imported history, or a live ``method: ipbench`` sw
 ``method=ipbench``), or the older ``iperf3-sockperf``, are never joined: their figures share names
 but not definitions. Such pairs are listed by :func:`methods_apart` and in
 ``compare.md``'s section "Not joined: methods differ", so that a comparison that joined nothing says why.
+
+This module joins and judges (pure, but for reading the inputs); farm.results.compare_outputs writes
+compare.csv and compare.md, farm.results.compare_plot draws compare.png.
 """
 
 from __future__ import annotations
 
-import csv
-import io
-import math
 import os
 import statistics
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
+from typing import Mapping, Sequence
 
 import attrs
 
 from farm.errors import JobError
-from farm.results.ratio import HIGHER, INCONCLUSIVE, METHOD, SAME, RatioEstimate, Rule, estimate_ratio, per_boot, sig
+from farm.results.ratio import HIGHER, INCONCLUSIVE, SAME, RatioEstimate, Rule, estimate_ratio, per_boot
 from farm.results.stats import cv, median_interval
-from farm.results.csvout import spreadsheet_safe
-from farm.results.ipbench import BENCHMARK as SWEEP_BENCHMARK
 from farm.results.identity import FLAG, MetricKey
-from farm.results.record import Record, check_unique, format_params, open_atomic, parse_params, write_text_atomic
+from farm.results.record import Record, check_unique, format_params, parse_params
 from farm.results.sweeps import run_sweeps
-from farm.measure.units import human
-from farm.secrets import mask
 
 PathLike = str | os.PathLike[str]
 KEY_FIELDS = ("suite", "benchmark", "params", "metric", "unit")
 RESULTS_FILE = "results.csv"
-SWEEP_PNG = "compare-sweep.png"
 #: a ratio this close to 1 is drawn as "no change" (grey), neither better nor worse
 SAME_BAND = 0.01
 
@@ -161,7 +156,7 @@ def load_result_dir(path: PathLike) -> tuple[str, list[Record]]:
         raise JobError(f"compare: {path}: not a result directory")
     if not results.is_file():
         raise JobError(f"compare: {results}: no such file (is {path} a farm result directory?)")
-    from farm.results.report import read_run_records  # CPU figures of before read as what they were
+    from farm.results.rundata import read_run_records  # CPU figures of before read as what they were
 
     return path.resolve().name or str(path), read_run_records(path)
 
@@ -281,197 +276,10 @@ def _ratio(value: float | None, base: float | None) -> float | None:
     return value / base
 
 
-# --- outputs ---------------------------------------------------------------------------------
-
-
-def write_compare(comparison: Comparison, out_dir: PathLike) -> dict[str, Path]:
-    """Write ``compare.csv``, ``compare.md`` and ``compare.png`` into ``out_dir`` (created if
-    needed, each file replaced atomically), and ``compare-sweep.png`` when a column has a network
-    sweep; returns their paths by kind."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    paths = {"csv": out / "compare.csv", "md": out / "compare.md", "png": out / "compare.png"}
-    write_text_atomic(paths["csv"], to_csv(comparison))
-    write_text_atomic(paths["md"], to_markdown(comparison))
-    plot_ratios(comparison, paths["png"])
-    if comparison.sweeps:
-        from farm.results.plots import plot_sweep
-
-        paths["sweep_png"] = out / SWEEP_PNG
-        # a picture cannot be masked afterwards: labels are masked before they are drawn
-        plot_sweep({mask(label): rows for label, rows in comparison.sweeps}, paths["sweep_png"],
-                   title=f"Network load sweep: {' vs '.join(mask(label) for label, _ in comparison.sweeps)}")
-    return paths
-
-
-def csv_header(comparison: Comparison) -> list[str]:
-    labels = comparison.labels
-    header = [*KEY_FIELDS]
-    for label in labels:
-        header += [label, f"{label}_n"]
-    header.append("ratio")
-    if len(labels) > 2:
-        header += [f"{label}/{labels[0]}" for label in labels[1:]]
-    for label in labels:
-        header += [f"{label}_cv", f"{label}_ci_low", f"{label}_ci_high"]
-    header += ["ratio_estimate", "ratio_ci_low", "ratio_ci_high", "ratio_verdict"]
-    if len(labels) > 2:
-        for label in labels[1:]:
-            name = f"{label}/{labels[0]}"
-            header += [f"{name}_estimate", f"{name}_ci_low", f"{name}_ci_high", f"{name}_verdict"]
-    header.append("flagged")
-    return header
-
-
-def ratio_cell(estimate: RatioEstimate | None) -> str:
-    """A ratio as compare.csv writes it: the number when conclusive, ``inconclusive`` otherwise
-    (never a bare number a spreadsheet would take for a result), empty when there is none."""
-    if estimate is None or estimate.ratio is None:
-        return ""
-    return repr(estimate.ratio) if estimate.conclusive else INCONCLUSIVE
-
-
-def to_csv(comparison: Comparison) -> str:
-    """compare.csv: key columns, then ``<label>`` (median of per-boot values) and ``<label>_n`` (boots)
-    per column, then ``ratio`` (last/first: the number when conclusive, else ``inconclusive``) and, for
-    three or more columns, ``<label>/<first label>`` for each later one; then per column ``<label>_cv``
-    and the 95 % interval of its median ``<label>_ci_low``/``_ci_high``; then the last ratio's estimate
-    (always a number), its 95 % interval and verdict (``higher``, ``lower``, ``same``,
-    ``inconclusive``: :mod:`farm.results.ratio`), the same for each later column with three or more
-    (``<label>/<first label>_estimate``, ``_ci_low``, ``_ci_high``, ``_verdict``),
-    and ``flagged``: values of the row that a sanity rule flagged (farm.results.sanity). Missing
-    values (also an interval that needs more boots) are empty cells; numbers are ``repr`` (read back
-    bit for bit)."""
-    buf = io.StringIO()
-    writer = _SafeWriter(csv.writer(buf, lineterminator="\n"))
-    writer.writerow(csv_header(comparison))
-    several = len(comparison.columns) > 2
-    for row in comparison.rows:
-        cells: list[str] = [getattr(row.key, f) for f in KEY_FIELDS]
-        for median, count in zip(row.medians, row.counts):
-            cells += [_repr(median), str(count)]
-        cells.append(ratio_cell(row.estimate))
-        if several:
-            cells += [ratio_cell(e) for e in row.estimates]
-        for c, interval in zip(row.cvs, row.intervals):
-            cells += [_repr(c), *(_repr(x) for x in (interval or (None, None)))]
-        last = row.estimate
-        cells += [_repr(row.ratio), *(_repr(x) for x in (row.ratio_interval or (None, None))),
-                  last.verdict if last is not None and row.ratio is not None else ""]
-        if several:
-            for e, r in zip(row.estimates, row.ratios):
-                cells += [_repr(r), *(_repr(x) for x in (e.interval or (None, None))), e.verdict if r is not None else ""]
-        cells.append(str(sum(row.flagged)))
-        writer.writerow(cells)
-    return buf.getvalue()
-
-
-class _SafeWriter:
-    """A csv writer whose every cell is :func:`~farm.results.csvout.spreadsheet_safe`: names come from
-    result directories and records, which a spreadsheet must not run as formulas."""
-
-    def __init__(self, writer) -> None:
-        self._writer = writer
-
-    def writerow(self, cells: Iterable[object]) -> None:
-        self._writer.writerow([spreadsheet_safe(c) for c in cells])
-
-
-def to_markdown(comparison: Comparison) -> str:
-    """compare.md: one table (medians in units people read, :func:`~farm.measure.units.human`; each
-    ratio with its interval and n, an inconclusive one marked **inconclusive**), then the missing
-    keys. Plain GitHub-flavoured Markdown, so it can go into a CI job summary as is."""
-    labels = comparison.labels
-    first = labels[0]
-    rule = comparison.rule
-    lines = [f"# Comparison: {' vs '.join(labels)}", ""]
-    sources = "; ".join(f"`{c.label}` = {c.source} (target {c.target}, setup {c.setup})"
-                        for c in comparison.columns)
-    band = (f"the band {sig(1 - rule.threshold)}–{sig(1 + rule.threshold)}" if rule.threshold else "1.0")
-    lines += [f"Columns: {sources}. Values are medians over boots (n = boots; the repeats inside one boot "
-              f"are first reduced to their median). Ratio = {labels[-1]} / {first}, with its "
-              f"{rule.confidence * 100:g} % interval ({METHOD}) and n a side. A ratio is **inconclusive** when a "
-              f"side has fewer than {rule.min_n} boots or its interval straddles {band}"
-              + (f"; **same** when the interval lies within {band}" if rule.threshold else "")
-              + ". CV: coefficient of variation; the 95 % interval of a median is exact (order statistics, "
-              "from 6 boots).", ""]
-    ratio_heads = ["ratio [95 % CI], n"] if len(labels) == 2 else [f"{label}/{first} [95 % CI], n"
-                                                                   for label in labels[1:]]
-    head = ["suite", "benchmark", "params", "metric", "unit",
-            *(f"{label} (n)" for label in labels), *ratio_heads,
-            *(f"{label} CV, 95 % CI" for label in labels)]
-    flagged = any(sum(r.flagged) for r in comparison.rows)
-    if flagged:
-        head.append("flagged")
-    lines.append(_md_row(head))
-    lines.append(_md_row(["---"] * 5 + ["---:"] * (len(head) - 5)))
-    for row in comparison.rows:
-        cells = [getattr(row.key, f) for f in KEY_FIELDS]
-        cells += [f"{human(m, row.key.unit)} ({n})" if m is not None else "—"
-                  for m, n in zip(row.medians, row.counts)]
-        cells += [_ratio_text(e, r) for e, r in zip(row.estimates, row.ratios)]
-        cells += [_spread(c, interval, row.key.unit) for c, interval in zip(row.cvs, row.intervals)]
-        if flagged:
-            cells.append(" / ".join(str(f) for f in row.flagged) if sum(row.flagged) else "")
-        lines.append(_md_row(cells))
-    inconclusive = sum(1 for r in comparison.rows for e, x in zip(r.estimates, r.ratios)
-                       if x is not None and not e.conclusive)
-    total = sum(1 for r in comparison.rows for x in r.ratios if x is not None)
-    lines += ["", f"{total - inconclusive} of {total} ratios conclusive, {inconclusive} inconclusive."]
-    if flagged:
-        lines += ["", "**flagged**: values a sanity rule flagged per column (a light-load RTT above the "
-                  "saturated one, received above sent, a boot that did not settle: the `flag` param in "
-                  "results.csv); they are in the figures, and worth a look."]
-    lines += ["", "## Missing", ""]
-    if comparison.missing:
-        lines.append("Measured in some columns only (kept in the table above with —):")
-        lines.append("")
-        for m in comparison.missing:
-            k = m.key
-            params = f" `{k.params}`" if k.params else ""
-            lines.append(f"- {k.suite} / {k.benchmark}{params} {k.metric} ({k.unit}): "
-                         f"only in {', '.join(m.present)}; not in {', '.join(m.absent)}")
-    else:
-        lines.append("None: every column measured every row.")
-    apart = methods_apart(comparison)
-    if apart:
-        lines += ["", "## Not joined: methods differ", "",
-                  "Measured in several columns, but by different methods (`method=`), so not joined "
-                  "(their figures share names, not definitions):", ""]
-        for a in apart:
-            k = a.key
-            params = f" `{k.params}`" if k.params else ""
-            lines.append(f"- {k.suite} / {k.benchmark}{params} {k.metric} ({k.unit}): "
-                         + "; ".join(f"{method} in {', '.join(labels)}" for method, labels in a.methods))
-    return "\n".join(lines) + "\n"
-
-
-def _ratio_text(estimate: RatioEstimate, ratio: float | None) -> str:
-    if ratio is None:
-        return "—"
-    text = f"{sig(ratio, 3)} {estimate.interval_text()}, {estimate.n_text}"
-    return text if estimate.conclusive else f"**inconclusive** {text} ({estimate.why})"
-
-
-@attrs.frozen
-class Bar:
-    """One bar of compare.png: a row's ratio of one later column to the first, judged."""
-
-    row: Row
-    series: int          # which later column (0: the second column)
-    ratio: float
-    verdict: str         # better | worse | same | unknown (no known better direction) | inconclusive
-    estimate: RatioEstimate | None = None
-
-    @property
-    def interval(self) -> tuple[float, float] | None:
-        return self.estimate.interval if self.estimate is not None else None
-
-
 def verdict(ratio: float, better: int, estimate: RatioEstimate | None = None) -> str:
     """How a bar is coloured. With the ratio's ``estimate`` (:mod:`farm.results.ratio`):
     ``inconclusive``, ``same`` (within the rule's band), else ``better``/``worse`` by the metric's
-    direction (:func:`farm.results.qualify.direction`) or ``unknown`` when it has none. Without one
+    direction (:func:`farm.results.direction.direction`) or ``unknown`` when it has none. Without one
     (a bare ratio): ``same`` within :data:`SAME_BAND` of 1, else by direction."""
     if estimate is not None:
         if not estimate.conclusive:
@@ -486,129 +294,3 @@ def verdict(ratio: float, better: int, estimate: RatioEstimate | None = None) ->
     if not better:
         return "unknown"
     return "better" if (ratio - 1) * better > 0 else "worse"
-
-
-def ratio_bars(comparison: Comparison) -> dict[tuple[str, str], list[Bar]]:
-    """The bars of compare.png, per panel (metric, unit): every row with a ratio, except the network
-    sweep's rows when the sweep is drawn as curves (its requested rate is a setting, its ratio
-    always 1)."""
-    from farm.results.qualify import direction
-
-    panels: dict[tuple[str, str], list[Bar]] = {}
-    for row in comparison.rows:
-        if comparison.sweeps and row.key.benchmark == SWEEP_BENCHMARK:
-            continue
-        better = direction(row.key.metric, row.key.unit, row.key.benchmark)  # the registration says, then the unit
-        for s, (r, e) in enumerate(zip(row.ratios, row.estimates or (None,) * len(row.ratios))):
-            if r is not None and math.isfinite(r):
-                panels.setdefault((row.key.metric, row.key.unit), []).append(
-                    Bar(row, s, r, verdict(r, better, e), e))
-    return panels
-
-
-#: bar colours by verdict: the lab's green/red, grey for no change or no known direction, pale and
-#: outlined for an inconclusive ratio (its interval bar shows why)
-VERDICT_COLOURS = {"better": "#2e9e44", "worse": "#d0342c", "same": "#9a9a9a", "unknown": "#5b7fb5",
-                   INCONCLUSIVE: "#e4e4e4"}
-_HATCHES = ("", "//", "..", "xx", "\\\\", "++")
-
-
-def plot_ratios(comparison: Comparison, path: PathLike) -> None:
-    """compare.png: horizontal bars of each row's ratio(s) to the first column, one panel per
-    metric and unit, a vertical line at 1.0, each bar with its 95 % interval drawn as an error bar
-    and written beside it with n; a bar is green when the later column is better, red when worse
-    (by the metric's direction and the ratio's verdict, :mod:`farm.results.ratio`), grey when the
-    same within the rule's band, blue when the metric has no better direction, and pale with a dashed
-    outline, labelled "inconclusive", when the ratio is inconclusive. With three or more columns each
-    later one has its own hatching. Rows without a
-    ratio are left out (the Markdown lists them), and so are a sweep's (compare-sweep.png draws
-    them as curves); with none at all the picture says so rather than being blank."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg  # here: the dashboard imports this module
-    from matplotlib.figure import Figure
-    from matplotlib.patches import Patch
-
-    panels = ratio_bars(comparison)
-    labels = tuple(mask(label) for label in comparison.labels)  # a picture cannot be masked afterwards
-    series = labels[1:]
-    keys = {k: list(dict.fromkeys(id(b.row) for b in bars)) for k, bars in panels.items()}
-    height = 1.8 + sum(0.9 + 0.28 * len(rows) * max(1, len(series) * 0.6) for rows in keys.values())
-    fig = Figure(figsize=(10, min(40.0, max(3.0, height))), layout="constrained")
-    FigureCanvasAgg(fig)
-    if not panels:
-        ax = fig.subplots()
-        ax.axis("off")
-        why = "only network sweeps: see compare-sweep.png" if comparison.sweeps else "no row has a ratio to plot"
-        ax.text(0.5, 0.5, f"{why} (and compare.md)", ha="center", va="center")
-    else:
-        axes = fig.subplots(len(panels), 1, squeeze=False,
-                            height_ratios=[max(1, len(rows)) for rows in keys.values()])[:, 0]
-        width = 0.8 / len(series)
-        for ax, ((metric, unit), bars) in zip(axes, panels.items()):
-            order = keys[metric, unit]
-            rows = {id(b.row): b.row for b in bars}
-            for b in bars:
-                y = order.index(id(b.row)) - 0.4 + width * (b.series + 0.5)
-                pale = b.verdict == INCONCLUSIVE
-                ax.barh([y], [b.ratio], height=width * 0.9, color=VERDICT_COLOURS[b.verdict],
-                        hatch=_HATCHES[b.series % len(_HATCHES)] if len(series) > 1 else None,
-                        edgecolor="#555555" if pale else "white", linestyle="--" if pale else "-")
-                end = b.ratio
-                if b.interval is not None:
-                    lo, hi = b.interval
-                    ax.errorbar([b.ratio], [y], xerr=[[max(0.0, b.ratio - lo)], [max(0.0, hi - b.ratio)]],
-                                fmt="none", ecolor="black", elinewidth=1, capsize=3)
-                    end = max(end, hi)
-                text = _sig(b.ratio, 3) + (f" [{_sig(b.interval[0], 3)}–{_sig(b.interval[1], 3)}]"
-                                           if b.interval is not None else "")
-                if b.estimate is not None:
-                    text += f" {b.estimate.n_text}" + (" inconclusive" if pale else "")
-                ax.annotate(text, (end, y), xytext=(3, 0), textcoords="offset points",
-                            va="center", fontsize="x-small")
-            ax.axvline(1.0, color="black", linewidth=1.2)
-            ax.set_yticks(range(len(order)), [mask(_row_label(rows[i].key)) for i in order], fontsize="small")
-            ax.invert_yaxis()  # first row on top, as in the table
-            ax.set_title(mask(f"{metric} ({unit})"), fontsize="medium", loc="left")
-            ax.grid(True, axis="x", alpha=0.3)
-            ax.set_xlabel(f"ratio to {labels[0]}")
-        seen = {b.verdict for bars in panels.values() for b in bars}
-        same = (f"same (interval within {_sig(1 - comparison.rule.threshold, 3)}–"
-                f"{_sig(1 + comparison.rule.threshold, 3)})" if comparison.rule.threshold else "same")
-        handles = [Patch(facecolor=VERDICT_COLOURS[v], edgecolor="#555555" if v == INCONCLUSIVE else None,
-                         linestyle="--" if v == INCONCLUSIVE else "-", label=text) for v, text in (
-            ("better", "better"), ("worse", "worse"), ("same", same),
-            ("unknown", "no better direction"), (INCONCLUSIVE, "inconclusive")) if v in seen]
-        if len(series) > 1:
-            handles += [Patch(facecolor="white", edgecolor="black", hatch=_HATCHES[s % len(_HATCHES)],
-                              label=f"{label} / {labels[0]}") for s, label in enumerate(series)]
-        fig.legend(handles=handles, loc="outside lower center", ncols=min(4, len(handles)), fontsize="small")
-        fig.suptitle(f"{' vs '.join(labels[1:])} relative to {labels[0]} (bars: 95 % interval, n boots a side)")
-    path = Path(path)
-    with open_atomic(path, "wb") as f:
-        fig.savefig(f, format="png", dpi=100)
-
-
-def _spread(cv_value: float | None, interval: tuple[float, float] | None, unit: str) -> str:
-    text = "—" if cv_value is None else f"{cv_value * 100:.1f} %"
-    return text + ("" if interval is None else f", {human(interval[0], unit)} – {human(interval[1], unit)}")
-
-
-def _row_label(key: MetricKey) -> str:
-    params = f" {key.params}" if key.params else ""
-    return f"{key.benchmark}{params}"
-
-
-def _md_row(cells: Iterable[str]) -> str:
-    return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
-
-
-def _repr(value: float | None) -> str:
-    return "" if value is None else repr(value)
-
-
-def _sig(value: float, digits: int) -> str:
-    """``value`` to ``digits`` significant digits, trailing zeros kept (1.00, 0.500, 12.3)."""
-    if value == 0 or not math.isfinite(value):
-        return f"{value:g}"
-    text = f"{value:#.{digits}g}"
-    mantissa, e, exponent = text.partition("e")
-    return mantissa.rstrip(".") + (e + exponent if e else "")

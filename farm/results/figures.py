@@ -1,6 +1,6 @@
 """A key figure: what one metric measured under one target, setup and identity params, and its values.
 
-A run's summary (:mod:`farm.results.report`), the dashboard's run and comparison pages
+A run's summary (:mod:`farm.results.summary`), the dashboard's run and comparison pages
 (:mod:`farm.dashboard`) and the store's history series (:mod:`farm.store.history`) all group by the
 one record identity, :class:`~farm.results.identity.MetricKey`: :class:`KeyFigure` is a key with its
 values, ``farm.store.history.Series`` a key with its points over runs.
@@ -57,3 +57,10 @@ def group_figures(rows: Iterable[Any], *, failed: bool = False) -> list[KeyFigur
             counts[flag] = counts.get(flag, 0) + 1
     return [KeyFigure(*key.key, values=tuple(values), flags=tuple(sorted(flags.get(key, {}).items())))
             for key, values in groups.items()]
+
+
+def key_figures(records: Iterable[Any]) -> list[KeyFigure]:
+    """A run's records (farm.results.record.Record) grouped by target, setup, suite, benchmark, params
+    (without run lengths), metric and unit, in the order they were first measured (repeats and runs
+    pooled), its failed benchmarks too: summary.md's and metrics.txt's figures."""
+    return group_figures(records, failed=True)

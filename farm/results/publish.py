@@ -7,7 +7,8 @@ import os
 from pathlib import Path
 
 from .ipbench import write_wide_csv
-from .report import Report, read_run_records, regenerate
+from .report import Report, regenerate
+from .rundata import read_run_records
 from .sweeps import run_sweeps, wide_csv_name
 
 

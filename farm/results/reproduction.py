@@ -44,7 +44,7 @@ from farm.results.identity import MetricKey
 from farm.results.junit import Case, Kind
 from farm.results.ratio import HIGHER, LOWER, MIN_BOOTS, SAME, RatioEstimate, Rule, estimate_ratio, per_boot
 from farm.results.record import FAILED_METRIC, Record
-from farm.results.report import md_escape as _md
+from farm.results.markdown_text import md_escape as _md
 from farm.results.stats import median
 
 DEFAULT_THRESHOLD = 0.05

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from farm.hookspecs import hookimpl  # not farm.run.events: the store is no reason to load the runner
+from ..run.events import hookimpl
 
 
 def ingest_after(run_dir: str | os.PathLike[str], *, qualification: dict | None = None) -> bool:

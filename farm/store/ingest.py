@@ -36,7 +36,7 @@ from farm.results.baselines import META as BASELINE_META
 from farm.results.identity import key_params
 from farm.results.record import FAILED_METRIC, Record, now_iso
 from farm.results.stats import median
-from farm.results.report import RunData, load_run
+from farm.results.rundata import RunData, load_run
 from farm.secrets import mask
 from farm.store import fit, schema
 from farm.store.reproductions import reproduction_rows

@@ -23,7 +23,7 @@ from farm.boot.console_log import ConsoleLog
 from farm.boot.flow import BootRequest, NetbootFlow
 from farm.boot.session import EnvFile
 from farm.errors import EXIT_OK, EXIT_TEST_FAILURE, TestFailure
-from farm.flows.dpdk import DpdkSettings
+from farm.boot.dpdk_settings import DpdkSettings
 from farm.images.cpio import read_newc
 from farm.images.image import read_initrd
 from farm.run import run_pipeline

@@ -4,13 +4,10 @@ the inconclusive ones, the flagged values and how each boot settled (in Chromium
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 
 import pytest
 
-from farm.boot.facts import FACTS_COMMAND
-from farm.boot.session import LinuxTarget
 from farm.dashboard import site
 from farm.measure.cpustat import WINDOW_MARK
 from farm.results.record import Measurement
@@ -18,41 +15,28 @@ from farm.run import run_pipeline
 from farm.store.db import open_store
 from farm.store.ingest import ingest
 from tests.store.test_dashboard_browser import _follow, _load, browser  # noqa: F401  (a fixture)
-from tests.unit.test_runner import ENV, FACT_LINES, pipeline as pipeline, registry  # noqa: F401  (a fixture)
+from tests.fakes import FakeFlow, ScriptedShell, booted_target, with_facts
+from tests.unit.test_runner import ENV, pipeline as pipeline, registry  # noqa: F401  (a fixture)
 
 
-class IdleShell:
+def idle_cores():
     """A target whose cores are idle: /proc/stat advances 50 idle ticks a core per read."""
+    ticks = 0
 
-    def __init__(self):
-        self.ticks = 0
-
-    def run_check(self, command, timeout=60):
-        if command == FACTS_COMMAND:
-            return FACT_LINES
-        if "/proc/stat" in command:
-            lines = []
-            for _ in range(2 if WINDOW_MARK in command else 1):
-                self.ticks += 50
-                lines += [f"cpu  0 0 0 {self.ticks * 2}", f"cpu0 0 0 0 {self.ticks}", f"cpu1 0 0 0 {self.ticks}",
-                          WINDOW_MARK]
-            return lines[:-1]
-        return []
-
-    def run(self, command, timeout=60):
-        return self.run_check(command), [], 0
+    def answer(command):
+        nonlocal ticks
+        if "/proc/stat" not in command:
+            return []
+        lines = []
+        for _ in range(2 if WINDOW_MARK in command else 1):
+            ticks += 50
+            lines += [f"cpu  0 0 0 {ticks * 2}", f"cpu0 0 0 0 {ticks}", f"cpu1 0 0 0 {ticks}", WINDOW_MARK]
+        return lines[:-1]
+    return ScriptedShell(with_facts(answer))
 
 
-class Flow:
-    kind = "fake"
-
-    def images(self, image):
-        return image
-
-    @contextlib.contextmanager
-    def boot(self, request):
-        yield LinuxTarget(name="maaxboard-twin", arch="arm64", target=None, console=None, shell=IdleShell(),
-                          boot_seconds=1.0)
+def idle_flow():
+    return FakeFlow(booted=lambda: booted_target(idle_cores()))
 
 
 def _speeds():
@@ -82,7 +66,7 @@ def _speeds():
 def run_dir(pipeline, tmp_path):  # noqa: F811
     path = pipeline(benchmarks=("speed", "echo"))
     path.write_text(path.read_text() + "boots: 5\nsettle: {cpu_below: 20, for: 1, within: 10}\n")
-    run = run_pipeline(path, out=tmp_path / "run", flow_for=lambda s: Flow(), registry=registry(**_speeds()))
+    run = run_pipeline(path, out=tmp_path / "run", flow_for=lambda s: idle_flow(), registry=registry(**_speeds()))
     assert run.status == 0, run.info.stages
     return run.path
 

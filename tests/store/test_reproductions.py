@@ -108,7 +108,7 @@ def archived_pair(tmp_path, monkeypatch):
     from farm.archive.reproduce import reproduce
     from farm.run import run_pipeline
     from tests.unit.archive_helpers import fake_image, pipeline_tree, use_image, values
-    from tests.unit.test_runner import FakeFlow
+    from tests.fakes import FakeFlow
 
     env = {"FARM_DB": str(tmp_path / "results.db"), "FARM_ARCHIVE": str(tmp_path / "archive")}
     for k, v in env.items():

@@ -21,7 +21,7 @@ from farm.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_TEST_FAILURE, JobError
 from farm.run import run_pipeline
 
 from .archive_helpers import ENV, fake_image, pipeline_tree, use_image, values
-from .test_runner import FakeFlow
+from ..fakes import FakeFlow
 
 
 @pytest.fixture

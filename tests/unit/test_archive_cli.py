@@ -13,7 +13,7 @@ from farm.run import run_pipeline
 
 from ..conftest import run_farm
 from .archive_helpers import fake_image, pipeline_tree, use_image, values
-from .test_runner import FakeFlow
+from ..fakes import FakeFlow
 
 
 @pytest.fixture

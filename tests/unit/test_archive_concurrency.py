@@ -21,7 +21,7 @@ from farm.archive.record import Entry
 from farm.run import run_pipeline
 
 from .archive_helpers import ROOT, fake_image, pipeline_tree, use_image, values
-from .test_runner import FakeFlow
+from ..fakes import FakeFlow
 
 #: a child that archives one run directory; its copy is slowed (SLOW) or killed half way (KILL)
 CHILD = textwrap.dedent("""

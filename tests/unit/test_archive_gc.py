@@ -14,7 +14,7 @@ from farm.errors import JobError
 from farm.run import run_pipeline
 
 from .archive_helpers import fake_image, pipeline_tree, use_image, values
-from .test_runner import FakeFlow
+from ..fakes import FakeFlow
 
 NOW = datetime(2026, 12, 1, tzinfo=timezone.utc)
 

@@ -21,7 +21,7 @@ from farm.archive.reproduce import reproduce
 from farm.run import run_pipeline
 
 from .archive_helpers import ROOT, fake_image, pipeline_tree, use_image, values
-from .test_runner import FakeFlow
+from ..fakes import FakeFlow
 
 
 @contextlib.contextmanager

@@ -4,7 +4,7 @@ the same guest port is never answered, so a second sweep in one boot got nothing
 from __future__ import annotations
 
 from farm.bench.context import BenchContext
-from tests.unit.test_runner import booted_target
+from tests.fakes import booted_target
 
 
 def _a_boot():

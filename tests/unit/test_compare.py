@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from farm.errors import JobError, ParseError
-from farm.results.compare import compare, load_result_dir, to_markdown, write_compare
+from farm.results.compare import compare, load_result_dir
+from farm.results.compare_outputs import to_markdown, write_compare
 from farm.results.csvout import write_records
 from farm.results.record import Record
 
@@ -220,7 +221,8 @@ def test_sweeps_are_curves_and_ratios_are_coloured_better_or_worse(tmp_path):
     assert [label for label, _ in c.sweeps] == ["bare-linux", "kvm-guest"]
     assert [len(rows) for _, rows in c.sweeps] == [3, 3]
 
-    from farm.results.compare import ratio_bars, verdict
+    from farm.results.compare import verdict
+    from farm.results.compare_plot import ratio_bars
     bars = [b for panel in ratio_bars(c).values() for b in panel]
     assert {(b.row.key.benchmark, b.verdict) for b in bars} == {("openssl-speed", "better"), ("vmexit", "worse")}
     assert verdict(1.005, 1) == "same" and verdict(0.5, -1) == "better" and verdict(2.0, 0) == "unknown"
@@ -243,7 +245,7 @@ def test_a_bar_is_judged_by_its_benchmarks_registration_before_its_unit(tmp_path
     loss = ("network", "iperf3", "protocol=udp", "lost_percent", "percent")
     before = result_dir(tmp_path, "before", [*boots(host_cpu, 10.0, target="board", setup="s"), *boots(loss, 1.0, target="board", setup="s")])
     after = result_dir(tmp_path, "after", [*boots(host_cpu, 30.0, target="board", setup="s"), *boots(loss, 3.0, target="board", setup="s")])
-    from farm.results.compare import ratio_bars
+    from farm.results.compare_plot import ratio_bars
 
     bars = [b for panel in ratio_bars(compare([load_result_dir(before), load_result_dir(after)])).values() for b in panel]
     assert {(b.row.key.metric, b.verdict) for b in bars} == {("host_cpu", "unknown"), ("lost_percent", "worse")}

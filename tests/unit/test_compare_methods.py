@@ -6,7 +6,8 @@ from pathlib import Path
 
 import attrs
 
-from farm.results.compare import Apart, compare, load_result_dir, methods_apart, to_markdown
+from farm.results.compare import Apart, compare, load_result_dir, methods_apart
+from farm.results.compare_outputs import to_markdown
 from farm.results.identity import MetricKey
 from farm.results.csvout import read_records, write_records
 from farm.results.record import Record

@@ -25,8 +25,8 @@ from farm.bench.ipbench_sweep import _point, proc_stat_figures
 from farm.bench.network import SweepParams
 from farm.guest.channel import BOARD_CPU_PORT, CpuChannel, CpuChannelError, parse_answer, server_command
 from farm.measure import cpustat
+from tests.fakes import ScriptedShell, booted_target
 from tests.loadgen_ssh import host_responder
-from tests.unit.test_runner import booted_target
 
 #: the MaaXBoard EL2 twin's host CPU server's answer (port 1238 through the twin's forward) with a KVM guest
 #: running pinned to core 1, as tests/guest/test_guest_on_twin.py's channel test printed it (tests/data/README.md)
@@ -126,11 +126,10 @@ def test_a_guest_sweep_point_records_the_boards_and_the_vcpus_cpu_through_their_
 
         monkeypatch.setattr(network, "reach", lambda target, address, port, protos=("tcp",): ("127.0.0.1", port))
 
-        class Shell:  # the guest's console: a CPU read there under load took > 60 s on the twin
-            def run_check(self, command, timeout=60):
-                raise AssertionError(f"a console round trip: {command}")
+        def console(command):  # the guest's console: a CPU read there under load took > 60 s on the twin
+            raise AssertionError(f"a console round trip: {command}")
 
-        booted = booted_target(shell=Shell(), target=_Target(), cpu_scope="vcpus",
+        booted = booted_target(ScriptedShell(console), target=_Target(), cpu_scope="vcpus",
                                cpu_channels={"board": CpuChannel("board", "10.0.2.15", board_port),
                                              "vcpus": CpuChannel("vcpus", "10.0.2.15", vcpus)})
         ctx = BenchContext(booted, SimpleNamespace(address="10.0.2.15"))
@@ -176,16 +175,15 @@ def test_settling_reads_the_vcpus_on_the_shell_and_the_board_through_its_channel
 
     reads = []
 
-    class Shell:
-        def run_check(self, command, timeout=60):
-            reads.append("shell")
-            return ["cpu  10 0 0 10", "cpu0 10 0 0 10", "--", "cpu  20 0 0 10", "cpu0 20 0 0 10"]
+    def shell(command):
+        reads.append("shell")
+        return ["cpu  10 0 0 10", "cpu0 10 0 0 10", "--", "cpu  20 0 0 10", "cpu0 20 0 0 10"]
 
     def channel(reach):
         reads.append("board")
         return {"cpu": cpustat.CpuTimes(len(reads), 0, 0, 100)}
 
-    guest = booted_target(shell=Shell(), cpu_scope="vcpus", cpu_channels={"board": channel})
+    guest = booted_target(ScriptedShell(shell), cpu_scope="vcpus", cpu_channels={"board": channel})
     windows = BenchContext(guest, None).cpu_windows()
     assert list(windows) == ["vcpus", "board"]
     windows["vcpus"](0.01)

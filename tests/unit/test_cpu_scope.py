@@ -129,7 +129,7 @@ def test_the_sweep_plot_draws_the_boards_cpu():
 def test_an_older_guest_runs_wide_cpu_utilisation_is_its_vcpus_column(tmp_path):
     """Regenerated (farm report), an older run's guest sweep has no board figure: its vCPUs' figure goes to
     Guest_CPU_Utilisation, never into the board's CPU_Utilisation column."""
-    from farm.results.report import read_run_records
+    from farm.results.rundata import read_run_records
     from farm.results.sweeps import run_sweeps
 
     records = read_run_records(old_guest_run(tmp_path))

@@ -8,21 +8,19 @@ import pytest
 
 from farm.bench.crypto import CPUFREQ_COMMAND, OpensslParams, parse_cpufreq_line, run_openssl_speed
 
+from ..fakes import FakeContext
+
 DATA = Path(__file__).resolve().parent.parent / "data"
 MULTI = (DATA / "openssl-multi2-aes-128-gcm-mr.txt").read_text().splitlines()
 
 
-class Shell:
-    def __init__(self, clocks: list[list[str]]):
-        self.clocks, self.commands = clocks, []
-
-    def run(self, command: str, *, timeout: float = 60, tool: str = "target") -> list[str]:
-        self.commands.append(command)
-        return self.clocks.pop(0) if command == CPUFREQ_COMMAND else MULTI
+def target(clocks: list[list[str]]) -> FakeContext:
+    """The target's cpufreq reads give ``clocks`` in turn; its openssl prints the captured MULTI."""
+    return FakeContext(lambda command: clocks.pop(0) if command == CPUFREQ_COMMAND else MULTI)
 
 
 def test_clock_read_around_openssl_gives_per_process_cycles():
-    ctx = Shell([["1500000 1500000 "], ["1500000 1500000 "]])
+    ctx = target([["1500000 1500000 "], ["1500000 1500000 "]])
     ms = run_openssl_speed(ctx, OpensslParams.of({"algorithms": ["aes-128-gcm"], "multi": 2, "block": 16384}))
     assert ctx.commands[0] == ctx.commands[2] == CPUFREQ_COMMAND and ctx.commands[1].startswith("openssl speed")
     (thr,) = [m for m in ms if m.metric == "throughput"]
@@ -33,7 +31,7 @@ def test_clock_read_around_openssl_gives_per_process_cycles():
 
 
 def test_no_cpufreq_no_measured_cycles():
-    ctx = Shell([[""], [""]])
+    ctx = target([[""], [""]])
     ms = run_openssl_speed(ctx, OpensslParams.of({"algorithms": ["aes-128-gcm"]}))
     assert [m.metric for m in ms] == ["throughput"]  # the runner's boot clock gives cycles/byte then
 

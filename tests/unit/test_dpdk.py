@@ -15,6 +15,8 @@ from farm.flows.dpdk import DpdkSettings, parse_lcores
 from farm.results.identity import MetricKey
 from farm.run.model import load_pipeline
 
+from ..fakes import ScriptedShell, booted_target
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -210,7 +212,6 @@ def test_a_sweep_method_that_starts_its_own_echo_is_refused_on_a_flows_responder
     from farm.bench.network import SweepParams, run_echo_sweep
     from farm.boot.target import Responder
     from farm.measure import BenchmarkError
-    from tests.unit.test_runner import booted_target
 
     ctx = BenchContext(booted_target(responder=Responder("dpdk-testpmd-5tswap", (1,))), None)
     with pytest.raises(BenchmarkError, match="answers the echo itself \\(dpdk-testpmd-5tswap\\).*use method ipbench"):
@@ -222,20 +223,18 @@ def test_the_settle_rule_reads_the_cores_a_responder_does_not_poll():
     from farm.boot.target import Responder
     from farm.measure.cpustat import WINDOW_MARK
     from farm.run.settle import busiest_core
-    from tests.unit.test_runner import booted_target
 
     before = ["cpu  100 0 100 800 0 0 0 0 0 0", "cpu0 50 0 50 400 0 0 0 0 0 0", "cpu1 50 0 50 400 0 0 0 0 0 0"]
     after = ["cpu  250 0 250 900 0 0 0 0 0 0", "cpu0 55 0 55 490 0 0 0 0 0 0", "cpu1 195 0 195 410 0 0 0 0 0 0"]
 
-    class Shell:
-        def run_check(self, command, timeout=60):
-            return [*before, WINDOW_MARK, *after]
+    def shell():
+        return ScriptedShell(lambda command: [*before, WINDOW_MARK, *after])
 
-    polling = booted_target(shell=Shell(), responder=Responder("dpdk", (1,)))
+    polling = booted_target(shell(), responder=Responder("dpdk", (1,)))
     (window,) = BenchContext(polling, None).cpu_windows().values()
     assert set(window(1.0)[0]) == {"cpu0"}
     assert busiest_core(*window(1.0)) == pytest.approx(10.0)  # core 1 polls at 97 %: not waited for
-    plain = booted_target(shell=Shell())
+    plain = booted_target(shell())
     (window,) = BenchContext(plain, None).cpu_windows().values()
     assert busiest_core(*window(1.0)) > 90
 

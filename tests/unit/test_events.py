@@ -15,7 +15,8 @@ from farm.errors import EXIT_INFRA_ERROR
 from farm.run import run_pipeline
 from farm.run.events import ENTRY_POINT_GROUP, FARM_LISTENERS, Hooks, RunSpec, hookimpl
 from tests.unit.labdist import installed
-from tests.unit.test_runner import FakeFlow, cases, constant, pipeline, registry  # noqa: F401  (fixture)
+from tests.fakes import FakeFlow
+from tests.unit.test_runner import cases, constant, pipeline, registry  # noqa: F401  (fixture)
 
 
 class Misspelt:
@@ -156,6 +157,14 @@ def test_run_published_names_farms_listeners_and_no_other():
     named = set(re.findall(r"farm\.\w+\.hook", doc))
     assert named == {spec.split(":")[0] for spec in FARM_LISTENERS}
     assert "feed" not in doc and "The dashboard does not" in doc
+
+
+def test_the_architecture_doc_lists_every_hook():
+    """docs/architecture.md's list of the hooks is RunSpec's, each once."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "architecture.md").read_text()
+    listed = re.search(r"`RunSpec` holds their specs\s+\(([^)]*)\)", text)[1]
+    specs = sorted(name for name in vars(RunSpec) if not name.startswith("_"))
+    assert sorted(re.findall(r"`(\w+)`", listed)) == specs
 
 
 MISSPELT_PLUGIN = '''

@@ -50,38 +50,23 @@ def test_the_program_is_built_for_a_kvm_guest_and_run_under_kvm():
 def test_the_elf_that_ran_is_in_run_json_by_its_sha256(tmp_path, monkeypatch):
     """farm-exitcost is built at run time, in no image: run.json's programs records which bytes ran."""
     import base64
-    import contextlib
     import hashlib
     import json
 
     import farm.run.runner
     from farm.bench.exitcost import PROGRAM, TARGET_PATH, run_exitcost
     from farm.bench.registry import BenchmarkSpec
-    from farm.boot.facts import FACTS_COMMAND
-    from farm.boot.session import LinuxTarget
     from farm.images.image import Image
     from farm.run import run_pipeline
 
+    from ..fakes import FakeFlow, ScriptedShell, booted_target, with_facts
+
     written: list[str] = []
 
-    class Shell:  # the target: facts, the program's base64 lines, its console from the EL2 twin
-        def run_check(self, command, timeout=60):
-            if command == FACTS_COMMAND:
-                return ["cpus=4", "online=0-3", "kernel=6.1.0-fake", "machine=aarch64", "addr=10.0.2.15/24"]
-            if command.startswith("echo ") and TARGET_PATH in command:
-                written.append(command.split()[1])
-            return DATA.read_text().splitlines() if "qemu-system-aarch64" in command else []
-
-    class Flow:
-        kind = "fake"
-
-        def images(self, image):
-            return image
-
-        @contextlib.contextmanager
-        def boot(self, request):
-            yield LinuxTarget(name="maaxboard-twin", arch="arm64", target=None, console=None, shell=Shell(),
-                              boot_seconds=1.0)
+    def target(command):  # the target: the program's base64 lines, its console from the EL2 twin
+        if command.startswith("echo ") and TARGET_PATH in command:
+            written.append(command.split()[1])
+        return DATA.read_text().splitlines() if "qemu-system-aarch64" in command else []
 
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
     monkeypatch.setattr(farm.run.runner, "build", lambda request, carried=None: Image(tmp_path, {
@@ -91,7 +76,8 @@ def test_the_elf_that_ran_is_in_run_json_by_its_sha256(tmp_path, monkeypatch):
     path.write_text(f"name: exits\nimage: {tmp_path / 'fake.yaml'}\ntargets: [{{env: {env}}}]\n"
                     "benchmarks: [{exitcost: {iterations: 1000}}]\n")
     spec = BenchmarkSpec("exitcost", "virt", run_exitcost, ExitcostParams)
-    run = run_pipeline(path, out=tmp_path / "run", flow_for=lambda s: Flow(), registry={"exitcost": spec})
+    flow = FakeFlow(booted=lambda: booted_target(ScriptedShell(with_facts(target))))
+    run = run_pipeline(path, out=tmp_path / "run", flow_for=lambda s: flow, registry={"exitcost": spec})
     assert run.status == 0
     recorded = json.loads((run.path / "run.json").read_text())["programs"][PROGRAM]
     ran = base64.b64decode("".join(written))

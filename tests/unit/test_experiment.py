@@ -20,7 +20,8 @@ from farm.run.experiment import INTERLEAVED, SHUFFLED, SettleRule, boot_order
 from farm.run.model import load_pipeline
 from farm.run.settle import settle
 
-from .test_runner import ENV, FakeFlow, constant, registry
+from ..fakes import FakeFlow
+from .test_runner import ENV, constant, registry
 from .test_runner import pipeline as pipeline  # noqa: F401  (the fixture)
 
 

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 import attrs
 
 from farm.dashboard import data
-from farm.results import report
+from farm.results.figures import key_figures
 from farm.results.compare import compare
 from farm.results.figures import KeyFigure, group_figures
 from farm.results.identity import MetricKey
@@ -23,7 +23,7 @@ def _row(value, metric="throughput", params="block=16"):
 def test_report_dashboard_and_store_share_one_key_type():
     rec = Record("r1", "2026-12-01T00:00:00+00:00", "t", "arm64", "s", "img", "crypto", "openssl-speed",
                  "block=16;seconds=1", 0, "throughput", 5.0, "bytes/s")
-    (summary,) = report.key_figures([rec])
+    (summary,) = key_figures([rec])
     (page,) = data.figures_of([_row(5.0)])
     series = Series("t", "s", "crypto", "openssl-speed", "block=16", "throughput", "bytes/s",
                     (Point("r1", "2026", ("r1",), 5.0, 5.0, 5.0, "range", 1),))

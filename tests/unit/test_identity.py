@@ -3,14 +3,12 @@ the cycle source and a twin's clock are; compare, qualify and the store's histor
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 
 import pytest
 
 import farm.run.runner
 from farm.bench.registry import BenchmarkSpec
-from farm.boot.session import LinuxTarget
 from farm.images.build import Image
 from farm.measure import Measurement
 from farm.measure.params import parse_params
@@ -19,7 +17,8 @@ from farm.results.csvout import read_records
 from farm.results.identity import MetricKey, identity_params
 from farm.results.record import Record
 from farm.run import run_pipeline
-from tests.unit.test_runner import ENV, FakeShell
+from tests.fakes import FakeFlow, booted_target
+from tests.unit.test_runner import ENV
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -59,17 +58,7 @@ def test_counts_of_a_sweep_point_are_values_of_their_own_and_runs_of_two_lengths
 
 
 def booting(emulated: bool):
-    class Flow:
-        kind = "fake"
-
-        def images(self, image):
-            return image
-
-        @contextlib.contextmanager
-        def boot(self, request):
-            yield LinuxTarget(name="maaxboard-twin", arch="arm64", target=None, console=None, shell=FakeShell(),
-                              boot_seconds=1.0, emulated=emulated)
-    return Flow()
+    return FakeFlow(booted=lambda: booted_target(emulated=emulated))
 
 
 def crypto(ctx, params):

@@ -9,7 +9,8 @@ import math
 
 import pytest
 
-from farm.results.compare import compare, write_compare
+from farm.results.compare import compare
+from farm.results.compare_outputs import write_compare
 from farm.results.stats import cv, median_interval, ratio_interval
 
 from .test_compare import CRC, rec

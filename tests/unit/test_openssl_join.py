@@ -12,22 +12,21 @@ from farm.results.csvout import write_records
 from farm.results.record import RunContext
 
 from ..conftest import run_farm
+from ..fakes import FakeContext
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 CAPTURES = {"aes-128-gcm": DATA / "openssl-aes-128-gcm-mr.txt", "sha256": DATA / "openssl-sha256-mr.txt"}
 
 
-class Shell:
-    """The target's shell: no cpufreq, openssl prints the captured output of its algorithm."""
-
-    def run(self, command: str, *, timeout: float = 60, tool: str = "target") -> list[str]:
-        if command == CPUFREQ_COMMAND:
-            return [""]
-        return CAPTURES[command.split(" -evp ")[1].split()[0]].read_text().splitlines()
+def openssl(command: str) -> list[str]:
+    """The target's answers: no cpufreq, openssl prints the captured output of its algorithm."""
+    if command == CPUFREQ_COMMAND:
+        return [""]
+    return CAPTURES[command.split(" -evp ")[1].split()[0]].read_text().splitlines()
 
 
 def live_run(path: Path, params: dict) -> Path:
-    ms = run_openssl_speed(Shell(), OpensslParams.of(params))
+    ms = run_openssl_speed(FakeContext(openssl), OpensslParams.of(params))
     ctx = RunContext(run_id="live", target="maaxboard-twin", arch="arm64", setup="default", image="x", suite="crypto")
     path.mkdir()
     write_records(path / "results.csv", [ctx.record(m, "2026-12-01T00:00:00.000+00:00") for m in ms])
@@ -35,7 +34,7 @@ def live_run(path: Path, params: dict) -> Path:
 
 
 def test_live_params_do_not_carry_the_run_length(tmp_path):
-    ms = run_openssl_speed(Shell(), OpensslParams.of({"algorithms": ["aes-128-gcm", "sha256"], "seconds": 3,
+    ms = run_openssl_speed(FakeContext(openssl), OpensslParams.of({"algorithms": ["aes-128-gcm", "sha256"], "seconds": 3,
                                                      "decrypt": True}))
     assert ms and all("seconds" not in m.params for m in ms)
     assert {m.params.get("direction") for m in ms if m.params["algorithm"] == "aes-128-gcm"} == {"encrypt", "decrypt"}

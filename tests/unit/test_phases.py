@@ -3,7 +3,6 @@ whose boot and benchmark take known times), and on the dashboard's run page."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import time
 import types
@@ -18,7 +17,8 @@ from farm.run import run_pipeline
 
 from farm.run.events import hookimpl
 
-from .test_runner import booted_target, pipeline, registry  # noqa: F401  (pipeline: the fixture)
+from ..fakes import FakeFlow, booted_target
+from .test_runner import pipeline, registry  # noqa: F401  (pipeline: the fixture)
 
 
 def test_phase_of_each_stage_classname():
@@ -36,21 +36,9 @@ def test_split_sums_the_stages_of_a_phase_and_the_rest_is_other():
     assert describe({"boot": 3.0, "other": 1.0, "wall": 4.0}) == "boot 3.0 s (75 %), other 1.0 s (25 %) of 4.0 s"
 
 
-class TimedFlow:
+def timed_flow():
     """A boot of 0.2 s and a power-off of 0.3 s (the power-off is in no stage: ``other``)."""
-
-    kind = "timed"
-
-    def images(self, image):
-        return image
-
-    @contextlib.contextmanager
-    def boot(self, request):
-        time.sleep(0.2)
-        try:
-            yield booted_target()
-        finally:
-            time.sleep(0.3)
+    return FakeFlow(booted=booted_target, boot_seconds=0.2, power_off_seconds=0.3)
 
 
 def test_run_json_has_the_time_by_phase(pipeline, tmp_path):  # noqa: F811
@@ -65,7 +53,7 @@ def test_run_json_has_the_time_by_phase(pipeline, tmp_path):  # noqa: F811
         def stage_ended(self, stage):
             seen.append(json.loads((tmp_path / "run" / "run.json").read_text())["phases"])
 
-    run = run_pipeline(pipeline(("slow",), setups=("a",)), out=tmp_path / "run", flow_for=lambda s: TimedFlow(),
+    run = run_pipeline(pipeline(("slow",), setups=("a",)), out=tmp_path / "run", flow_for=lambda s: timed_flow(),
                        registry=registry(slow=slow), listeners=[Spy()])
     phases = json.loads((run.path / "run.json").read_text())["phases"]
     assert set(phases) == {"build", "boot", "benchmarks", "publish", "other", "wall"}

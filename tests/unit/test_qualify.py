@@ -11,10 +11,11 @@ import pytest
 from farm.cli import main
 from farm.errors import EXIT_JOB_ERROR, EXIT_OK, EXIT_TEST_FAILURE, JobError
 from farm.results.csvout import write_records
-from farm.results.qualify import (HIGHER_IS_BETTER, IMPROVEMENT, INCONCLUSIVE, LOWER_IS_BETTER, NO_DIRECTION,
-                                  NOT_SIGNIFICANT, REGRESSION, RULE_INTERVAL, RULE_MWU, RULE_RANGES, UNCHANGED,
-                                  UNKNOWN_DIRECTION, direction, parse_alpha, parse_threshold, qualify,
-                                  write_outputs)
+from farm.measure import HIGHER_IS_BETTER, LOWER_IS_BETTER, UNKNOWN_DIRECTION
+from farm.results.direction import direction
+from farm.results.qualify import (IMPROVEMENT, INCONCLUSIVE, NO_DIRECTION, NOT_SIGNIFICANT, REGRESSION, RULE_INTERVAL,
+                                  RULE_MWU, RULE_RANGES, UNCHANGED, parse_alpha, parse_threshold, qualify)
+from farm.results.qualify_outputs import write_outputs
 from farm.results.record import Record
 
 IPERF = dict(suite="network", benchmark="iperf3", params="protocol=tcp", metric="received_throughput",

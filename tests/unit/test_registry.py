@@ -24,10 +24,11 @@ from farm.measure.clock import UNIT as CYCLES_PER_BYTE
 from farm.run import load_pipeline
 from farm.results.csvout import read_records
 from farm.results.importers import import_file
-from farm.results.qualify import NO_DIRECTION, REGRESSION, direction, qualify
+from farm.results.direction import direction
+from farm.results.qualify import NO_DIRECTION, REGRESSION, qualify
 from farm.results.record import Record
 from tests.unit.labdist import LabPlugin, added
-from tests.unit.test_runner import booted_target
+from tests.fakes import booted_target
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data"

@@ -15,8 +15,11 @@ from farm.errors import EXIT_JOB_ERROR, EXIT_OK, JobError
 from farm.results.csvout import write_records
 from farm.results.junit import Case, write_junit
 from farm.results.record import Record
-from farm.results.report import (human, label_value, load_run, md_escape, metric_name, metrics_text,
-                                 regenerate, write_summary)
+from farm.measure.units import human
+from farm.results.markdown_text import md_escape
+from farm.results.openmetrics import label_value, metric_name, metrics_text
+from farm.results.report import regenerate, write_summary
+from farm.results.rundata import load_run
 
 
 def rec(setup, benchmark, suite, params, metric, value, unit, repeat=0, target="maaxboard-twin"):
@@ -253,7 +256,7 @@ def test_write_summary_appends_the_step_summary_once(run, tmp_path):
 
 
 def test_github_annotations_one_per_failed_stage(run, capsys):
-    from farm.results.report import github_annotations
+    from farm.results.github import github_annotations
 
     lines = github_annotations(load_run(run))
     assert lines == [

@@ -17,12 +17,11 @@ import farm.boot.flow
 import farm.boot.session
 import farm.run.runner
 from farm.boot.facts import TargetFacts
-from farm.boot.session import LinuxTarget
 from farm.cli import main
 from farm.errors import (EXIT_INFRA_ERROR, EXIT_JOB_ERROR, EXIT_TEST_FAILURE, InfrastructureError, JobError,
                          TestFailure)
 from farm.images.build import Image
-from tests.unit.test_runner import FakeShell
+from tests.fakes import booted_target
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 FACTS = TargetFacts(cpus=4, online="0-3", frequency_hz=None, frequency_source="unknown", governor="",
@@ -52,8 +51,7 @@ def boot_raising(exc: Exception):
 def booting(*args, **kwargs):
     @contextlib.contextmanager
     def boot_target(*a, **k):
-        yield LinuxTarget(name="maaxboard-twin", arch="arm64", target=None, console=None, shell=FakeShell(),
-                          boot_seconds=1.0)
+        yield booted_target()
 
     return boot_target
 

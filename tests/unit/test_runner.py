@@ -16,62 +16,16 @@ import farm.places
 import farm.run.runner
 from farm.bench import BenchmarkError
 from farm.bench.registry import BenchmarkSpec
-from farm.boot.facts import FACTS_COMMAND
-from farm.boot.session import LinuxTarget
 from farm.errors import EXIT_INFRA_ERROR, EXIT_OK, EXIT_TEST_FAILURE, InfrastructureError, TestFailure
 from farm.images.build import Image
 from farm.results.csvout import read_records
 from farm.results.record import Measurement
 from farm.run import FarmRequest, run_pipeline
 
+from ..fakes import FakeFlow
+
 ROOT = Path(__file__).resolve().parent.parent.parent
 ENV = ROOT / "env" / "qemu-maaxboard.yaml"
-FACT_LINES = ["cpus=4", "online=0-3", "kernel=6.1.0-fake", "machine=aarch64", "addr=10.0.2.15/24"]
-
-
-class FakeShell:
-    def run_check(self, command, timeout=60):
-        return FACT_LINES if command == FACTS_COMMAND else []
-
-    def run(self, command, timeout=60):
-        return self.run_check(command), [], 0
-
-
-def booted_target(**fields) -> LinuxTarget:
-    """What a flow hands over, of a target that is not there (no labgrid target, no console)."""
-    return LinuxTarget(**{"name": "maaxboard-twin", "arch": "arm64", "target": None, "console": None,
-                          "shell": FakeShell(), "boot_seconds": 1.0, **fields})
-
-
-class FakeFlow:
-    """Boots nothing: yields a booted target per request, or raises what ``outcomes`` says for a setup."""
-
-    kind = "fake"
-
-    def images(self, image):
-        return image
-
-    def __init__(self, outcomes=None, booted=lambda: booted_target(topology={"flow": "fake"})):
-        self.outcomes = dict(outcomes or {})
-        self.booted = booted  # what a boot hands over
-        self.boots: list[str] = []
-        self.powered_off: list[str] = []
-
-    @contextlib.contextmanager
-    def boot(self, request):
-        setup = request.job.split("-")[-2]
-        self.boots.append(setup)
-        try:
-            outcome = self.outcomes.get(setup)
-            if isinstance(outcome, list):
-                outcome = outcome.pop(0) if outcome else None
-            if outcome is not None:
-                raise outcome
-            yield self.booted()
-        finally:
-            self.powered_off.append(setup)
-
-
 def registry(**runs):
     return {name: BenchmarkSpec(name, "test", run) for name, run in runs.items()}
 

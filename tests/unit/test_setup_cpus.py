@@ -16,6 +16,8 @@ from farm.results.identity import CYCLE_SOURCE_OF_FREQUENCY
 from farm.run.model import load_pipeline
 from farm.run.runner import cpu_frequency
 
+from ..fakes import ScriptedShell
+
 ROOT = Path(__file__).resolve().parents[2]
 TWIN = ROOT / "env" / "qemu-maaxboard.yaml"
 
@@ -69,22 +71,16 @@ def test_the_setups_frequency_is_the_runs_when_the_target_says_none(tmp_path):
     assert cpu_frequency(measured, p, env, p.setups[0]) == (1.2e9, "cpufreq")  # what the board says wins
 
 
-class _Shell:
+def _shell(code: int) -> ScriptedShell:
     """A board's shell answering the pin command with ``code`` (3: no cpufreq)."""
-
-    def __init__(self, code: int) -> None:
-        self.code, self.commands = code, []
-
-    def run(self, command: str, timeout: float = 30):
-        self.commands.append(command)
-        return ["1000000"], [], self.code
+    return ScriptedShell(lambda command: ["1000000"], code=code)
 
 
 def test_a_board_is_pinned_through_cpufreq_and_one_without_it_fails_the_setup():
     from farm.errors import TestFailure
 
-    shell = _Shell(0)
+    shell = _shell(0)
     assert pin_or_nominal(_Booted(emulated=False, shell=shell), 1000000) == {"requested_khz": 1000000, "pinned": True}
     assert "scaling_setspeed" in shell.commands[0]
     with pytest.raises(TestFailure, match="t: cannot pin the CPUs to 1000000 kHz: it has no cpufreq"):
-        pin_or_nominal(_Booted(emulated=False, shell=_Shell(3)), 1000000)
+        pin_or_nominal(_Booted(emulated=False, shell=_shell(3)), 1000000)

@@ -176,3 +176,37 @@ def test_a_test_after_the_rest_lane_knows_its_last_test_and_waits_for_its_flag(t
     t0 = time.monotonic()
     assert wait_for_rest(flag, timeout=10, poll=0.05) is True
     assert 0.25 < time.monotonic() - t0 < 5
+
+
+def test_make_test_ends_with_the_suites_weight_and_junit_carries_each_tests_cpu(tmp_path):
+    """tests/weight.py through tests/conftest.py's hooks, in a real pytest run of the suite's own conftest:
+    a test that burns CPU in a child the worker reaps is charged with it, and the last lines say so."""
+    burner = tmp_path / "test_weight_probe.py"  # outside tests/: the suite's conftest is loaded as a plugin
+    burner.write_text("import subprocess, sys\n\n"
+                      "def test_burns_a_second_in_a_child():\n"
+                      "    subprocess.run([sys.executable, '-c', 'import time\\nt=time.process_time()\\n"
+                      "while time.process_time() - t < 1.0: pass'], check=True)\n\n"
+                      "def test_idle():\n    pass\n")
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:xdist", "-p",
+                           "tests.conftest", "-q", f"--junitxml={tmp_path / 'j.xml'}", str(burner)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:]
+    tail = done.stdout.splitlines()
+    weight = next(i for i, line in enumerate(tail) if line.startswith("suite weight: wall "))
+    assert "core-minutes" in tail[weight] and "(2 tests)" in tail[weight]
+    assert tail[weight + 2].split()[1].endswith("::test_burns_a_second_in_a_child")  # the heaviest first
+    assert "passed" in tail[-1]  # pytest's own closing line stays last
+    cpu = {c["name"].split("::")[-1]: c["cpu_seconds"] for c in read_junit(tmp_path / "j.xml")}
+    assert cpu["test_burns_a_second_in_a_child"] >= 0.9 and cpu["test_idle"] < 0.5, cpu
+
+
+def test_the_weight_summary_lines():
+    from tests.weight import busy_seconds, summary
+
+    work = busy_seconds(cpu_line(PROC_STAT_BEFORE), cpu_line(PROC_STAT_AFTER), hz=100)
+    lines = summary(3067.0, work, 2, [("a", 30.0), ("b", 600.0), ("c", 90.0)], heaviest=2)
+    assert lines[0] == ("suite weight: wall 51:07, the machine's work 88.5 core-minutes (/proc/stat; on 2 cores no "
+                        "order of it ends under 44:13), the tests' own CPU 12.0 core-minutes (3 tests)")
+    assert lines[1:] == ["the 2 heaviest by CPU (core-seconds, with the children they reaped):",
+                         "    600.0  b", "     90.0  c"]
+    assert summary(1.0, None, 2, [])[0] == "suite weight: wall 0:01, the tests' own CPU 0.0 core-minutes (0 tests)"

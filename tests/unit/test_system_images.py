@@ -232,7 +232,7 @@ def test_uboot_loads_the_file_and_hands_over_as_the_command_says():
 
 
 def test_the_address_is_the_last_the_console_names():
-    from farm.flows.system import SystemSettings
+    from farm.boot.system_settings import SystemSettings
 
     settings = SystemSettings(ready="r", address=r"client0: has address (?P<address>[0-9.]+)")
     text = "client0: has address 10.0.2.15\nclient0: has address 10.0.2.16\n"

@@ -17,7 +17,8 @@ from farm.errors import EXIT_JOB_ERROR, JobError
 from farm.flows import flow_types
 from farm.run import run_pipeline
 from farm.run.model import load_pipeline
-from tests.unit.test_runner import ENV, FakeFlow, booted_target, cases, constant, pipeline, registry  # noqa: F401  (fixture)
+from tests.fakes import FakeFlow, booted_target
+from tests.unit.test_runner import ENV, cases, constant, pipeline, registry  # noqa: F401  (fixture)
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -71,7 +71,8 @@ def test_a_writer_that_fails_replaces_nothing_and_leaves_no_temporary(tmp_path):
 
 
 def test_compare_png_does_not_follow_a_planted_temporary(tmp_path, victim):
-    from farm.results.compare import compare, write_compare
+    from farm.results.compare import compare
+    from farm.results.compare_outputs import write_compare
     from farm.results.csvout import write_records
 
     dirs = []
