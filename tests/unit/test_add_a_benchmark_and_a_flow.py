@@ -39,8 +39,8 @@ def lab_python(tmp_path) -> Path:
     (Path(site) / "farm-under-test.pth").write_text(
         f"import site; site.addsitedir({sysconfig.get_paths()['purelib']!r})\n")
     package = shutil.copytree(LAB_PLUGIN, tmp_path / "lab-plugin")  # pip builds in the directory it is given
-    subprocess.run([python, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation", "--no-index",
-                    str(package)], check=True, capture_output=True, timeout=300)
+    subprocess.run([python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-deps",
+                    "--no-build-isolation", "--no-index", str(package)], check=True, capture_output=True, timeout=300)
     return python
 
 
