@@ -6,7 +6,7 @@
         booted.stats(until="powering off")    #   a ConsoleTarget: a system image's console as records
 
 A flow says which of these its targets implement (``farm.flows.FlowType.gives``) and a benchmark which
-it needs (``farm.bench.params.Params.needs_target``); a setup whose flow cannot give what a benchmark of
+it needs (``farm.bench.params.Params.requires``); a setup whose flow cannot give what a benchmark of
 the pipeline needs is refused when the pipeline file is read, naming file:line: field. A benchmark
 reaches the target through its context (``ctx.shell_target``, ``ctx.served_target``,
 ``ctx.console_target``: farm.bench.context), which checks the protocol again, so a flow that hands
