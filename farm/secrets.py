@@ -8,9 +8,9 @@ through :func:`farm.results.record.write_text_atomic` (or, for the console log, 
 which masks it; every line the ``farm`` command prints goes through :class:`MaskingStream`.
 
 A secret is masked in the forms a writer may have escaped it into: as is, JSON-escaped (run.json),
-XML-escaped (junit.xml), HTML-escaped (the dashboard: ``html.escape`` writes ``'`` as ``&#x27;``),
-URL-quoted (a link) and with CSV's doubled quotes, so a ``"``, ``'``, ``&`` or space in it cannot
-let it through.
+XML-escaped (junit.xml), HTML-escaped (``html.escape`` writes ``'`` as ``&#x27;``, the dashboard's
+templates as ``&#39;`` and ``"`` as ``&#34;``: markupsafe's), URL-quoted (a link) and with CSV's doubled
+quotes, so a ``"``, ``'``, ``&`` or space in it cannot let it through.
 
 The password of the results store's URL (``FARM_DB=postgresql://user:PASSWORD@host/db``, or
 ``?password=``) is a secret too, when it is long enough to mask; the store's messages hide it in any
@@ -54,6 +54,13 @@ def xml_escape(text: str, quotes: bool = False) -> str:
     return text.replace('"', "&quot;").replace("'", "&apos;") if quotes else text
 
 
+def markup_escape(text: str) -> str:
+    """``text`` as markupsafe escapes it (the dashboard's jinja2 templates): ``html.escape``'s but ``'`` as
+    ``&#39;`` and ``"`` as ``&#34;``. Written out: every farm command masks, and only the dashboard imports
+    jinja2."""
+    return html.escape(text, quote=True).replace("&#x27;", "&#39;").replace("&quot;", "&#34;")
+
+
 def refusal(value: str) -> str | None:
     """Why ``value`` cannot be masked safely, or None (see the module docstring)."""
     if len(value) < MIN_LENGTH:
@@ -74,7 +81,7 @@ def register(value: Any, name: str = "a value tagged !secret") -> Any:
     _secrets.add(value)
     forms = {value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1],
              xml_escape(value, quotes=True), xml_escape(value), value.replace('"', '""'),
-             html.escape(value, quote=True), html.escape(value, quote=False),
+             html.escape(value, quote=True), html.escape(value, quote=False), markup_escape(value),
              urllib.parse.quote(value), urllib.parse.quote(value, safe=""), urllib.parse.quote_plus(value)}
     _forms[:] = sorted(set(_forms) | forms, key=len, reverse=True)
     return value

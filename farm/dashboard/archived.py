@@ -16,7 +16,6 @@ import re
 import sys
 from pathlib import Path
 from typing import Any, Callable, Sequence
-from urllib.parse import quote
 
 import attrs
 
@@ -52,10 +51,6 @@ def view(run_id: str) -> ArchiveView | None:
         return ArchiveView(archive.location, None, str(exc))
 
 
-def object_href(root: str, sha256: str, name: str) -> str:
-    return f"{root}archive/{sha256}/{quote(name)}"
-
-
 def downloads(record: Any) -> list[tuple[str, str, str, Any]]:
     """(what, file, download name, entry) of everything the record names: each image's artifacts and
     manifest, the pipeline file and recipes as run, the run's own files."""
@@ -69,60 +64,31 @@ def downloads(record: Any) -> list[tuple[str, str, str, Any]]:
     return out
 
 
-def section(run_id: str, images: Sequence[Any], reproductions: Sequence[Any], archived: ArchiveView | None,
-            root: str, links: bool) -> str:
-    """The run page's images (archived: downloads; else the store's sha256s), how to reproduce it,
-    its reproductions. ``links``: the archive's files are linked (farm serve, a static site with files)."""
-    from .pages import _size, _table, _td, e, run_href
+@attrs.frozen
+class ArchivePart:
+    """What a run's page shows of the archive (``templates/macros.html``'s archive): ``view`` None when
+    archiving is off; its record's files (``downloads``) and the command that reproduces the run when the
+    archive holds it, else ``why`` it does not."""
 
-    body = []
+    view: ArchiveView | None
+    downloads: tuple = ()
+    command: str = ""
+    why: str = ""
+
+    @property
+    def archived(self) -> bool:
+        return self.view is not None and self.view.record is not None
+
+
+def part(run_id: str, archived: ArchiveView | None) -> ArchivePart:
     record = archived.record if archived is not None else None
-    if record is not None:
-        rows = []
-        for what, label, name, entry in downloads(record):
-            cell = (f'<td><a href="{e(object_href(root, entry.sha256, name))}" download="{e(name)}">{e(label)}</a></td>'
-                    if links else _td(label))
-            rows.append([_td(what), cell, f"<td><code>{e(entry.sha256)}</code></td>", _td(_size(entry.size), "num")])
-        body.append('<h2 id="images">Images (archived)</h2>'
-                    + f"<p>In the archive {e(archived.location)}, as booted: every file by its sha256.</p>"
-                    + _table(("what", "file", "sha256", "size"), rows, "images"))
-        if record.missing:
-            body.append('<p class="failure">not archived: ' + e("; ".join(record.missing)) + "</p>")
-        setting = f"FARM_ARCHIVE={archived.location} " if os.environ.get("FARM_ARCHIVE") else ""
-        body.append('<h2 id="reproduce">Reproduce it</h2><pre>' + e(f"{setting}farm reproduce {run_id}") + "</pre>"
-                    "<p>fetches these images (sha256-checked), runs the pipeline file as run on the same board type "
-                    "(its env files; <code>--env FILE</code> or <code>--farm</code> for another target) and says "
-                    "per figure whether it reproduced (docs/archive.md).</p>")
-    else:
-        if images:
-            body.append("<h2 id=\"images\">Images</h2>" + _table(("image", "artifact", "sha256"), (
-                [_td(i.image), _td(i.artifact), f"<td><code>{e(i.sha256)}</code></td>"] for i in images)))
-        if archived is not None:
-            why = archived.problem or f"not in the archive {archived.location}: farm archive RUN_DIR puts it there"
-            body.append(f"<p>Archive: {e(why)}</p>")
-    if reproductions:
-        body.append('<h2 id="reproductions">Reproductions</h2>' + _table(
-            ("run", "started (UTC)", "status", "verdict", "figures"),
-            ([f'<td><a href="{e(run_href(root, r.run_id))}">{e(r.run_id)}</a></td>', _td(r.started[:19]),
-              _td(r.status, r.status), _td(r.verdict, verdict_class(r.verdict)),
-              _td(r.headline)] for r in reproductions)))
-    return "".join(body)
-
-
-def verdict_class(verdict: str) -> str:
-    """A reproduction verdict's CSS class: reproduced passes, inconclusive is neither."""
-    return {"reproduced": "pass", "inconclusive": "inconclusive"}.get(verdict, "failure")
-
-
-def reproduces_line(reproduces: Any | None, root: str) -> str:
-    """A reproduction's page: which run it reproduces, and the verdict."""
-    if reproduces is None:
-        return ""
-    from .pages import e, run_href
-
-    cls = verdict_class(reproduces.verdict)
-    return (f'<p class="{cls}">reproduces <a href="{e(run_href(root, reproduces.original_run_id))}">'
-            f"{e(reproduces.original_run_id)}</a>: {e(reproduces.headline)}</p>")
+    if archived is None:
+        return ArchivePart(None)
+    if record is None:
+        return ArchivePart(archived, why=archived.problem
+                           or f"not in the archive {archived.location}: farm archive RUN_DIR puts it there")
+    setting = f"FARM_ARCHIVE={archived.location} " if os.environ.get("FARM_ARCHIVE") else ""
+    return ArchivePart(archived, tuple(downloads(record)), f"{setting}farm reproduce {run_id}")
 
 
 def is_object_path(path: str) -> bool:

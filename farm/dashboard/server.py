@@ -28,7 +28,7 @@ import sqlalchemy as sa
 from farm.hostnames import allowed_names, host_ok
 from farm.secrets import mask
 
-from . import pages, site
+from . import pages, render, site
 
 
 #: seconds a connection may take to send its request (a slow or idle one no longer holds a thread)
@@ -65,12 +65,12 @@ def make_handler(eng: sa.Engine, places: site.PlacesNow | None = None,
                 with eng.connect() as c:
                     status, html = site.render(c, path, parse_qs(url.query), live=True, places=places)
             except Exception as exc:  # noqa: BLE001 - a broken page is a 500, not a dead server
-                status, html = 500, pages.layout("Error", f"<p>{pages.e(type(exc).__name__)}: {pages.e(exc)}</p>")
+                status, html = 500, pages.error_page(f"{type(exc).__name__}: {exc}")
             body = mask(html).encode("utf-8")  # FARM_SECRET_* values, as every output of farm
             self.send_response(status)
             self.send_header("Content-Type", "text/html; charset=utf-8")
             self.send_header("Content-Length", str(len(body)))
-            self.send_header("Content-Security-Policy", pages.CSP)
+            self.send_header("Content-Security-Policy", render.CSP)
             self.send_header("X-Content-Type-Options", "nosniff")
             self.send_header("Cache-Control", "no-store")
             self.end_headers()
@@ -94,7 +94,7 @@ def make_handler(eng: sa.Engine, places: site.PlacesNow | None = None,
             self.send_response(status)
             self.send_header("Content-Type", kind)
             self.send_header("Content-Length", str(len(body)))
-            self.send_header("Content-Security-Policy", pages.CSP)
+            self.send_header("Content-Security-Policy", render.CSP)
             self.send_header("X-Content-Type-Options", "nosniff")
             self.send_header("Cache-Control", "no-store")
             if attachment:

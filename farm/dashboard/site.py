@@ -26,7 +26,7 @@ import sqlalchemy as sa
 from farm.errors import JobError
 from farm.results.record import open_atomic, write_text_atomic
 
-from . import archived, data, files, pages, runlist, trends
+from . import archived, data, files, pages, paths, runlist, runpage, trends
 
 
 def _baselines() -> dict[str, list[str]]:
@@ -145,7 +145,7 @@ def render(c: sa.Connection, path: str, query: Mapping[str, Sequence[str]] | Non
         if folder == "run" and (run_id := data.run_for_slug(c, name)):
             detail = data.run_detail(c, run_id)
             if detail is not None:
-                return 200, pages.run_page(detail, files=run_files(detail) if files == "disk" else None,
+                return 200, runpage.run_page(detail, files=run_files(detail) if files == "disk" else None,
                                            archive=archived.view(run_id))
         if folder == "trend":
             trend = next((t for t in data.trends(c) if t.slug == name), None)
@@ -168,7 +168,7 @@ def render(c: sa.Connection, path: str, query: Mapping[str, Sequence[str]] | Non
         run_id = data.run_for_slug(c, parts[1])
         detail = data.run_detail(c, run_id) if run_id else None
         if detail is not None:
-            return 200, pages.figures_page(detail)
+            return 200, runpage.figures_page(detail)
         return 404, pages.not_found_page(f"nothing at {path}", "../../")
     elif len(parts) == 4 and parts[0] == "runs" and parts[3].endswith(".html"):
         field, name, number = parts[1], parts[2], parts[3][:-5]
@@ -215,19 +215,19 @@ def is_file_path(path: str) -> bool:
 def site_paths(c: sa.Connection) -> list[str]:
     """Every page of the static site."""
     count = runlist.page_count(runlist.count(c))
-    paths = [pages.page_file(p) for p in range(1, count + 1)] + ["trends.html", "compare.html", "places.html"]
+    out = [paths.page_file(p) for p in range(1, count + 1)] + ["trends.html", "compare.html", "places.html"]
     for facet in runlist.facets(c):
         for value, n in facet.values:
-            paths += [pages.facet_path(facet.field, value, p) for p in range(1, runlist.page_count(n) + 1)]
+            out += [paths.facet_path(facet.field, value, p) for p in range(1, runlist.page_count(n) + 1)]
     run_ids = data.all_run_ids(c)
-    paths += [f"run/{data.slug(r)}.html" for r in run_ids]
-    paths += [f"run/{data.slug(r)}/figures.html" for r in run_ids]
-    paths += [f"place/{data.slug(p)}.html" for p in data.place_names(c)]
-    paths += [f"trend/{t.slug}.html" for t in data.trends(c)]
-    paths += [f"compare/{data.slug(a)}--{data.slug(b)}.html" for a, b in data.consecutive_pairs(c)]
+    out += [f"run/{data.slug(r)}.html" for r in run_ids]
+    out += [f"run/{data.slug(r)}/figures.html" for r in run_ids]
+    out += [f"place/{data.slug(p)}.html" for p in data.place_names(c)]
+    out += [f"trend/{t.slug}.html" for t in data.trends(c)]
+    out += [f"compare/{data.slug(a)}--{data.slug(b)}.html" for a, b in data.consecutive_pairs(c)]
     for run_id, setups in data.setups_of(c).items():
-        paths += [pages.setup_compare_path(run_id, setups[0], other) for other in setups[1:]]
-    return paths
+        out += [paths.setup_compare_path(run_id, setups[0], other) for other in setups[1:]]
+    return out
 
 
 def _make_dirs(out: Path, folder: Path) -> None:

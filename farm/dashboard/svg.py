@@ -1,10 +1,11 @@
-"""Charts as inline SVG: readable without JavaScript, and a ``<title>`` on every point shows its
-value and run when the mouse is over it. Every text is escaped."""
+"""Charts as inline SVG, readable without JavaScript: where each shape of a chart goes, computed here
+(pure), and drawn by ``templates/charts.html``, whose macros take these objects; a ``<title>`` on
+every point shows its value and run when the mouse is over it. Coordinates are pixels of the chart's
+``viewBox`` (the templates write them to 0.1 px)."""
 
 from __future__ import annotations
 
 import math
-from html import escape
 from typing import Sequence
 
 import attrs
@@ -61,10 +62,63 @@ def nice_axis(lo: float, hi: float, count: int = 5) -> tuple[float, float, list[
     return ticks[0], ticks[-1], ticks
 
 
-def trend_chart(points: Sequence[ChartPoint], unit: str, title: str) -> str:
+def polyline(points: Sequence[tuple[float, float]]) -> str:
+    """SVG's ``points`` of a line through ``points``."""
+    return " ".join(f"{x:.1f},{y:.1f}" for x, y in points)
+
+
+@attrs.frozen
+class Tick:
+    at: float           # where on its axis
+    label: str
+
+
+@attrs.frozen
+class Frame:
+    """A chart's picture: what it shows (its ``<title>``; ``label``, for a screen reader, when it says
+    less) and its size."""
+
+    title: str
+    width: int
+    height: int
+    label: str = ""
+
+
+@attrs.frozen
+class Area:
+    """Where a chart with axes plots, in its picture, and the y axis' ticks (a grid line and a value each)."""
+
+    y_ticks: tuple[Tick, ...]
+    left: int = LEFT
+    top: int = TOP
+    width: int = WIDTH - LEFT - RIGHT
+    height: int = HEIGHT - TOP - BOTTOM
+
+
+@attrs.frozen
+class PlacedPoint:
+    """A trend chart's point: the median at (x, y), its interval from ``lo`` to ``hi`` (pixels)."""
+
+    point: ChartPoint
+    x: float
+    y: float
+    lo: float
+    hi: float
+    labelled: bool      # its x label is written (at most ~12 are)
+
+
+@attrs.frozen
+class TrendChart:
+    frame: Frame
+    area: Area
+    line: str
+    points: tuple[PlacedPoint, ...]
+
+
+def trend_chart(points: Sequence[ChartPoint], unit: str, title: str) -> TrendChart | None:
     """Medians joined by a line, each with its interval as a vertical bar."""
     if not points:
-        return ""
+        return None
     values = [v for p in points for v in (p.lo, p.hi, p.median) if math.isfinite(v)] or [0.0]
     lo, hi = min(values), max(values)
     pad = (hi - lo) * 0.1 or abs(hi) * 0.1 or 1.0
@@ -77,27 +131,11 @@ def trend_chart(points: Sequence[ChartPoint], unit: str, title: str) -> str:
     def y(v: float) -> float:
         return TOP + plot_h * (1 - (v - lo) / (hi - lo))
 
-    out = [f'<svg class="chart" viewBox="0 0 {WIDTH} {HEIGHT}" width="{WIDTH}" height="{HEIGHT}" role="img" '
-           f'aria-label="{escape(title)}" xmlns="http://www.w3.org/2000/svg">',
-           f'<title>{escape(title)}</title>',
-           f'<rect x="{LEFT}" y="{TOP}" width="{plot_w}" height="{plot_h}" class="plot"/>']
-    for t in ticks:
-        out.append(f'<line x1="{LEFT}" x2="{LEFT + plot_w}" y1="{y(t):.1f}" y2="{y(t):.1f}" class="grid"/>'
-                   f'<text x="{LEFT - 6}" y="{y(t) + 4:.1f}" text-anchor="end">{escape(human(t, unit))}</text>')
-    line = " ".join(f"{x(i):.1f},{y(p.median):.1f}" for i, p in enumerate(points))
-    out.append(f'<polyline points="{line}" class="series"/>')
     step = max(1, math.ceil(len(points) / 12))  # at most ~12 x labels
-    for i, p in enumerate(points):
-        cls = f"point {p.flag}".strip()
-        dot = (f'<line x1="{x(i):.1f}" x2="{x(i):.1f}" y1="{y(p.lo):.1f}" y2="{y(p.hi):.1f}" class="interval"/>'
-               f'<circle cx="{x(i):.1f}" cy="{y(p.median):.1f}" r="{6 if p.flag else 4}" class="{cls}">'
-               f'<title>{escape(p.tooltip)}</title></circle>')
-        out.append(f'<a href="{escape(p.href)}">{dot}</a>' if p.href else dot)
-        if i % step == 0:
-            out.append(f'<text x="{x(i):.1f}" y="{TOP + plot_h + 14}" text-anchor="end" '
-                       f'transform="rotate(-25 {x(i):.1f} {TOP + plot_h + 14})">{escape(p.label[:22])}</text>')
-    out.append("</svg>")
-    return "".join(out)
+    return TrendChart(Frame(title, WIDTH, HEIGHT), Area(tuple(Tick(y(t), human(t, unit)) for t in ticks)),
+                      polyline([(x(i), y(p.median)) for i, p in enumerate(points)]),
+                      tuple(PlacedPoint(p, x(i), y(p.median), y(p.lo), y(p.hi), i % step == 0)
+                            for i, p in enumerate(points)))
 
 
 #: about how wide a character of the charts' 11 px text is, for fitting labels (a little generous)
@@ -117,7 +155,50 @@ def wrap_label(label: str, chars: int) -> list[str]:
     return lines + [rest] if rest or not lines else lines
 
 
-def ratio_chart(rows: Sequence[tuple], title: str) -> str:
+#: a ratio's bar is this high, and at least 4 px from the next
+BAR_H = 14
+
+
+@attrs.frozen
+class Bar:
+    """A ratio's bar, from the chart's ``left`` at ``y`` and ``width`` long: its label's lines (y, text), its
+    verdict (its class), its ratio written at ``value_x``, its interval (None: none) drawn from ``ci_x[0]``
+    to ``ci_x[1]``."""
+
+    label: str
+    lines: tuple[tuple[float, str], ...]
+    y: float
+    width: float
+    ratio: float
+    verdict: str
+    value_x: float
+    ci: tuple[float, float] | None
+    ci_x: tuple[float, float] | None
+
+    @property
+    def mid(self) -> float:
+        """Where its interval's line is drawn."""
+        return self.y + BAR_H / 2
+
+
+@attrs.frozen
+class RatioChart:
+    frame: Frame
+    left: int           # where the bars start (their labels end)
+    bars: tuple[Bar, ...]
+    one: float          # x of the line at 1.0
+    bottom: int         # y under the last bar
+    legend: tuple[tuple[int, str, str], ...]   # (x, verdict, text)
+    top: int = TOP
+    bar_h: int = BAR_H
+
+
+#: the verdicts a ratio chart's legend names, and how (farm.results.compare.verdict)
+VERDICTS = {"better": "better", "worse": "worse", "same": "the same", "unknown": "no better direction",
+            "inconclusive": "inconclusive"}
+
+
+def ratio_chart(rows: Sequence[tuple], title: str) -> RatioChart | None:
     """Horizontal bars of ratios (later / first) around a line at 1.0, one per metric; each row is
     ``(label, ratio, verdict)`` or ``(label, ratio, verdict, interval)``, the verdict (better, worse,
     same, unknown, inconclusive: :func:`farm.results.compare.verdict`) its bar's class and colour,
@@ -126,58 +207,48 @@ def ratio_chart(rows: Sequence[tuple], title: str) -> str:
     finite = [(row[0], row[1], row[2]) for row in rows if math.isfinite(row[1])]
     intervals = [row[3] if len(row) > 3 else None for row in rows if math.isfinite(row[1])]
     if not finite:
-        return ""
-    width, line_h, bar_h = WIDTH + 140, 13, 18
+        return None
+    width, line_h, bar_h = WIDTH + 140, 13, BAR_H + 4
     longest = max(len(label) for label, _, _ in finite)
     left = int(min(max(120, longest * CHAR_PX + 12), width * 0.5))
     chars = max(12, int((left - 12) / CHAR_PX))
     wrapped = [wrap_label(label, chars) for label, _, _ in finite]
     heights = [max(bar_h, line_h * len(lines) + 5) for lines in wrapped]
     bottom = TOP + sum(heights)
-    height = bottom + 52
     value_w = 48  # room for the ratio written after the longest bar
     top = max(2.0, max(max(r, (ci or (0, 0))[1]) for (_, r, _), ci in zip(finite, intervals)) * 1.05)
     scale = (width - left - RIGHT - value_w) / top
-    out = [f'<svg class="chart ratio" viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
-           f'aria-label="{escape(title)}" xmlns="http://www.w3.org/2000/svg"><title>{escape(title)}</title>']
+    bars = []
     yy = TOP
     for (label, r, verdict), lines, h, ci in zip(finite, wrapped, heights, intervals):
         first = yy + (h - line_h * len(lines)) / 2 + 10
-        text = "".join(f'<tspan x="{left - 6}" y="{first + i * line_h:.1f}">{escape(line)}</tspan>'
-                       for i, line in enumerate(lines))
-        bar_y = yy + (h - (bar_h - 4)) / 2
-        out.append(f'<text text-anchor="end" class="label">{text}</text>'
-                   f'<rect x="{left}" y="{bar_y:.1f}" width="{r * scale:.1f}" height="{bar_h - 4}" '
-                   f'class="bar {escape(verdict)}"><title>{escape(f"{label}: {r:.4g} ({verdict})")}</title></rect>'
-                   f'<text x="{left + max(r, (ci or (0, 0))[1]) * scale + 4:.1f}" y="{bar_y + 11:.1f}" '
-                   f'class="value">{r:.3g}' + (f' [{ci[0]:.3g}–{ci[1]:.3g}]' if ci else "") + '</text>')
-        if ci is not None:
-            mid, x0, x1 = bar_y + (bar_h - 4) / 2, left + ci[0] * scale, left + ci[1] * scale
-            out.append(f'<g class="ci"><title>{escape(f"{label}: 95 % interval {ci[0]:.4g} – {ci[1]:.4g}")}</title>'
-                       f'<line x1="{x0:.1f}" x2="{x1:.1f}" y1="{mid:.1f}" y2="{mid:.1f}" class="ci"/>'
-                       f'<line x1="{x0:.1f}" x2="{x0:.1f}" y1="{mid - 4:.1f}" y2="{mid + 4:.1f}" class="ci"/>'
-                       f'<line x1="{x1:.1f}" x2="{x1:.1f}" y1="{mid - 4:.1f}" y2="{mid + 4:.1f}" class="ci"/></g>')
+        bars.append(Bar(label, tuple((first + i * line_h, line) for i, line in enumerate(lines)),
+                        yy + (h - (bar_h - 4)) / 2, r * scale, r, verdict, left + max(r, (ci or (0, 0))[1]) * scale + 4,
+                        ci, (left + ci[0] * scale, left + ci[1] * scale) if ci is not None else None))
         yy += h
-    one = left + scale
-    out.append(f'<line x1="{one:.1f}" x2="{one:.1f}" y1="{TOP}" y2="{bottom + 4}" class="one"/>'
-               f'<text x="{one:.1f}" y="{bottom + 16}" text-anchor="middle">1.0</text>')
-    x = left
-    for verdict in ("better", "worse", "same", "unknown", "inconclusive"):
+    legend, x = [], left
+    for verdict, text in VERDICTS.items():
         if any(v == verdict for _, _, v in finite):
-            text = {"same": "the same", "unknown": "no better direction"}.get(verdict, verdict)
-            out.append(f'<rect x="{x}" y="{bottom + 28}" width="12" height="12" class="bar {verdict}"/>'
-                       f'<text x="{x + 16}" y="{bottom + 38}" class="legend">{escape(text)}</text>')
+            legend.append((x, verdict, text))
             x += 30 + 7 * len(text)
-    out.append("</svg>")
-    return "".join(out)
+    return RatioChart(Frame(title, width, bottom + 52), left, tuple(bars), left + scale, bottom, tuple(legend))
 
 
-def sparkline(values: Sequence[float], title: str, *, flag: str = "", width: int = 120, height: int = 26) -> str:
+@attrs.frozen
+class Sparkline:
+    frame: Frame
+    line: str
+    last: tuple[float, float]   # its last point, a dot
+    flag: str
+
+
+def sparkline(values: Sequence[float], title: str, *, flag: str = "", width: int = 120,
+              height: int = 26) -> Sparkline | None:
     """A series' newest medians as a small line (oldest left), its last point a dot (red when
     ``flag`` is ``regression``); the ``<title>`` says what it shows. Scaled to its own range."""
     finite = [v for v in values if math.isfinite(v)]
     if not finite:
-        return ""
+        return None
     lo, hi = min(finite), max(finite)
     span = (hi - lo) or (abs(hi) or 1.0)
     pad = 3
@@ -189,12 +260,7 @@ def sparkline(values: Sequence[float], title: str, *, flag: str = "", width: int
         return height - pad - (height - 2 * pad) * ((v - lo) / span if hi > lo else 0.5)
 
     pts = [(x(i), y(v)) for i, v in enumerate(values) if math.isfinite(v)]
-    last_x, last_y = pts[-1]
-    line = " ".join(f"{px:.1f},{py:.1f}" for px, py in pts)
-    return (f'<svg class="spark" viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
-            f'aria-label="{escape(title)}" xmlns="http://www.w3.org/2000/svg"><title>{escape(title)}</title>'
-            f'<polyline points="{line}" class="spark-line"/>'
-            f'<circle cx="{last_x:.1f}" cy="{last_y:.1f}" r="2.5" class="spark-last {escape(flag)}"/></svg>')
+    return Sparkline(Frame(title, width, height), polyline(pts), pts[-1], flag)
 
 
 @attrs.frozen
@@ -209,17 +275,35 @@ class Curve:
 CURVE_COLOURS = 6
 
 
-def xy_chart(curves: Sequence[Curve], x_unit: str, y_unit: str, title: str, *, ideal: bool = False) -> str:
+@attrs.frozen
+class PlacedCurve:
+    label: str
+    colour: str                 # its class: c0 … c5
+    line: str
+    dots: tuple[tuple[float, float, str], ...]   # (x, y, hover text)
+    legend_y: int
+
+
+@attrs.frozen
+class XYChart:
+    frame: Frame
+    area: Area
+    x_ticks: tuple[tuple[Tick, str], ...]   # each with its text-anchor
+    ideal: tuple[float, float, float, float] | None   # y = x from (x1, y1) to (x2, y2)
+    curves: tuple[PlacedCurve, ...]
+
+
+def xy_chart(curves: Sequence[Curve], x_unit: str, y_unit: str, title: str, *,
+             ideal: bool = False) -> XYChart | None:
     """Curves on numeric axes (from 0), each its own colour with a legend; ``ideal`` draws ``y = x``
     (achieved against requested). A ``<title>`` on every point gives its values."""
     drawn = [c for c in curves if any(math.isfinite(x) and math.isfinite(y) for x, y in c.points)]
     if not drawn:
-        return ""
+        return None
     xs = [x for c in drawn for x, _ in c.points if math.isfinite(x)]
     ys = [y for c in drawn for _, y in c.points if math.isfinite(y)]
     _, x_hi, x_ticks = nice_axis(0.0, max(xs) or 1.0)
     _, y_hi, y_ticks = nice_axis(0.0, max(ys + (xs if ideal else [])) or 1.0)
-    height = HEIGHT - BOTTOM + 40 + 18 * len(drawn)
     plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
 
     def x(v: float) -> float:
@@ -228,30 +312,49 @@ def xy_chart(curves: Sequence[Curve], x_unit: str, y_unit: str, title: str, *, i
     def y(v: float) -> float:
         return TOP + plot_h * (1 - v / y_hi)
 
-    out = [f'<svg class="chart xy" viewBox="0 0 {WIDTH} {height}" width="{WIDTH}" height="{height}" role="img" '
-           f'aria-label="{escape(title)}" xmlns="http://www.w3.org/2000/svg"><title>{escape(title)}</title>',
-           f'<rect x="{LEFT}" y="{TOP}" width="{plot_w}" height="{plot_h}" class="plot"/>']
-    for t in y_ticks:
-        out.append(f'<line x1="{LEFT}" x2="{LEFT + plot_w}" y1="{y(t):.1f}" y2="{y(t):.1f}" class="grid"/>'
-                   f'<text x="{LEFT - 6}" y="{y(t) + 4:.1f}" text-anchor="end">{escape(human(t, y_unit))}</text>')
-    for i, t in enumerate(x_ticks):
-        anchor = "end" if i == len(x_ticks) - 1 else "middle"  # the last one stays inside the picture
-        out.append(f'<text x="{x(t):.1f}" y="{TOP + plot_h + 16}" text-anchor="{anchor}">'
-                   f'{escape(human(t, x_unit))}</text>')
-    if ideal:
-        top = min(x_hi, y_hi)
-        out.append(f'<line x1="{x(0):.1f}" y1="{y(0):.1f}" x2="{x(top):.1f}" y2="{y(top):.1f}" class="ideal">'
-                   f'<title>ideal: achieved = requested</title></line>')
+    top = min(x_hi, y_hi)
+    placed = []
     for i, c in enumerate(drawn):
-        colour = f"c{i % CURVE_COLOURS}"
         pts = [(px, py) for px, py in c.points if math.isfinite(px) and math.isfinite(py)]
-        out.append(f'<polyline points="{" ".join(f"{x(px):.1f},{y(py):.1f}" for px, py in pts)}" '
-                   f'class="curve {colour}"/>')
-        for px, py in pts:
-            out.append(f'<circle cx="{x(px):.1f}" cy="{y(py):.1f}" r="3.5" class="dot {colour}"><title>'
-                       f'{escape(f"{c.label}: {human(py, y_unit)} at {human(px, x_unit)}")}</title></circle>')
-        ly = TOP + plot_h + 34 + 18 * i
-        out.append(f'<line x1="{LEFT}" x2="{LEFT + 24}" y1="{ly - 4}" y2="{ly - 4}" class="curve {colour}"/>'
-                   f'<text x="{LEFT + 30}" y="{ly}" class="legend">{escape(c.label)}</text>')
-    out.append("</svg>")
-    return "".join(out)
+        placed.append(PlacedCurve(c.label, f"c{i % CURVE_COLOURS}", polyline([(x(px), y(py)) for px, py in pts]),
+                                  tuple((x(px), y(py), f"{c.label}: {human(py, y_unit)} at {human(px, x_unit)}")
+                                        for px, py in pts), TOP + plot_h + 34 + 18 * i))
+    return XYChart(Frame(title, WIDTH, HEIGHT - BOTTOM + 40 + 18 * len(drawn)),
+                   Area(tuple(Tick(y(t), human(t, y_unit)) for t in y_ticks)),
+                   # the last x tick's text ends at its tick: it stays inside the picture
+                   tuple((Tick(x(t), human(t, x_unit)), "end" if i == len(x_ticks) - 1 else "middle")
+                         for i, t in enumerate(x_ticks)),
+                   (x(0), y(0), x(top), y(top)) if ideal else None, tuple(placed))
+
+
+@attrs.frozen
+class StripCell:
+    """A run in a :func:`strip`: its hover text, its link, its class (its junit outcome) and the place's
+    health it recorded ("" when none)."""
+
+    tooltip: str
+    href: str
+    cls: str
+    health: str = ""
+
+
+@attrs.frozen
+class Strip:
+    frame: Frame
+    cell: int           # a cell's width
+    cells: tuple[tuple[int, StripCell], ...]   # (x, the run)
+    first: str
+    last: str
+    height: int = 22    # a cell's
+
+
+def strip(cells: Sequence[StripCell], first: str, last: str) -> Strip | None:
+    """A place's runs over time as a strip of cells, oldest left, each a link to its run; a black bar over
+    a cell where the run recorded the place's health (its text in the hover); ``first`` and ``last`` under
+    its ends."""
+    if not cells:
+        return None
+    cell, gap, height = max(4, min(24, 760 // len(cells) - 1)), 1, 22
+    return Strip(Frame("its runs, oldest left", max(200, len(cells) * (cell + gap) + 10), height + 34,
+                       "runs over time"), cell, tuple((5 + i * (cell + gap), c) for i, c in enumerate(cells)),
+                 first, last, height)

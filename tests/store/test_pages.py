@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from farm.dashboard import pages
+from farm.dashboard import pages, runpage
 from farm.dashboard.data import Trend, slug
 from farm.store.history import Point, Series
 
@@ -18,16 +18,16 @@ def _series(medians, unit="bytes/s", spread=0.01, runs=None):
 
 def test_console_text_is_escaped_and_the_failing_lines_marked():
     text = "U-Boot 2023.01\n<script>alert(1)</script>\nTFTP error: 'File not found' (1)\nnothing & more\n"
-    html, marked = pages.highlight_console(text, ["tftpboot: TFTP error: 'File not found' (1)"])
+    html, marked = runpage.highlight_console(text, ["tftpboot: TFTP error: 'File not found' (1)"])
     assert "<script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
-    assert marked == 1 and '<mark id="fail-0">TFTP error: &#x27;File not found&#x27; (1)</mark>' in html
+    assert marked == 1 and '<mark id="fail-0">TFTP error: &#39;File not found&#39; (1)</mark>' in html
     assert "nothing &amp; more" in html
     # the first U-Boot banner is how every boot starts: not marked
     assert "<mark" not in html.splitlines()[0]
 
 
 def test_a_kernel_panic_is_marked_even_when_no_stage_names_it():
-    html, marked = pages.highlight_console("ok\nKernel panic - not syncing: VFS\n", [])
+    html, marked = runpage.highlight_console("ok\nKernel panic - not syncing: VFS\n", [])
     assert marked == 1 and "<mark" in html.splitlines()[1]
 
 
@@ -71,7 +71,7 @@ def test_names_are_escaped_everywhere():
     series = _series([1.0, 2.0], runs=[hostile, "plain"])
     html = pages.trend_page(Trend("crypto", hostile, "throughput", "bytes/s", 2), [series], {hostile: ["<i>v1</i>"]})
     assert "<b " not in html and "<i>" not in html
-    assert "&lt;b onmouseover=&quot;x&quot;&gt;" in html
+    assert "&lt;b onmouseover=&#34;x&#34;&gt;" in html
 
 
 def test_slugs_are_file_names_and_never_collide():
@@ -83,9 +83,11 @@ def test_slugs_are_file_names_and_never_collide():
 
 
 def test_the_ratio_chart_colours_bars_by_better_or_worse():
+    from farm.dashboard.render import macro
     from farm.dashboard.svg import ratio_chart
 
-    svg = ratio_chart([("throughput", 1.5, "better"), ("rtt_median", 1.5, "worse"), ("n", 1.004, "same")], "t")
+    svg = macro("charts.html", "ratio")(ratio_chart([("throughput", 1.5, "better"), ("rtt_median", 1.5, "worse"),
+                                                     ("n", 1.004, "same")], "t"))
     bars = re.findall(r'<rect x="\d+" y="[\d.]+" width="[\d.]+" height="14" class="bar (\w+)">', svg)
     assert bars == ["better", "worse", "same"]
     assert 'class="one"' in svg and ">1.0</text>" in svg            # the line at 1.0
@@ -105,3 +107,34 @@ def test_the_dashboard_does_not_load_matplotlib():
                           cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"
+
+
+def test_only_the_dashboard_imports_jinja2():
+    """The templates' engine is the dashboard's: farm's parser, every command's (``farm --help``), loads no
+    jinja2, so no other command pays for it; the dashboard's pages do."""
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    check = ("import sys; from farm.cli import build_parser; build_parser(); "
+             "assert 'jinja2' not in sys.modules, 'jinja2 loaded by the CLI'; "
+             "import farm.dashboard.site; assert 'jinja2' in sys.modules; print('ok')")
+    proc = subprocess.run([sys.executable, "-c", check], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert proc.stdout.strip() == "ok", proc.stderr
+
+
+def test_the_templates_are_package_data():
+    """An installed farm (not an editable one: the clean-root check) holds every template the pages load."""
+    import fnmatch
+    import tomllib
+    from pathlib import Path
+
+    from tests.conftest import ROOT
+
+    globs = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["farm"]
+    templates = Path(pages.__file__).parent / "templates"
+    found = [p.relative_to(ROOT / "farm").as_posix() for p in templates.rglob("*") if p.is_file()]
+    assert "dashboard/templates/base.html" in found
+    # setuptools' globs do not cross a "/" (fnmatch's do)
+    assert [p for p in found if not any(fnmatch.fnmatchcase(p, g) and p.count("/") == g.count("/") for g in globs)] == []

@@ -253,7 +253,7 @@ def test_the_run_list_filters_by_place_status_pipeline_commit_and_date(tmp_path,
         assert len(_runs_listed(live(commit="1111")[1])) == 4 and _runs_listed(live(commit="abcd")[1]) == []
         assert _runs_listed(live(target="maaxboard-twin", setup="default", pipeline="smoke")[1])[0] == "20261204-100000-p4"
         status, html = live(since="yesterday")
-        assert status == 400 and "since=&#x27;yesterday&#x27;: expected a date YYYY-MM-DD" in html
+        assert status == 400 and "since=&#39;yesterday&#39;: expected a date YYYY-MM-DD" in html
         assert len(_runs_listed(html)) == 4  # the whole list, the filter not applied
         # the live form: a GET form of selects and dates, each value with its count
         assert '<form class="filters" method="get" action="index.html">' in html
@@ -388,14 +388,66 @@ def test_the_run_list_is_paginated_100_runs_a_page(tmp_path):
 
 
 def test_the_pager_links_the_first_last_and_nearby_pages():
-    from farm.dashboard.pages import _pager
+    from farm.dashboard.pages import pager
+    from farm.dashboard.render import macro
+
+    def drawn(page: int, pages: int) -> str:
+        return macro("macros.html", "pager")(pager(page, pages, str))
 
     def shown(page: int, pages: int) -> str:
-        return re.sub(r"<[^>]+>", "", _pager(page, pages, str)).split(": ", 1)[1]
+        return re.sub(r"<[^>]+>", "", drawn(page, pages)).split(": ", 1)[1]
 
-    assert _pager(1, 1, str) == ""  # one page: no pager
+    assert pager(1, 1, str) is None and drawn(1, 1) == ""  # one page: no pager
     assert shown(1, 2) == "1 2 older ›"
     assert shown(10, 20) == "‹ newer 1 … 7 8 9 10 11 12 13 … 20 older ›"
     assert shown(20, 20) == "‹ newer 1 … 17 18 19 20"
     assert shown(2, 9) == "‹ newer 1 2 3 4 5 … 9 older ›"
-    assert '<b>10</b>' in _pager(10, 20, str) and 'href="9" rel="prev"' in _pager(10, 20, str)
+    assert '<b>10</b>' in drawn(10, 20) and 'href="9" rel="prev"' in drawn(10, 20)
+
+
+#: markup and quotes, as a run id, setup, pipeline, place, params text, who or message may hold them
+HOSTILE = """<script>alert("x")</script>'"""
+HOSTILE_SHOWN = "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;&#39;"  # the templates' escaped text
+
+
+def test_every_page_shows_names_holding_markup_as_text(tmp_path):
+    """Every page of the static site and farm serve's live answers (a filter, a comparison, a place, a 404 and
+    an error naming what they were given) show each name a run gives as text: the autoescaping templates
+    escape it, quotes too (a name may be written into an attribute)."""
+    from farm.dashboard import pages
+    from farm.dashboard.data import PlaceNow
+
+    place = {"name": f"mb{HOSTILE}", "coordinator": "c:1", "tags": {"note": HOSTILE}, "health": HOSTILE}
+    runs = []
+    for i in range(2):
+        run = make_run(tmp_path / f"r{i}", f"20261201-10000{i}-{HOSTILE}{i}",
+                       started=f"2026-12-0{i + 1}T10:00:00.000+00:00", setup=f"set{HOSTILE}", pipeline=f"pipe{HOSTILE}", who=HOSTILE, place=place,
+                       console=f"U-Boot 2023.01\n{HOSTILE}\n", status="failed" if i else "passed",
+                       failure=f"boom {HOSTILE}" if i else None, sweep_setups=(f"sweep{HOSTILE}",) if i else ())
+        append_records(run / "results.csv", [attrs.evolve(r, params=f"{r.params};note={HOSTILE}")
+                                             for r in read_records(run / "results.csv")])
+        runs.append(run)
+    eng = open_store({"FARM_DB": str(tmp_path / "results.db")})
+    ingest(eng, runs)
+    first, then = f"20261201-100000-{HOSTILE}0", f"20261201-100001-{HOSTILE}1"
+    now = [PlaceNow(place["name"], {"note": HOSTILE}, HOSTILE, 1764583200.0, None, HOSTILE)]
+    with eng.connect() as c:
+        paths = site.site_paths(c)
+        answers = {path: site.render(c, path) for path in paths}
+        answers |= {f"live {path}": site.render(c, path, live=True) for path in paths}
+        for name, path, query in (("filtered", "index.html", {"pipeline": [f"pipe{HOSTILE}"], "setup": [HOSTILE]}),
+                                  ("a bad filter", "index.html", {"since": [HOSTILE]}),
+                                  ("compared", "compare.html", {"a": [first], "b": [then]}),
+                                  ("no such setup", "compare.html", {"a": [first], "b": [first], "sa": [HOSTILE]}),
+                                  ("no such run", "compare.html", {"a": [HOSTILE], "b": [first]}),
+                                  ("not found", f"run/{HOSTILE}.html", {})):
+            answers[name] = site.render(c, path, query, live=True)
+        place_page = next(path for path in paths if path.startswith("place/"))
+        for path in ("places.html", place_page):
+            answers[f"{path} now"] = site.render(c, path, places=lambda: (now, f"the coordinator at {HOSTILE}"))
+    answers["error"] = (500, pages.error_page(f"ValueError: {HOSTILE}"))
+    assert {"index.html", "trends.html", "compare.html", "places.html"} <= set(paths)  # every kind of page
+    assert {"run", "compare", "trend", "place", "runs"} <= {path.split("/")[0] for path in paths}
+    for name, (status, html) in answers.items():
+        assert "<script" not in html, name           # farm's pages carry no script: one here is a name let through
+        assert HOSTILE_SHOWN in html, (name, status)  # and the name is shown, as text

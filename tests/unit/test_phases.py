@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from farm.dashboard.pages import phases_line
+from farm.dashboard.runpage import phases_text
 from farm.results.phases import describe, phase_of, split
 from farm.results.record import Measurement
 from farm.run import run_pipeline
@@ -67,7 +67,7 @@ def test_run_json_has_the_time_by_phase(pipeline, tmp_path):  # noqa: F811
 def test_the_run_page_shows_the_phases():
     stages = [types.SimpleNamespace(classname=c, seconds=s) for c, s in
               (("farm.build", 1.0), ("farm.boot", 4.0), ("farm.bench.x", 4.0), ("farm.publish", 1.0))]
-    line = phases_line(stages, 9.5)  # the run's duration ends before publish: 10.5 s in all
+    line = phases_text(stages, 9.5)  # the run's duration ends before publish: 10.5 s in all
     assert "build 1.0 s (10 %)" in line and "publish 1.0 s (10 %)" in line and "other 0.5 s" in line
     assert "of 10.5 s" in line
-    assert phases_line([], None) == ""
+    assert phases_text([], None) == ""

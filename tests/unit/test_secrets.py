@@ -141,10 +141,12 @@ def test_a_secret_is_masked_in_its_html_and_url_forms():
     import html
     import urllib.parse
 
-    value = "it's a S3cret&key"
+    import markupsafe  # what the dashboard's jinja2 templates escape with
+
+    value = 'it\'s a "S3cret"&key'
     secrets.register(value)
-    for form in (html.escape(value), html.escape(value, quote=False), urllib.parse.quote(value),
-                 urllib.parse.quote(value, safe=""), urllib.parse.quote_plus(value)):
+    for form in (html.escape(value), html.escape(value, quote=False), str(markupsafe.escape(value)),
+                 urllib.parse.quote(value), urllib.parse.quote(value, safe=""), urllib.parse.quote_plus(value)):
         assert secrets.mask(f"<td>{form}</td>") == "<td>*****</td>", form
 
 
