@@ -2,8 +2,9 @@
 with an option of its own, and a boot flow (a fake bootloader), as a lab's package outside farm
 (tests/lab_plugin: one module and a pyproject.toml declaring it a plugin in the entry-point group ``farm``),
 installed by pip into a virtualenv of its own. farm is not edited and this process never sees the package:
-``farm import`` reads the kind and ``farm run`` runs the benchmark on the flow, each through the CLI, in a
-subprocess of that virtualenv's python (docs/architecture.md: where to add what)."""
+``farm import`` reads the kind, ``farm run`` runs the benchmark on the flow and ``farm schema pipeline``
+declares the flow's settings and the benchmark's params (farm.schema classes, as farm's own), each through
+the CLI, in a subprocess of that virtualenv's python (docs/architecture.md: where to add what)."""
 
 from __future__ import annotations
 
@@ -91,11 +92,11 @@ def test_a_labs_package_adds_a_benchmark_an_import_kind_and_a_flow(lab_python, t
     # farm run of a pipeline naming the benchmark, on a setup of the lab's flow
     system_image(tmp_path / "system")
     (tmp_path / "toy.yaml").write_text("targets:\n  toy-board:\n    options: {arch: arm64}\n")
-    (tmp_path / "toy-pipeline.yaml").write_text(
-        "name: toy\nimage: unused-by-this-flow.yaml\ntargets: [{env: toy.yaml}]\n"
-        "setups:\n  - {name: fake, fakeboot: {image: system}}\n"
-        "benchmarks:\n  - frob: {rounds: 3, flavour: spicy}\n"
-        "settle: false\n")  # the toy's shell is this (busy, shared) machine's: it never settles
+    toy = ("name: toy\nimage: unused-by-this-flow.yaml\ntargets: [{env: toy.yaml}]\n"
+           "setups:\n  - {name: fake, fakeboot: {image: system}}\n"
+           "benchmarks:\n  - frob: {rounds: 3, flavour: spicy}\n"
+           "settle: false\n")  # the toy's shell is this (busy, shared) machine's: it never settles
+    (tmp_path / "toy-pipeline.yaml").write_text(toy)
     done = farm(lab_python, "run", str(tmp_path / "toy-pipeline.yaml"), "--out", str(tmp_path / "run"), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     records = read_records(tmp_path / "run" / "results.csv")
@@ -117,3 +118,20 @@ def test_a_labs_package_adds_a_benchmark_an_import_kind_and_a_flow(lab_python, t
     assert "toy-system" in info["images"] and info["images"]["toy-system"]["given"]
     assert [s["name"] for s in info["stages"]] == ["build", "boot toy-board/fake", "toy.frob toy-board/fake",
                                                    "publish"]
+
+    # the lab's flow settings and params are declared (farm.schema) like farm's: in the pipeline file's JSON
+    # Schema, and read by the same reader, which names the file, line and field of a misspelt key; a farm
+    # benchmark asking for what the lab's flow does not give (a system's console) is refused when the file is read
+    schema = json.loads(farm(lab_python, "schema", "pipeline", cwd=tmp_path).stdout)
+    assert schema["$defs"]["FakeBootSettings"]["required"] == ["image"]
+    assert set(schema["$defs"]["FakeBootSettings"]["properties"]) == {"image", "prompt"}
+    assert set(schema["$defs"]["FrobParams"]["properties"]) == {"rounds", "flavour"}
+    for name, bad, message in (
+            ("misspelt.yaml", toy.replace("{image: system}", "{image: system, promt: 'x> '}"),
+             ":5: setups[0].fakeboot.promt: unknown field (allowed: image, prompt); did you mean 'prompt'?"),
+            ("console.yaml", toy.replace("frob: {rounds: 3, flavour: spicy}", "console: {}"),
+             ":7: benchmarks[0].console: needs a system image's console on the target, and setup fake")):
+        (tmp_path / name).write_text(bad)
+        done = farm(lab_python, "run", name, "--out", str(tmp_path / "refused"), cwd=tmp_path)
+        assert done.returncode == 2 and f"{name}{message}" in done.stderr, done.stderr
+        assert not (tmp_path / "refused").exists()  # refused before anything was made
