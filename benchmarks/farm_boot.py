@@ -1,7 +1,7 @@
 """One farm boot of a target + two commands, in a process of its own (benchmarks/run.py starts it).
 
 Timed exactly as a farm user sees it: from the call to ``farm.boot.session.boot_target`` (env file
-parsing, staging, QEMU start) to the return of the second ``BootedTarget.run``. The console's
+parsing, staging, QEMU start) to the return of the second ``LinuxTarget.run``. The console's
 markers are timestamped from labgrid's console read events (the same events farm's console log
 uses), so nothing in farm is changed to measure it. Prints one line ``RESULT {json}`` last.
 

@@ -6,7 +6,7 @@
 In one run, on the same image and the same QEMU twin of the MaaXBoard:
 
 - boot + 2 commands, N times each way, interleaved (so the host's load drifts over all alike):
-  farm (farm.boot.session.boot_target + two BootedTarget.run, in a child process: its own peak RSS),
+  farm (farm.boot.session.boot_target + two LinuxTarget.run, in a child process: its own peak RSS),
   the naive pexpect script (benchmarks/naive_boot.py) and LAVA's lava-run (benchmarks/lava/, when
   installed);
 - image build: cached (`farm build`, nothing changed) and cold (a fresh FARM_CACHE that shares only

@@ -7,6 +7,7 @@ import importlib
 import sys
 
 from . import __version__
+from .commands import CommandParser
 from .errors import EXIT_INTERRUPTED, FarmError, Terminated
 from .secrets import MaskingStream, mask, register_environment
 
@@ -44,7 +45,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"farm {__version__}")
     parser.add_argument("-v", "--verbose", action="count", default=0,
                         help="labgrid's step log on stderr (-vv: and the serial console, -vvv: and debug)")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    # a command's arguments from plugins (farm import's kinds) are added when it is used (CommandParser.defer)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=CommandParser)
     for name in (COMMANDS[command],) if command in COMMANDS else COMMAND_MODULES:
         importlib.import_module(f"farm.commands.{name}").register(sub)
     return parser
@@ -59,11 +61,14 @@ def command_of(argv: list[str]) -> str | None:
 def main(argv: list[str] | None = None) -> int:
     from .signals import interrupts
 
-    args = build_parser(command_of(sys.argv[1:] if argv is None else argv)).parse_args(argv)
     # every line any command prints is masked, not only the ones that remember to mask
     stdout, stderr = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = MaskingStream(stdout), MaskingStream(stderr)
     try:
+        try:  # a command's parser may load the plugins (farm import's kinds): a broken one is a job error
+            args = build_parser(command_of(sys.argv[1:] if argv is None else argv)).parse_args(argv)
+        except FarmError as exc:
+            return _failed(exc)
         with interrupts():  # SIGTERM, SIGHUP: Terminated, unwound like Ctrl-C (the one place it is set up)
             return _run(args)
     finally:
@@ -78,14 +83,19 @@ def _run(args: argparse.Namespace) -> int:
         with step_log(getattr(args, "verbose", 0)):
             return args.func(args)
     except FarmError as exc:
-        lines = mask(str(exc)).splitlines() or [type(exc).__name__]
-        print(f"farm: {exc.kind} error: {lines[0]}", file=sys.stderr)
-        for line in lines[1:]:
-            print(f"  {line}", file=sys.stderr)
-        return exc.exit_code
+        return _failed(exc)
     except KeyboardInterrupt as exc:
         print("farm: terminated" if isinstance(exc, Terminated) else "farm: interrupted", file=sys.stderr)
         return exc.exit_code if isinstance(exc, Terminated) else EXIT_INTERRUPTED
+
+
+def _failed(exc: FarmError) -> int:
+    """Say what failed (masked, its class: job, test, infrastructure) and return its exit code."""
+    lines = mask(str(exc)).splitlines() or [type(exc).__name__]
+    print(f"farm: {exc.kind} error: {lines[0]}", file=sys.stderr)
+    for line in lines[1:]:
+        print(f"  {line}", file=sys.stderr)
+    return exc.exit_code
 
 
 def command_line() -> int:

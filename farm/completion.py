@@ -17,6 +17,8 @@ import shlex
 
 import attrs
 
+from .commands import CommandParser
+
 #: dests whose value is a YAML file farm reads
 _YAML = {"pipeline", "recipe", "env"}
 #: dests whose value is a path
@@ -49,7 +51,10 @@ def _kind(action: argparse.Action) -> str:
 
 
 def command_table(parser: argparse.ArgumentParser, path: str = "farm") -> list[Command]:
-    """Every command path of ``parser``, the top one first."""
+    """Every command path of ``parser``, the top one first (a command's deferred arguments too: farm import's
+    kinds and options, from the plugins)."""
+    if isinstance(parser, CommandParser):
+        parser.complete()
     subcommands: dict[str, argparse.ArgumentParser] = {}
     options, values, positionals = [], [], []
     for action in parser._actions:

@@ -15,7 +15,8 @@ import time
 from typing import Callable, Iterator
 
 from farm.boot.facts import FACTS_COMMAND
-from farm.boot.session import BootedTarget
+from farm.boot.session import LinuxTarget
+from farm.boot.target import BootedTarget
 
 #: what the fake target's facts command prints (farm.boot.facts): 4 cores, an arm64 Linux, an address
 FACT_LINES = ["cpus=4", "online=0-3", "kernel=6.1.0-fake", "machine=aarch64", "addr=10.0.2.15/24"]
@@ -50,11 +51,11 @@ class ScriptedShell:
         return self.run_check(command, timeout), [], self.code
 
 
-def booted_target(shell: object = None, **fields) -> BootedTarget:
-    """What a flow hands over, of a target that is not there (no labgrid target, no console): the twin
+def booted_target(shell: object = None, **fields) -> LinuxTarget:
+    """What a Linux flow hands over, of a target that is not there (no labgrid target, no console): the twin
     maaxboard-twin, its shell ``shell`` (default: a :class:`ScriptedShell` telling the facts)."""
-    return BootedTarget("maaxboard-twin", "arm64", None, shell if shell is not None else ScriptedShell(), 1.0,
-                        None, **fields)
+    return LinuxTarget(**{"name": "maaxboard-twin", "arch": "arm64", "target": None, "console": None,
+                          "boot_seconds": 1.0, "shell": shell if shell is not None else ScriptedShell(), **fields})
 
 
 class FakeFlow:

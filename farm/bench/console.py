@@ -16,6 +16,7 @@ import re
 
 import attrs
 
+from ..boot.target import ConsoleTarget
 from ..errors import JobError, ParseError, TestFailure
 from ..measure import BenchmarkError, Measurement
 from ..measure.console import BENCHMARK, parse_stats, stats_pattern  # noqa: F401  (BENCHMARK: the registration's name)
@@ -62,18 +63,15 @@ class ConsoleParams(Params):
     seconds: int | float = param(30, kind=(int, float), run_length=True, check=_seconds,
                                  doc="how long to wait for `until` (without it: at most, for a quiet console)")
 
-    def needs_shell(self) -> bool:
-        return False
+    def requires(self) -> tuple[type, ...]:
+        return (ConsoleTarget,)
 
 
 def run_console(ctx: BenchContext, params: ConsoleParams) -> list[Measurement]:
     """The setup's stats patterns read on the system's console."""
-    stats = getattr(ctx.booted, "stats", None)
-    if stats is None:
-        raise JobError("benchmark console reads a system image's console (a setup of the flow system, its "
-                       "system.stats patterns); this target booted Linux to a shell")
+    console = ctx.console_target  # a setup whose flow has none was refused when the pipeline file was read
     try:
-        return stats(until=params.until, seconds=float(params.seconds))
+        return console.stats(until=params.until, seconds=float(params.seconds))
     except BenchmarkError:
         raise
     except (ParseError, TestFailure) as exc:  # a line it cannot read, a fatal line, no `until` line

@@ -1,16 +1,21 @@
-"""What a benchmark run gets: the booted target (to run commands on) and how to reach it from the host."""
+"""What a benchmark run gets: the booted target, as the protocols it asks for (farm.boot.target: a shell
+to run commands on, a network the lab host reaches, a system's console), and how to reach it."""
 
 from __future__ import annotations
 
 import weakref
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, TypeVar
 
 import attrs
 
+from ..boot.target import OFFERS, BootedTarget, ConsoleTarget, ServedTarget, ShellTarget
+from ..errors import JobError
 from ..measure import BenchmarkError
 
 if TYPE_CHECKING:
     from ..boot.facts import TargetFacts
+
+T = TypeVar("T")
 
 
 # where each booted target's ports were reached: one forward per port for the whole boot. A second
@@ -21,18 +26,47 @@ _REACHED: "weakref.WeakKeyDictionary[object, dict[tuple, tuple[str, int]]]" = we
 
 @attrs.define
 class BenchContext:
-    booted: object  # farm.boot.session.BootedTarget
+    #: what the setup's flow handed over: a farm.boot.target.BootedTarget implementing the protocols the
+    #: benchmark asks for (the pipeline file was refused otherwise)
+    booted: BootedTarget
     facts: "TargetFacts"
     say: Callable[[str], None] = lambda text: None  # live progress, e.g. one line per sweep point
     #: (name, entry): a program the benchmark built and runs outside the image, for run.json's ``programs``
     program_built: Callable[[str, dict], None] = lambda name, entry: None
+
+    @property
+    def shell_target(self) -> ShellTarget:
+        """The booted target as a shell target (a JobError when the flow handed over none)."""
+        return self._as(ShellTarget)
+
+    @property
+    def served_target(self) -> ServedTarget:
+        """The booted target as a served one: its network, reached from the lab host."""
+        return self._as(ServedTarget)
+
+    @property
+    def console_target(self) -> ConsoleTarget:
+        """The booted target as a system image's console."""
+        return self._as(ConsoleTarget)
+
+    def _as(self, protocol: type[T]) -> T:
+        if not isinstance(self.booted, protocol):
+            raise JobError(f"the benchmark needs {OFFERS[protocol]} on the target ({protocol.__name__}), and its "
+                           f"setup's flow handed over a {type(self.booted).__name__}, which has none")
+        return self.booted
+
+    @property
+    def cpu_scope(self) -> str:
+        """Which CPU a CPU figure is of when it does not say: the shell's (a guest's vCPUs, ``vcpus``), else the
+        board's (a shell-less system's figures, from its own CPU target, are its board's)."""
+        return self.booted.cpu_scope if isinstance(self.booted, ShellTarget) else "board"
 
     def run(self, command: str, *, timeout: float = 60, tool: str = "target") -> list[str]:
         """Run on the target's shell; a non-zero exit is a :class:`BenchmarkError` with the output."""
         from labgrid.driver.exception import ExecutionError  # labgrid loads in ~0.3 s: not for `farm --help`
 
         try:
-            return self.booted.shell.run_check(command, timeout=timeout)
+            return self.shell_target.shell.run_check(command, timeout=timeout)
         except ExecutionError as exc:
             output = " | ".join(line for line in (exc.stdout or [])[-5:] if line.strip())
             raise BenchmarkError(tool, f"'{command}' failed: {output or exc.msg}") from None
@@ -50,9 +84,10 @@ class BenchContext:
         def shell() -> dict:
             return cpustat.parse_proc_stat_cores("\n".join(self.run(cpustat.SNAPSHOT, tool="cpu")))
 
-        readers = ({getattr(self.booted, "cpu_scope", "board"): shell_read or shell}
-                   if getattr(self.booted, "shell", None) else {})
-        for scope, channel in getattr(self.booted, "cpu_channels", {}).items():
+        if not isinstance(self.booted, ShellTarget):  # a system image's CPU is read by its own CPU target
+            return {}
+        readers = {self.booted.cpu_scope: shell_read or shell}
+        for scope, channel in self.booted.cpu_channels.items():
             readers[scope] = lambda channel=channel: channel(self.reach_at)
         return readers
 
@@ -65,7 +100,7 @@ class BenchContext:
 
         from ..measure import cpustat
 
-        responder = getattr(self.booted, "responder", None)
+        responder = self.booted.responder if isinstance(self.booted, ServedTarget) else None
         polling = {f"cpu{c}" for c in (responder.polling_cores if responder is not None else ())}
 
         def shell(seconds: float) -> tuple[dict, dict]:
@@ -87,10 +122,10 @@ class BenchContext:
             return window
 
         readers = self.cpu_readers()
-        scope = getattr(self.booted, "cpu_scope", "board")
+        scope = self.cpu_scope
         # a guest's busy-polling responder (DPDK in the guest) keeps its vCPU's host thread, a board core,
         # busy by design: the board's cores through the channel are then never quiet to wait for
-        return {name: shell if name == scope and getattr(self.booted, "shell", None) else channel_window(read)
+        return {name: shell if name == scope else channel_window(read)
                 for name, read in readers.items() if name == scope or not polling}
 
     def reach(self, port: int, protos: tuple[str, ...] = ("tcp",)) -> tuple[str, int]:
@@ -105,10 +140,11 @@ class BenchContext:
         CPU channel, farm.guest.channel); one forward per address and port for the boot."""
         from ..boot.network import reach
 
-        known = _REACHED.setdefault(self.booted.target, {})
+        target = self.served_target.target
+        known = _REACHED.setdefault(target, {})
         key = (address, port, tuple(sorted(protos)))
         if key not in known:
-            known[key] = reach(self.booted.target, address, port, protos)
+            known[key] = reach(target, address, port, protos)
         return known[key]
 
 

@@ -77,7 +77,7 @@ def program_elf() -> bytes:
 
 def run_exitcost(ctx: BenchContext, params: ExitcostParams) -> list[Measurement]:
     """Write the program to the target, run it under KVM, read its console."""
-    if getattr(ctx.booted, "arch", "arm64") != "arm64":
+    if ctx.booted.arch != "arm64":
         raise JobError("exitcost: farm-exitcost is an arm64 program (x86's exit costs: farm import vmexit)")
     elf = program_elf()
     # built here, not in an image: run.json's programs says which bytes ran (as its images' manifests do)

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import attrs
 
+from ..boot.target import ShellTarget
 from ..errors import JobError
 from ..measure import BenchmarkError, Measurement, cpustat, lukem as lukem_figures
 from ..measure.ipbench import BENCHMARK as SWEEP
@@ -58,7 +59,7 @@ SAMPLES, WARMUP, COOLDOWN, CLIENTS, PACKET_SIZE = 200_000, 10.0, 10.0, 4, 1472
 #: the default time-out: this many times the window's length at the requested rate, at least MIN_TIMEOUT s
 TIMEOUT_FACTOR, MIN_TIMEOUT = 10, 60.0
 PROC_STAT = "proc-stat"  # the cpu= param of a /proc/stat CPU figure
-#: the param naming an echo responder a flow started (farm.boot.session.Responder: DPDK's testpmd)
+#: the param naming an echo responder a flow started (farm.boot.target.Responder: DPDK's testpmd)
 RESPONDER = "responder"
 
 
@@ -133,9 +134,10 @@ def run(ctx: BenchContext, params: "SweepParams", *, observe: Observer | None = 
     result, samples_text, cpu_window)`` gets each point's result, its per-sample file (``client seq tx
     rx``) and the CPU target's window, for tests."""
     loads = [float(v) for v in params.loads]
-    source = loadgen.generator(params.generator, getattr(getattr(ctx, "booted", None), "target", None))
+    served = ctx.served_target
+    source = loadgen.generator(params.generator, served.target)
     binary = source.prepare()
-    responder = getattr(getattr(ctx, "booted", None), "responder", None)
+    responder = served.responder
     if responder is not None:  # the flow's own echo (a DPDK echo): reached, tagged, checked after each point
         host, port = ctx.reach(params.echo_port, ("udp",))
         points = []
@@ -242,6 +244,6 @@ def proc_stat_figures(edges: dict[tuple[str, str], cpustat.CpuTimes]) -> dict[st
 def _unmeasured_board(ctx: BenchContext) -> str:
     """What the progress line says of a guest's board under the CPU target: it is not measured, the CPU
     target's spinner keeps the guest's vCPUs (host threads) busy; with cpu_target: false it is."""
-    if cpustat.BOARD in getattr(getattr(ctx, "booted", None), "cpu_channels", {}):
+    if isinstance(ctx.booted, ShellTarget) and cpustat.BOARD in ctx.booted.cpu_channels:
         return ", the guest's vCPUs; the board's CPU is measured only with cpu_target: false"
     return ""

@@ -23,6 +23,7 @@ from typing import Any, Callable
 
 import attrs
 
+from ..boot.target import ServedTarget, ShellTarget
 from ..errors import JobError
 from ..images.needs import Needs
 from ..images.programs import Program
@@ -74,9 +75,10 @@ class Iperf3Params(Params):
     def check(self) -> None:
         iperf3_argv(self)
 
-    def needs_shell(self) -> bool:
-        """``served: true`` needs only the network: a shell-less target (a system image) can run it."""
-        return not self.served
+    def requires(self) -> tuple[type, ...]:
+        """The target's network; and its shell, to start the servers, unless ``served: true`` (the target
+        serves them itself: a shell-less system image can run it)."""
+        return (ServedTarget,) if self.served else (ShellTarget, ServedTarget)
 
     def needs(self) -> Needs:
         return IPERF3
@@ -229,9 +231,10 @@ class SweepParams(Params):
         rtt.client_command("127.0.0.1", SOCKPERF_PORT, rate_pps=self.rtt_rate, size=self.packet_size,
                            duration=self.seconds)
 
-    def needs_shell(self) -> bool:
-        """``served: true`` needs only the network: a shell-less target (a system image) can run it."""
-        return not self.served
+    def requires(self) -> tuple[type, ...]:
+        """The target's network; and its shell, to start the servers, unless ``served: true`` (the target
+        serves them itself: a shell-less system image can run it)."""
+        return (ServedTarget,) if self.served else (ShellTarget, ServedTarget)
 
     def ports(self) -> tuple[int, ...]:
         """The echo's and the CPU target's ports (``ipbench``, ``ipbench-echo``): forwarded into a guest."""
@@ -289,11 +292,12 @@ def run_echo_sweep(ctx: BenchContext, params: SweepParams, *,
     (``client seq tx rx``) and the host's time between the two ``/proc/stat`` reads (0 with the CPU
     target), for tests.
     """
-    if getattr(getattr(ctx, "booted", None), "responder", None) is not None:
-        raise BenchmarkError(echo.TOOL, f"the setup's flow answers the echo itself ({ctx.booted.responder.name}): "
+    served = ctx.served_target
+    if served.responder is not None:
+        raise BenchmarkError(echo.TOOL, f"the setup's flow answers the echo itself ({served.responder.name}): "
                                         f"sweep method {ECHO} starts farm_echo; use method {IPBENCH}")
     loads = [float(v) for v in params.loads]
-    source = loadgen.generator(params.generator, getattr(getattr(ctx, "booted", None), "target", None))
+    source = loadgen.generator(params.generator, served.target)
     binary = source.prepare()
     ctx.run(echo.responder_command(params.echo_port, priority=params.echo_priority, cpu=params.echo_cpu),
             tool=echo.RESPONDER)

@@ -29,6 +29,7 @@ from typing import Any, Callable, Mapping, TypeVar
 
 import attrs
 
+from ..boot.target import ShellTarget
 from ..errors import JobError
 from ..schema import KIND_NAMES, Invalid, WrongType, setting
 
@@ -148,11 +149,13 @@ class Params:
         the registration's fixed ones (farm.bench.registry.BenchmarkSpec.ports_for): forwarded into a guest."""
         return ()
 
-    def needs_shell(self) -> bool:
-        """Whether the benchmark runs commands on the target's shell with these parameters (by default it
-        does); one that needs only the network or the console runs on a shell-less target too (a system
-        image's), and a shell-less target is refused the others when the pipeline file is read."""
-        return True
+    def requires(self) -> tuple[type, ...]:
+        """What the benchmark asks of the booted target with these parameters: protocols of
+        farm.boot.target (by default a shell, ``ShellTarget``). A setup whose flow does not give them all
+        (farm.flows.FlowType.gives: a system image's flow has no shell) is refused the benchmark when the
+        pipeline file is read; the run reaches them through ``ctx.shell_target``, ``ctx.served_target``
+        and ``ctx.console_target``."""
+        return (ShellTarget,)
 
     def default_of(self, name: str) -> Any:
         """Field ``name``'s default for this object's method."""

@@ -9,7 +9,7 @@
 The settings are farm.boot.dpdk_settings' (farm.flows.dpdk reads them from the pipeline file). The shell
 stays on the serial console, so the target can still be asked things (/proc/stat, whether the responder
 lives) while DPDK owns the NIC. The booted target says who answers the echo
-(:class:`~farm.boot.session.Responder`: the sweeps start no ``farm_echo`` of their own, tag their records
+(:class:`~farm.boot.target.Responder`: the sweeps start no ``farm_echo`` of their own, tag their records
 ``responder=...``, and check after each point that it still runs), and which cores busy-poll (left out of
 the settle rule: a polling lcore is 100 % busy by design).
 
@@ -31,8 +31,9 @@ import attrs
 from ..errors import TestFailure
 from ..images.request import ImageRequest
 from .dpdk_settings import PCI_ADDRESS, DpdkSettings
-from .flow import BootRequest, NetbootFlow
-from .session import BootedTarget, Responder
+from .flow import BootFlow, BootRequest, NetbootFlow
+from .session import LinuxTarget
+from .target import Responder
 
 KIND = "netboot+dpdk"
 TESTPMD = "dpdk-testpmd"
@@ -421,14 +422,15 @@ class DpdkFlow:
     code (farm.guest builds on farm.boot)."""
 
     settings: DpdkSettings
-    host: object = NetbootFlow()  # a boot flow whose target has a shell (farm.flows.dpdk.dpdk_flow)
+    #: a boot flow whose target is a LinuxTarget (farm.flows.dpdk.dpdk_flow: the netboot flow, or a guest's)
+    host: BootFlow = NetbootFlow()
     kind: str = KIND
 
     def images(self, image: ImageRequest) -> ImageRequest:
         return self.host.images(image)
 
     @contextlib.contextmanager
-    def boot(self, request: BootRequest) -> Iterator[BootedTarget]:
+    def boot(self, request: BootRequest) -> Iterator[LinuxTarget]:
         with self.host.boot(request) as booted:
             echo = DpdkEcho(self.settings, booted.shell)
             try:
@@ -444,7 +446,7 @@ class DpdkFlow:
 
 
 def start_echo(echo: DpdkEcho, recorded: dict, kind: str = KIND) -> dict:
-    """Take the NIC and start the echo; the BootedTarget fields that say so (its topology, the address
+    """Take the NIC and start the echo; the LinuxTarget fields that say so (its topology, the address
     the NIC had, the responder the sweeps reach, the polling cores)."""
     settings = echo.settings
     t0 = time.monotonic()

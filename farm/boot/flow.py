@@ -8,8 +8,9 @@
 
 A flow declares the images it needs for a setup (:meth:`BootFlow.images`: the runner builds them,
 the benchmarks' needs in the image they run on), boots, pins what the setup pins (the CPU frequency),
-says the address the lab host reaches the benchmarks at, and hands over a
-:class:`~farm.boot.session.BootedTarget` that records itself. Leaving the block always ends what it
+says the address the lab host reaches the benchmarks at, and hands over a target that records itself
+and implements what the benchmarks ask for (farm.boot.target: a shell, a served network, a system's
+console; the netboot flow's :class:`~farm.boot.session.LinuxTarget` gives the first two). Leaving the block always ends what it
 started (the board powered off, the job's TFTP folder removed). Flows compose: "host, then a guest on
 it" (farm.guest.flow) enters the netboot flow and starts the guest on its shell.
 
@@ -29,7 +30,8 @@ from ..images.image import Image
 from ..images.request import ImageRequest
 from .console_log import ConsoleLog
 from .facts import pin_frequency
-from .session import BootedTarget, EnvFile, boot_target
+from .session import EnvFile, LinuxTarget, boot_target
+from .target import BootedTarget
 
 
 @attrs.frozen
@@ -65,8 +67,8 @@ class BootFlow(Protocol):
         own: its recipe (or the run's ``--image``) with what the run's benchmarks need on it."""
 
     def boot(self, request: BootRequest) -> ContextManager[BootedTarget]:
-        """Boot to where the benchmarks run; the booted target records what was booted
-        (:meth:`~farm.boot.session.BootedTarget.record`)."""
+        """Boot to where the benchmarks run; the booted target implements what the flow's type says it
+        gives (farm.flows.FlowType.gives) and records what was booted (``record()``)."""
 
 
 @attrs.frozen
@@ -85,7 +87,7 @@ class NetbootFlow:
         return image
 
     @contextlib.contextmanager
-    def boot(self, request: BootRequest) -> Iterator[BootedTarget]:
+    def boot(self, request: BootRequest) -> Iterator[LinuxTarget]:
         bootargs = [*request.bootargs, *cpus_bootargs(self.cpus, request.bootargs)]
         with boot_target(request.env, request.image, request.job, request.console, bootargs,
                          attempts=request.attempts, prepare=self._prepare) as booted:
@@ -133,7 +135,7 @@ TWIN_FREQUENCY = ("a QEMU twin has no CPU frequency to set: TCG runs as fast as 
                   "what is measured far more than a frequency does; the setup's value is recorded as nominal")
 
 
-def pin_or_nominal(booted: BootedTarget, khz: int) -> dict:
+def pin_or_nominal(booted: LinuxTarget, khz: int) -> dict:
     """The setup's CPU frequency: pinned through cpufreq's userspace governor on a board (a board without
     cpufreq cannot run the setup: a TestFailure); on a QEMU twin, recorded as nominal (:data:`TWIN_FREQUENCY`)."""
     if booted.emulated:

@@ -31,6 +31,7 @@ from .envfile import EnvFile
 from .facts import TargetFacts, read_facts
 from .lgenv import apply_lg_defaults  # noqa: F401  (farm.boot.session.apply_lg_defaults, as before)
 from .staging import current_user, job_folder
+from .target import CpuReader, Responder, Shell
 
 #: how long a farm place's resources may be missing while its target is made (the exporter restarting)
 REMOTE_PLACE_PATIENCE = 30.0
@@ -88,50 +89,52 @@ def _remote_place_failure(exc: BaseException, env: EnvFile) -> bool:
     return False
 
 
-@attrs.frozen
-class Responder:
-    """An echo responder a flow started on the target (farm.boot.dpdk: DPDK's testpmd): a sweep reaches it
-    instead of starting farm's own, tags its records ``responder=<name>``, and calls ``check()`` after each
-    point (it raises when the responder is gone)."""
-
-    name: str
-    #: the target's cores it busy-polls: 100 % busy by design, left out of the settle rule and CPU figures
-    polling_cores: tuple[int, ...] = ()
-    check: Callable[[], None] = attrs.field(default=lambda: None, eq=False)
-    #: why the sweep reports no CPU utilisation for it (run.json and the sweep's progress say it)
-    cpu_note: str = ""
-
-
-@attrs.define
-class BootedTarget:
-    """What a boot flow hands over (farm.boot.flow): where the benchmarks run, and what the boot was."""
+@attrs.define(kw_only=True)
+class Boot:
+    """A booted target, as every flow's is (farm.boot.target.BootedTarget): which target, how the boot went,
+    and what run.json records of it. A flow's target extends it (:class:`LinuxTarget`, farm.boot.system's
+    SystemTarget) with what its benchmarks use."""
 
     name: str
     arch: str
-    target: Target
-    shell: object
+    target: Target | None  # labgrid's (None: a test's target that is not there)
+    console: ConsoleLog | None
     boot_seconds: float  # of the attempt that booted
-    console: ConsoleLog
     failed_attempts: list[str] = attrs.field(factory=list)  # infrastructure failures retried before it
     total_seconds: float = 0.0  # staging and every attempt
     retyped: list[str] = attrs.field(factory=list)  # bootloader commands whose echo differed, typed again
     #: what was booted beyond the image (a guest: QEMU's command line, accel, pinning, both kernels)
     topology: dict = attrs.field(factory=dict)
-    #: where the lab host reaches the benchmarks' ports when it is not the shell's own address (a guest's
-    #: ports are forwarded from its host)
-    reach_address: str | None = None
     #: the device tree booted: the image's DTB ({name, sha256}), "u-boot" (U-Boot's own), None (iPXE: none)
     dtb: dict | str | None = None
     #: the target is a QEMU twin: its clocks and cycle counters are QEMU's, not a board's
     emulated: bool = False
     #: what the flow adds to the boot's record (e.g. a guest's ``guest_seconds``: host ready -> guest ready)
     recorded: dict = attrs.field(factory=dict)
+
+    def record(self) -> dict:
+        """The boot as run.json records it (besides the run's own fields and the target's facts)."""
+        return {"boot_seconds": round(self.boot_seconds, 3), "failed_attempts": list(self.failed_attempts),
+                "retyped": list(self.retyped), "emulated": self.emulated,
+                **({"topology": self.topology} if self.topology else {}),
+                **({"dtb": self.dtb} if self.dtb else {}), **self.recorded}
+
+
+@attrs.define(kw_only=True)
+class LinuxTarget(Boot):
+    """A booted Linux (the netboot, guest and DPDK flows'): its shell (a farm.boot.target.ShellTarget) and
+    its network (a ServedTarget)."""
+
+    shell: Shell
+    #: where the lab host reaches the benchmarks' ports when it is not the shell's own address (a guest's
+    #: ports are forwarded from its host)
+    reach_address: str | None = None
     #: which CPU the shell's /proc/stat is: the board's cores ("board"), or a guest's vCPUs ("vcpus")
     cpu_scope: str = "board"
     #: CPUs read through a channel of their own, not the shell: scope -> a reader of their per-core times,
     #: called with ``reach(address, port) -> (host, port)`` (how the lab host reaches a port of the target's
     #: network): a guest's board (its host's CPU server) and its vCPUs (the guest's), farm.guest.channel
-    cpu_channels: dict = attrs.field(factory=dict)
+    cpu_channels: dict[str, CpuReader] = attrs.field(factory=dict)
     #: the echo responder the flow started (a DPDK echo), None: a sweep starts farm's own
     responder: Responder | None = None
 
@@ -143,13 +146,6 @@ class BootedTarget:
         """What the target says of itself (farm.boot.facts), its address the one the lab host reaches."""
         facts = read_facts(self.shell)
         return attrs.evolve(facts, address=self.reach_address) if self.reach_address else facts
-
-    def record(self) -> dict:
-        """The boot as run.json records it (besides the run's own fields and the target's facts)."""
-        return {"boot_seconds": round(self.boot_seconds, 3), "failed_attempts": list(self.failed_attempts),
-                "retyped": list(self.retyped), "emulated": self.emulated,
-                **({"topology": self.topology} if self.topology else {}),
-                **({"dtb": self.dtb} if self.dtb else {}), **self.recorded}
 
 
 def root_cause(exc: BaseException) -> BaseException:
@@ -215,17 +211,18 @@ def _power_off(target, strategy) -> None:
 @contextlib.contextmanager
 def boot_target(env: EnvFile, image: Image, job: str, console: ConsoleLog,
                 extra_bootargs: list[str] | None = None, attempts: int = 1, *,
-                prepare: Callable[[Target], None] | None = None, state: str = "shell") -> Iterator[BootedTarget]:
-    """Stage ``image`` for ``job`` and boot ``env``'s target to a shell; always power off and unstage.
+                prepare: Callable[[Target], None] | None = None, state: str = "shell") -> Iterator[Boot]:
+    """Stage ``image`` for ``job`` and boot ``env``'s target to a shell (a :class:`LinuxTarget`) or, at
+    ``state`` ``system``, to what a system image prints (a :class:`Boot`); always power off and unstage.
 
     ``prepare(target)`` is called once labgrid made the target, before anything is staged or powered
     (a flow tells the strategy what to boot, a twin how many vCPUs to start with); ``state``: where
     the boot ends, ``shell`` (a shell the benchmarks run on) or ``system`` (a system image booted as
-    it is: no shell, ``BootedTarget.shell`` is None).
+    it is: no shell).
 
     An infrastructure failure (no bootloader prompt, TFTP, a reset, a timeout) powers the board off
     and tries again, up to ``attempts`` boots in all; a job or test failure (bad input, a kernel
-    that panics) is never retried. The failed attempts are in ``BootedTarget.failed_attempts``, or
+    that panics) is never retried. The failed attempts are in ``Boot.failed_attempts``, or
     in the final error's ``failed_attempts``.
     """
     if env.arch not in ("unknown", image.arch):
@@ -242,7 +239,7 @@ def boot_target(env: EnvFile, image: Image, job: str, console: ConsoleLog,
 @contextlib.contextmanager
 def boot_opened_target(target: Target, arch: str, image: Image, job: str, console: ConsoleLog,
                        extra_bootargs: list[str] | None = None, attempts: int = 1, *,
-                       state: str = "shell") -> Iterator[BootedTarget]:
+                       state: str = "shell") -> Iterator[Boot]:
     """:func:`boot_target` on a target labgrid made already (farm's pytest plugin: labgrid's ``target``)."""
     if attempts < 1:
         raise JobError(f"boot attempts must be at least 1, not {attempts}")
@@ -272,13 +269,12 @@ def boot_opened_target(target: Target, arch: str, image: Image, job: str, consol
                     exc.failed_attempts = failed
                     raise exc from None
                 _power_off(target, strategy)
-        booted = BootedTarget(target.name, arch, target, shell, time.monotonic() - t_attempt, console,
-                              emulated=any(isinstance(d, QEMUDriver) for d in target.drivers))
-        booted.failed_attempts = failed
-        booted.retyped = list(getattr(strategy, "retyped", []))
-        booted.dtb = getattr(strategy, "dtb_used", None)
-        booted.total_seconds = time.monotonic() - t0
-        yield booted
+        boot = dict(name=target.name, arch=arch, target=target, console=console,
+                    boot_seconds=time.monotonic() - t_attempt, failed_attempts=failed,
+                    total_seconds=time.monotonic() - t0, retyped=list(getattr(strategy, "retyped", [])),
+                    dtb=getattr(strategy, "dtb_used", None),
+                    emulated=any(isinstance(d, QEMUDriver) for d in target.drivers))
+        yield LinuxTarget(shell=shell, **boot) if state == "shell" else Boot(**boot)
     finally:
         with contextlib.suppress(Exception):
             if strategy is not None:

@@ -31,8 +31,9 @@ from ..measure import Measurement
 from ..measure.console import parse_stats
 from .facts import TargetFacts
 from .flow import BootRequest, FlowSetup, use_twin_cpus
-from .session import BootedTarget, boot_target
+from .session import Boot, boot_target
 from .system_settings import SystemSettings
+from .target import Responder
 from .watch import LINUX_FATAL, BootFailure, Fatal, raise_fatal
 
 KIND = "system"
@@ -72,12 +73,15 @@ def fit_parts(manifest: dict, artifact: str) -> tuple[str, str]:
     return header.get("kernel") or "", header.get("ramdisk") or ""
 
 
-@attrs.define
-class SystemTarget(BootedTarget):
-    """A booted system image: no shell; its console (the system's statistics) and its address."""
+@attrs.define(kw_only=True)
+class SystemTarget(Boot):
+    """A booted system image: no shell; its console (the system's statistics: a farm.boot.target.ConsoleTarget)
+    and the address its services are at (a ServedTarget)."""
 
     console_driver: Any = None
     facts: TargetFacts | None = None
+    #: a system answers the sweeps with its own echo (``served: true``), never one a flow started
+    responder: Responder | None = None
     patterns: tuple = ()  # farm.measure.console.StatsPattern: the setup's stats
     fatal: tuple[Fatal, ...] = ()
     #: console text not read yet by a benchmark: at first, what the system printed up to its ready line
@@ -206,7 +210,7 @@ class SystemFlow:
         return ImageRequest(given=built, label=built.name)
 
     @contextlib.contextmanager
-    def boot(self, request: BootRequest) -> Iterator[BootedTarget]:
+    def boot(self, request: BootRequest) -> Iterator[SystemTarget]:
         image: Image = request.image
         if image.kind != SYSTEM:
             raise JobError(f"image '{image.name}' is a {image.kind} image (kernel + initrd): the flow system boots "
@@ -244,8 +248,8 @@ class SystemFlow:
             seen = strategy.system_output
             console = booted.target.get_driver("ConsoleProtocol")
             fatal = (*LINUX_FATAL, *strategy.system.fatal)
-            target = SystemTarget(**{f.name: getattr(booted, f.name) for f in attrs.fields(BootedTarget)},
-                                  console_driver=console, patterns=self.settings.stats, fatal=fatal, unread=seen)
+            target = SystemTarget(**attrs.asdict(booted, recurse=False), console_driver=console,
+                                  patterns=self.settings.stats, fatal=fatal, unread=seen)
             address = self.settings.address if self.settings.address_pattern is None else None
             if self.settings.address_pattern is not None:  # in what it said so far, or waited for
                 taken = target.take_console(until=self.settings.address, seconds=self.settings.ready_timeout)

@@ -6,7 +6,6 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..bench.registry import IMPORTERS
 from ..results.outdir import OutDir, prepare_out_dir
 from ..values import min_boots_arg, name_arg, out_dir_arg
 
@@ -64,8 +63,8 @@ def _frequency_arg(text: str) -> float:
 def cmd_import(args: argparse.Namespace) -> int:
     from ..results import importers
 
-    records = importers.import_file(args.kind, args.file, setup=args.setup, target=args.target,
-                                    cpu_fraction=args.cpu_fraction, decrypt=args.decrypt)
+    options = {name: vars(args)[OPTION_DEST + name] for name in args.import_options}
+    records = importers.import_file(args.kind, args.file, setup=args.setup, target=args.target, options=options)
     if args.frequency is not None:
         records = importers.with_cycles(records, args.frequency, args.kind)
     prepared = prepare_out_dir(args.out, force=args.force)  # after reading: bad input moves nothing
@@ -105,16 +104,25 @@ def register(sub) -> None:
                    "first run's pipeline's compare.threshold, else 0: an interval holding 1.0 is inconclusive)")
     p.set_defaults(func=cmd_compare)
 
-    kinds = ", ".join(f"{name} ({importer.what}; benchmark {spec.suite}.{spec.name})"
-                      for name, (spec, importer) in IMPORTERS.items())
-    with_option = {option: [name for name, (_, i) in IMPORTERS.items() if option in i.options]
-                   for option in ("cpu_fraction", "decrypt")}
-    cycles = [name for name, (spec, _) in IMPORTERS.items() if spec.cycles_per_byte]
-    p = sub.add_parser("import", help="turn a captured tool output into a result directory",
-                       description="Read an output captured by hand or by the lab's old tools and write "
-                       "DIR/results.csv in the same record form as a live run, so `farm compare` and `farm "
-                       f"qualify` can use it. KIND: {kinds}.")
-    p.add_argument("kind", choices=list(IMPORTERS), metavar="KIND", help=" | ".join(IMPORTERS))
+    p = sub.add_parser("import", help="turn a captured tool output into a result directory")
+    p.defer(_import_arguments)  # the kinds and their options are the plugins': found when `farm import` is used
+
+
+#: where an importer's option lands in the parsed arguments (its own names never meet farm import's)
+OPTION_DEST = "import_option_"
+
+
+def _import_arguments(p: argparse.ArgumentParser) -> None:
+    """``farm import``'s kinds and options, from the registered importers (farm's and the lab's plugins')."""
+    from ..bench.registry import import_options, importer, importers
+    from ..errors import JobError
+
+    kinds = {name: importer(name) for name in importers()}
+    p.description = ("Read an output captured by hand or by the lab's old tools and write DIR/results.csv in the "
+                     "same record form as a live run, so `farm compare` and `farm qualify` can use it. KIND: "
+                     + ", ".join(f"{name} ({imp.what}; benchmark {spec.suite}.{spec.name})"
+                                 for name, (spec, imp) in kinds.items()) + ".")
+    p.add_argument("kind", choices=list(kinds), metavar="KIND", help=" | ".join(kinds))
     p.add_argument("file", help="the captured output")
     p.add_argument("--setup", required=True, type=name_arg,
                    help="setup name the records carry (e.g. bare-linux, kvm-guest): letters, digits and . _ -")
@@ -123,11 +131,15 @@ def register(sub) -> None:
                    help="result directory to write: new or empty")
     p.add_argument("--force", action="store_true", help="--out DIR holds something (an earlier import or run): "
                    "start it anew; its old content is moved aside to DIR.replaced-<time>")
-    p.add_argument("--cpu-fraction", action="store_true",
-                   help=f"{', '.join(with_option['cpu_fraction'])}: CPU_Utilisation is a 0-1 fraction, not percent")
-    p.add_argument("--decrypt", action="store_true",
-                   help=f"{', '.join(with_option['decrypt'])}: the capture is of `openssl speed -decrypt` (ciphers' "
-                   "direction=decrypt; encrypt otherwise, openssl's default)")
+    options = import_options()
+    for name, (option, with_it) in options.items():
+        try:
+            kind = {"action": "store_true"} if option.type is bool else {"type": option.type, "metavar": name.upper()}
+            p.add_argument(option.flag, dest=OPTION_DEST + name, help=f"{', '.join(with_it)}: {option.help}", **kind)
+        except argparse.ArgumentError as exc:  # a lab's option named as one of farm import's own
+            raise JobError(f"the import option {name!r} of {' and '.join(with_it)}: {exc}") from None
+    p.set_defaults(import_options=tuple(options))
+    cycles = [name for name, (spec, _) in kinds.items() if spec.cycles_per_byte]
     p.add_argument("--frequency", type=_frequency_arg, metavar="HZ",
                    help=f"{', '.join(cycles)}: the CPU clock of the capture (1.5GHz, 1500MHz, 1500000000); adds "
                    "cycles/byte per throughput, per process for openssl -multi, as a live run does")

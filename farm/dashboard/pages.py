@@ -385,8 +385,9 @@ def compare_page(a: RunDetail, b: RunDetail, pairs: Sequence[Pair], only_a: Sequ
         return f"{p.a.benchmark} {p.a.metric}" + (f" [{human_params(p.a.params)}]" if p.a.params else "")
 
     # a sweep's requested rate is a setting, its ratio always 1: not a bar
-    chart = ratio_chart([(label(p), p.ratio, verdict(p.ratio, direction(p.a.metric, p.a.unit), p.estimate),
-                          p.estimate.interval) for p in pairs if p.a.metric != "requested_throughput"],
+    chart = ratio_chart([(label(p), p.ratio, verdict(p.ratio, direction(p.a.metric, p.a.unit, p.a.benchmark),
+                                                     p.estimate), p.estimate.interval)
+                         for p in pairs if p.a.metric != "requested_throughput"],
                         f"{ra.run_id} vs {rb.run_id}")
     title = (f"Compare {setups[0]} → {setups[1]} in {ra.run_id}" if ra.run_id == rb.run_id and setups[0] and setups[1]
              else f"Compare {ra.run_id} → {rb.run_id}")

@@ -9,17 +9,18 @@
       - name: dpdk
         dpdk: {lcores: 0-1}              # the flow "dpdk": DPDK's echo on the netbooted Linux
       - name: bootelf
-        flow: bootelf                    # a flow by name (a lab's, registered by entry point)
+        flow: bootelf                    # a flow by name (a lab's, registered by its plugin)
 
 A :class:`FlowType` says how a setup names the flow (its ``name``, or the field holding its settings),
 the class of its settings (farm.schema: read and checked when the pipeline file is read, errors naming
-file:line: field, and in ``farm schema pipeline``),
-how run.json records them, and how the flow is made for a setup (farm.boot.flow.FlowSetup: the
-CPU frequency to pin, the ports the benchmarks need). farm's flows are below; a lab's are registered
-by entry point in the group ``farm.flows`` (:data:`ENTRY_POINT_GROUP`), each a :class:`FlowType`::
+file:line: field, and in ``farm schema pipeline``), how run.json records them, what its targets give the
+benchmarks (farm.boot.target: a shell, a served network, a system's console), and how the flow is made
+for a setup (farm.boot.flow.FlowSetup: the CPU frequency to pin, the ports the benchmarks need). Flow
+types come from plugins (farm.plugins, the hook ``farm_flows``): farm's are this module's
+(:func:`farm_flows`), a lab's come from its package by entry point in the group ``farm``::
 
-    [project.entry-points."farm.flows"]
-    bootelf = "mylab.sel4:BOOTELF"
+    [project.entry-points.farm]
+    mylab = "mylab.farm_plugin"          # its farm_flows() returns [BOOTELF], a FlowType
 
 so a new way of booting (a system image through ``bootm``/``bootelf``, a DPDK host) is a flow of its
 own, and neither the runner nor the pipeline model changes.
@@ -32,10 +33,13 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import attrs
 
+from .. import plugins
+from ..boot.target import ServedTarget, ShellTarget
+from ..hookspecs import hookimpl
+
 if TYPE_CHECKING:  # the flows themselves (labgrid) load when a run makes one, not when a file is read
     from ..boot.flow import BootFlow, FlowSetup
 
-ENTRY_POINT_GROUP = "farm.flows"
 DEFAULT = "netboot"
 
 
@@ -53,9 +57,11 @@ class FlowType:
     needs_settings: bool = False
     #: the settings as run.json records them under the setup's ``key`` (default: their fields)
     describe: Callable[[Any], Any] = attrs.field(default=lambda settings: _fields(settings))
-    #: its targets have a shell; without one (a system image: only its network and console) a benchmark
-    #: that needs a shell is refused when the pipeline file is read
-    shell: bool = True
+    #: what its booted targets implement (farm.boot.target: a shell, a network the lab host reaches, a
+    #: system image's console); a benchmark that needs more (``Params.requires``) is refused a setup of
+    #: this flow when the pipeline file is read. farm's Linux flows give a shell and a network, the
+    #: system flow a network and a console
+    gives: tuple[type, ...] = (ShellTarget, ServedTarget)
     #: the kind of image it boots (farm.images.image: ``linux``, kernel + initrd, or ``system``): the
     #: run's ``--image`` of that kind is its
     image_kind: str = "linux"
@@ -108,10 +114,11 @@ def _guest(spec: Any, setup: "FlowSetup") -> "BootFlow":
     return guest_flow(spec, setup)
 
 
-def _farm_flows() -> tuple[FlowType, ...]:
-    """farm's flows: the env file's netboot (the default), a Linux guest under QEMU/KVM on it
-    (docs/guest.md), a system image booted as it is (farm.flows.system, docs/system-images.md), and DPDK's
-    echo on the netbooted Linux (farm.flows.dpdk, docs/dpdk.md)."""
+@hookimpl
+def farm_flows() -> tuple[FlowType, ...]:
+    """farm's flows (a builtin plugin, farm.plugins.BUILTIN): the env file's netboot (the default), a Linux
+    guest under QEMU/KVM on it (docs/guest.md), a system image booted as it is (farm.flows.system,
+    docs/system-images.md), and DPDK's echo on the netbooted Linux (farm.flows.dpdk, docs/dpdk.md)."""
     from ..guest.spec import GuestSpec
     from .dpdk import DPDK_FLOW
     from .system import SYSTEM_FLOW
@@ -122,32 +129,9 @@ def _farm_flows() -> tuple[FlowType, ...]:
             SYSTEM_FLOW, DPDK_FLOW)
 
 
-_REGISTERED: dict[str, FlowType] = {}
-
-
-def register(flow: FlowType) -> FlowType:
-    """Add a flow type (a second of one name or settings field is a ValueError: a programming error)."""
-    types = flow_types()
-    if flow.name in types or (flow.key and any(t.key == flow.key for t in types.values())):
-        raise ValueError(f"flow {flow.name!r}: its name or settings field {flow.key!r} is taken")
-    _REGISTERED[flow.name] = flow
-    return flow
-
-
-def unregister(name: str) -> None:
-    """Remove a flow type registered with :func:`register` (for tests that register one of their own)."""
-    del _REGISTERED[name]
-
-
-def flow_types() -> dict[str, FlowType]:
-    """Every flow type by name: farm's, the lab's (entry points), those registered here."""
-    from importlib.metadata import entry_points
-
-    found = {t.name: t for t in _farm_flows()}
-    for entry in entry_points(group=ENTRY_POINT_GROUP):
-        flow = entry.load()
-        found.setdefault(flow.name, flow)
-    return {**found, **_REGISTERED}
+def flow_types() -> Mapping[str, FlowType]:
+    """Every flow type by name: farm's and the lab's plugins' (farm.plugins, found once per process)."""
+    return plugins.flows()
 
 
 def setup_flow(named: str | None, given: Mapping[str, Any]) -> SetupFlow:

@@ -20,7 +20,8 @@ errors name file:line: field): the regexes
 compile, the address pattern has its ``address`` group; the path is checked when the image is made
 (the build stage, before any boot: farm reproduce boots the archived image, not the path). Without ``path``, the setup
 boots the run's ``--image`` of a system image (``farm run --image loader.img``). The targets of this
-flow have no shell (``FlowType.shell``): a benchmark that needs one is refused when the file is read.
+flow have no shell, only a network and a console (``FlowType.gives``): a benchmark that needs a shell is
+refused when the file is read.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..boot.system_settings import SystemSettings
+from ..boot.target import ConsoleTarget, ServedTarget
 from ..images.image import SYSTEM
 from . import FlowType
 
@@ -46,4 +48,5 @@ def given_load_addr(settings: SystemSettings) -> int | None:
 
 
 SYSTEM_FLOW = FlowType(NAME, _make, key=NAME, settings=SystemSettings, describe=SystemSettings.describe,
-                       shell=False, image_kind=SYSTEM, given_load_addr=given_load_addr, needs_settings=True)
+                       gives=(ServedTarget, ConsoleTarget), image_kind=SYSTEM, given_load_addr=given_load_addr,
+                       needs_settings=True)

@@ -27,7 +27,7 @@ import attrs
 
 from ..boot.facts import read_facts
 from ..boot.flow import BootRequest, FlowSetup, NetbootFlow
-from ..boot.session import BootedTarget
+from ..boot.session import LinuxTarget
 from ..images.host import guest_files
 from ..images.request import ImageRequest
 from ..errors import JobError
@@ -55,7 +55,7 @@ class GuestFlow:
         return ImageRequest(recipe=image.recipe, carries=guest, needs=host_needs)
 
     @contextlib.contextmanager
-    def boot(self, request: BootRequest) -> Iterator[BootedTarget]:
+    def boot(self, request: BootRequest) -> Iterator[LinuxTarget]:
         kernel, initrd = guest_files(request.image.manifest)  # not a host image: a JobError before booting
         with self.host.boot(request) as host:
             host_facts = read_facts(host.shell)

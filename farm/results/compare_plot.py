@@ -41,7 +41,7 @@ def ratio_bars(comparison: Comparison) -> dict[tuple[str, str], list[Bar]]:
     for row in comparison.rows:
         if comparison.sweeps and row.key.benchmark == SWEEP_BENCHMARK:
             continue
-        better = direction(row.key.metric, row.key.unit)
+        better = direction(row.key.metric, row.key.unit, row.key.benchmark)  # the registration says, then the unit
         for s, (r, e) in enumerate(zip(row.ratios, row.estimates or (None,) * len(row.ratios))):
             if r is not None and math.isfinite(r):
                 panels.setdefault((row.key.metric, row.key.unit), []).append(

@@ -2,9 +2,9 @@
 mailing-list post, the lab's old ipbench CSVs) as farm records, so that ``farm compare`` and
 ``farm qualify`` can put it beside a farm run.
 
-One path for every kind: the kind names an importer of a benchmark's registration
-(:data:`farm.bench.registry.IMPORTERS`), whose pure ``read`` turns the text into measurements; this
-module reads the file, names it in every error, and stamps the measurements into records.
+One path for every kind: the kind names a registered importer (farm.bench.registry.importers: farm's, and
+a lab's plugin's), whose pure ``read`` turns the text into measurements of its benchmark, with the options
+it declares; this module reads the file, names it in every error, and stamps the measurements into records.
 
 An import is reproducible and recognisable: its ``run_id`` is ``import-`` + 16 hex digits of the
 SHA-256 of what makes it (the file's content, the importer, the setup, the target and the options:
@@ -23,11 +23,11 @@ import json
 import os
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable, Mapping
 
 import attrs
 
-from farm.bench.registry import IMPORTERS, ImportOptions, importer
+from farm.bench.registry import ImportOptions, import_options, importer, importers
 from farm.errors import JobError, ParseError
 from farm.measure import BenchmarkError, ImpossibleValue, check_measurements
 from farm.results.csvout import write_records
@@ -37,12 +37,19 @@ PathLike = str | os.PathLike[str]
 UNKNOWN = "unknown"
 
 
-def import_file(kind: str, path: PathLike, *, setup: str, target: str = UNKNOWN, cpu_fraction: bool = False,
-                decrypt: bool = False, warn: Callable[[str], None] | None = None) -> list[Record]:
+#: the options of the imports made before importers declared their options: always part of an import's identity
+#: (False unless given), so that importing a file again gives the id it was given then
+LEGACY_ID_OPTIONS = {"cpu_fraction": False, "decrypt": False}
+
+
+def import_file(kind: str, path: PathLike, *, setup: str, target: str = UNKNOWN,
+                options: Mapping[str, Any] | None = None, warn: Callable[[str], None] | None = None) -> list[Record]:
     """Records from the captured output ``path`` of importer ``kind`` (``farm import KIND``), as a
     live run of its benchmark would have written them: its suite and benchmark, ``repeat`` as the
-    importer numbers the runs in the capture. ``cpu_fraction`` is an option of the ipbench importer
-    only, ``decrypt`` (a capture of ``openssl speed -decrypt``) of the openssl one (another kind refuses them); ``warn`` gets each warning, the file named (default: stderr).
+    importer numbers the runs in the capture. ``options``: the values given of the options importers
+    declare (farm.bench.registry.ImportOption: ``{"cpu_fraction": True}`` of the ipbench importer, ``decrypt``
+    of the openssl one), an option another kind declares refused; ``warn`` gets each warning, the file
+    named (default: stderr).
 
     Errors name the file: it cannot be read, is not UTF-8 (a leading BOM is dropped), its text is
     not the tool's output (:class:`~farm.errors.ParseError`, exit 2) or holds no measurement, or
@@ -52,20 +59,24 @@ def import_file(kind: str, path: PathLike, *, setup: str, target: str = UNKNOWN,
     for name, value in (("setup", setup), ("target", target)):
         if not isinstance(value, str) or not value.strip():
             raise JobError(f"import {path}: {name} {value!r}: expected a non-empty name")
-    for option, given in (("cpu_fraction", cpu_fraction), ("decrypt", decrypt)):
-        if given and option not in imp.options:
-            with_it = [n for n, (_, i) in IMPORTERS.items() if option in i.options]
-            raise JobError(f"import {kind}: --{option.replace('_', '-')} applies to {' and '.join(with_it)} "
-                           "imports only")
+    known = import_options()
+    if (unknown := sorted(set(options or {}) - set(known))):
+        raise JobError(f"import {kind}: no import option {unknown[0]!r} (options: {', '.join(known) or 'none'})")
+    given = {name: value for name, value in (options or {}).items() if value != known[name][0].default}
+    declared = {o.name: o for o in imp.options}
+    for name in given:
+        if name not in declared:  # another kind's: it would be ignored here
+            option, kinds = known[name]
+            raise JobError(f"import {kind}: {option.flag} applies to {' and '.join(kinds)} imports only")
     data = _read(path)
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
         raise ParseError(f"{path}: not UTF-8 text ({e})") from None
     say = warn or ImportOptions().warn
-    options = ImportOptions(cpu_fraction=cpu_fraction, decrypt=decrypt, warn=lambda text: say(f"{path}: {text}"))
+    values = {name: given.get(name, option.default) for name, option in declared.items()}
     try:
-        captured = list(imp.read(text, options))
+        captured = list(imp.read(text, ImportOptions(values, warn=lambda text: say(f"{path}: {text}"))))
         check_measurements(spec.name, (m for _, m in captured))
     except ParseError as e:
         raise ParseError(f"{path}: {e}") from None
@@ -77,7 +88,7 @@ def import_file(kind: str, path: PathLike, *, setup: str, target: str = UNKNOWN,
         raise BenchmarkError(e.tool, f"{path}: {e.message}") from None
     if not captured:
         raise ParseError(f"{path}: no {spec.suite}.{spec.name} measurement found in it")
-    identity = {"importer": kind, "setup": setup, "target": target, "cpu_fraction": cpu_fraction, "decrypt": decrypt}
+    identity = {"importer": kind, "setup": setup, "target": target, **LEGACY_ID_OPTIONS, **given}
     context = RunContext(run_id=run_id(data, identity), target=target, arch=UNKNOWN, setup=setup, image="",
                          suite=spec.suite)
     timestamp = mtime_iso(path)
@@ -92,7 +103,7 @@ def with_cycles(records: list[Record], frequency_hz: float, kind: str) -> list[R
 
     spec, _ = importer(kind)
     if not spec.cycles_per_byte:
-        with_cycles_kinds = [name for name, (s, _) in IMPORTERS.items() if s.cycles_per_byte]
+        with_cycles_kinds = [name for name in importers() if importer(name)[0].cycles_per_byte]
         raise JobError(f"import {kind}: --frequency gives cycles/byte of {' and '.join(with_cycles_kinds)} "
                        "imports only")
     from farm.results.identity import with_cycle_source

@@ -115,8 +115,8 @@ def run_pipeline(pipeline_path: str | Path, *, out: Path | None = None, env_over
     """Carry out a pipeline file. ``flow_for``: the boot flow of a setup (default: the one its pipeline
     file chose, farm.flows); ``listeners``: more hooks
     (farm.run.events), besides the run directory, ``progress`` and farm's and the lab's listeners
-    (the results store, the archive, entry points); ``registry``: the benchmarks (default: farm's,
-    farm.bench.registry); ``images``: (architecture, setup) -> the image to boot as it is, nothing
+    (the results store, the archive, entry points); ``registry``: the benchmarks (default: the registered
+    ones, farm's and the lab's plugins', farm.bench.registry); ``images``: (architecture, setup) -> the image to boot as it is, nothing
     built (``farm reproduce``: the original run's, from the archive); ``seed``: a shuffled boot
     order's seed instead of the pipeline's or a drawn one (``farm reproduce``: the original's, so its
     boots run in the same order)."""

@@ -15,7 +15,8 @@ from typing import Any, Literal, Mapping
 
 import attrs
 
-from ..bench.registry import BENCHMARKS
+from ..bench import registry as benchmark_registry
+from ..boot.target import ShellTarget, lacking, what
 from ..config import load_yaml
 from ..errors import JobError
 from ..flows import FlowType, SetupFlow, flow_types, setup_flow
@@ -159,11 +160,11 @@ class _SetupFields:
 
     def validate(self, given: Mapping[str, Any]) -> None:
         flow = setup_flow(self.flow, self.settings())  # type: ignore[attr-defined]
-        if self.cpu_frequency_khz is not None and not flow.type.shell:  # type: ignore[attr-defined]
+        if self.cpu_frequency_khz is not None and ShellTarget not in flow.type.gives:  # type: ignore[attr-defined]
             # the frequency is set through cpufreq on the target's shell; a system image has none, and its
             # flow would ignore the value, so the run would record a frequency nobody set
-            raise Invalid(f"the flow {flow.name} boots a system image without a shell: farm cannot set its CPU "
-                          "frequency (the lab's system sets its own)", key="cpu_frequency_khz")
+            raise Invalid(f"the flow {flow.name} gives no shell ({what(flow.type.gives)}): farm cannot set its CPU "
+                          "frequency (cpufreq, on the shell; the lab's system sets its own)", key="cpu_frequency_khz")
         if self.image is not None and flow.type.image_kind != LINUX:  # type: ignore[attr-defined]
             raise Invalid(f"a setup of the flow {flow.name} names its image in {flow.type.key}.path", key="image")
 
@@ -221,11 +222,13 @@ class _PipelineFields:
         nodes = given.get("setups") or []
         for i, bench in enumerate(self.benchmarks):  # type: ignore[attr-defined]
             for j, (setup, flow) in enumerate(zip(setups, flows)):
-                if not flow.type.shell and bench.params.needs_shell():
+                # the benchmark's needs of the booted target (farm.boot.target) against what the setup's flow
+                # gives: a pairing that cannot work is refused now, not after a board was booted
+                if (missing := lacking(bench.params.requires(), flow.type.gives)):
                     node = nodes[j] if j < len(nodes) else None
                     where = node.where("name") if hasattr(node, "where") else f"setups[{j}]"
-                    raise Invalid(f"needs a shell on the target, and setup {setup.name} ({where}) has none: its "
-                                  f"flow, {flow.name}, boots a system image (only its network and console)",
+                    raise Invalid(f"needs {what(missing)} on the target, and setup {setup.name} ({where}) has none: "
+                                  f"its flow, {flow.name}, gives {what(flow.type.gives)}",
                                   key=("benchmarks", i, bench.name))
 
 
@@ -257,15 +260,16 @@ def _pipeline_class(registry: tuple[tuple[str, type], ...], types: tuple[FlowTyp
 
 
 def pipeline_file(registry: Mapping[str, Any] | None = None) -> type:
-    """The pipeline file's class: its fields, with ``registry``'s benchmarks (default: farm's) and every
-    registered flow."""
-    registry = BENCHMARKS if registry is None else registry
+    """The pipeline file's class: its fields, with ``registry``'s benchmarks (default: the registered ones, farm's
+    and the lab's plugins') and every registered flow."""
+    registry = benchmark_registry.benchmarks() if registry is None else registry
     return _pipeline_class(tuple(sorted((name, spec.params) for name, spec in registry.items())),
                            tuple(flow_types().values()))
 
 
 def load_pipeline(path: str | Path, registry: Mapping[str, Any] | None = None) -> Pipeline:
-    """Read and check a pipeline file; ``registry``: the benchmarks it may name (default: farm's)."""
+    """Read and check a pipeline file; ``registry``: the benchmarks it may name (default: the registered ones,
+    farm's and the lab's plugins')."""
     from ..schema.read import structure
 
     doc = structure(load_yaml(path, "pipeline file"), pipeline_file(registry))

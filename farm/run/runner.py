@@ -18,11 +18,12 @@ import attrs
 
 from ..measure import BenchmarkError
 from ..bench.context import BenchContext
-from ..bench.registry import BENCHMARKS
+from ..bench import registry as benchmark_registry
 from ..boot.console_log import ConsoleLog
 from ..boot.facts import TargetFacts
 from ..boot.flow import BootFlow, BootRequest, FlowSetup
 from ..boot.session import EnvFile
+from ..boot.target import BootedTarget, not_implemented, what
 from ..errors import EXIT_INFRA_ERROR, EXIT_JOB_ERROR, EXIT_OK, EXIT_TEST_FAILURE, FarmError, InfrastructureError, JobError, interrupt_in
 from ..images.image import LINUX, Image
 from ..images.needs import Needs
@@ -94,7 +95,8 @@ class Runner:
     run: RunDir
     hooks: Hooks
     flow_for: Callable[[Setup], BootFlow] | None = None  # None: Runner.flow
-    registry: Mapping[str, Any] = BENCHMARKS
+    #: the benchmarks by name (default: the registered ones, farm.bench.registry)
+    registry: Mapping[str, Any] = attrs.field(factory=lambda: benchmark_registry.benchmarks())
     #: (label, benchmark) pairs that passed in the run being resumed: not measured again
     done: frozenset[tuple[str, str]] = frozenset()
     #: how the run ends so far: the worst exit code of what failed (the runner's, told in run_ended)
@@ -220,6 +222,7 @@ class Runner:
             request = BootRequest(env, image, f"{self.run.run_id}-{plan.job}", console, setup.bootargs,
                                   self.pipeline.boot_attempts)
             with flow.boot(request) as booted:
+                check_handed_over(booted, setup)
                 facts = booted.read_facts()
                 frequency, source = cpu_frequency(facts, self.pipeline, env, setup)
                 ctx = BenchContext(booted, facts, lambda text: self.hooks.say(text=text),
@@ -335,8 +338,7 @@ class Runner:
             records += cycles_per_byte(records, {rc.target: frequency})
         records = with_cycle_source(records, cycle_source, twin=twin)
         # a CPU figure that does not say its CPU (a flow's channel's say it) is of the shell's CPU
-        scope = getattr(ctx.booted, "cpu_scope", "board")
-        records = with_cpu_scope(records, scope if isinstance(scope, str) else "board")
+        records = with_cpu_scope(records, ctx.cpu_scope)
         window = getattr(bench.params, "seconds", None) if bench.name == SWEEP else None
         records = flag_records(records, window_seconds=window, boot_flags=flags)
         if (flagged := sorted({f for r in records for f in flags_of(r)})):
@@ -348,6 +350,15 @@ class Runner:
         else:
             ended("pass", output="\n".join(f"{r.metric}[{r.params}] = {human(r.value, r.unit)}" for r in records))
         self.hooks.say(text=f"{name} ok in {time.monotonic() - t0:.1f}s: {len(records)} records")
+
+
+def check_handed_over(booted: object, setup: Setup) -> None:
+    """The booted target is what its setup's flow promised (farm.boot.target: every target a
+    ``BootedTarget``, and what ``FlowType.gives``: the pipeline's benchmarks were checked against that
+    promise when the file was read); a flow that breaks it is a JobError naming what is missing."""
+    if (missing := not_implemented(booted, (BootedTarget, *setup.flow.type.gives))):
+        raise JobError(f"setup {setup.name}: its flow, {setup.flow.name}, gives {what(setup.flow.type.gives)}, and "
+                       f"handed over a {type(booted).__name__}, which is no {', no '.join(p.__name__ for p in missing)}")
 
 
 def params_text(params: dict[str, Any]) -> dict[str, str]:

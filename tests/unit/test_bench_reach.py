@@ -4,11 +4,11 @@ the same guest port is never answered, so a second sweep in one boot got nothing
 from __future__ import annotations
 
 from farm.bench.context import BenchContext
+from tests.fakes import booted_target
 
 
-class _Booted:
-    def __init__(self):
-        self.target = type("Target", (), {})()
+def _a_boot():
+    return booted_target(target=type("Target", (), {})())  # each boot's labgrid target is its own
 
 
 class _Facts:
@@ -23,9 +23,9 @@ def test_every_benchmark_of_a_boot_reaches_a_port_through_one_forward(monkeypatc
         return "127.0.0.1", 40000 + len(calls)
 
     monkeypatch.setattr("farm.boot.network.reach", fake_reach)
-    booted = _Booted()
+    booted = _a_boot()
     first = BenchContext(booted, _Facts()).reach(7, ("udp",))
     again = BenchContext(booted, _Facts()).reach(7, ("udp",))  # the next benchmark (or repeat) of the boot
     assert first == again == ("127.0.0.1", 40001) and len(calls) == 1
     assert BenchContext(booted, _Facts()).reach(5201, ("tcp", "udp")) == ("127.0.0.1", 40002)
-    assert BenchContext(_Booted(), _Facts()).reach(7, ("udp",)) == ("127.0.0.1", 40003)  # another boot: anew
+    assert BenchContext(_a_boot(), _Facts()).reach(7, ("udp",)) == ("127.0.0.1", 40003)  # another boot: anew

@@ -238,6 +238,19 @@ def test_sweeps_are_curves_and_ratios_are_coloured_better_or_worse(tmp_path):
     assert (0x1f, 0x77, 0xb4) in colours and (0xff, 0x7f, 0x0e) in colours  # each setup its own colour (C0, C1)
 
 
+def test_a_bar_is_judged_by_its_benchmarks_registration_before_its_unit(tmp_path):
+    """iperf3's host_cpu is the lab host's CPU, in percent: its registration says it has no better direction
+    (a loaded lab host moves it, the target does not), so a rise of it is no worse bar, as another percent is."""
+    host_cpu = ("network", "iperf3", "protocol=tcp", "host_cpu", "percent")
+    loss = ("network", "iperf3", "protocol=udp", "lost_percent", "percent")
+    before = result_dir(tmp_path, "before", [*boots(host_cpu, 10.0, target="board", setup="s"), *boots(loss, 1.0, target="board", setup="s")])
+    after = result_dir(tmp_path, "after", [*boots(host_cpu, 30.0, target="board", setup="s"), *boots(loss, 3.0, target="board", setup="s")])
+    from farm.results.compare_plot import ratio_bars
+
+    bars = [b for panel in ratio_bars(compare([load_result_dir(before), load_result_dir(after)])).values() for b in panel]
+    assert {(b.row.key.metric, b.verdict) for b in bars} == {("host_cpu", "unknown"), ("lost_percent", "worse")}
+
+
 def test_cli_compare_of_one_run_directory_compares_its_setups(tmp_path):
     """`farm compare RUN_DIR` of a run with two setups (vm-vs-bare): the first setup is the reference;
     a run of one setup has nothing to compare and says so."""

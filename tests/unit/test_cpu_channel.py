@@ -16,6 +16,7 @@ import threading
 from pathlib import Path
 from types import SimpleNamespace
 
+import attrs
 import pytest
 
 from farm.bench import loadgen
@@ -24,7 +25,7 @@ from farm.bench.ipbench_sweep import _point, proc_stat_figures
 from farm.bench.network import SweepParams
 from farm.guest.channel import BOARD_CPU_PORT, CpuChannel, CpuChannelError, parse_answer, server_command
 from farm.measure import cpustat
-from tests.fakes import ScriptedShell
+from tests.fakes import ScriptedShell, booted_target
 from tests.loadgen_ssh import host_responder
 
 #: the MaaXBoard EL2 twin's host CPU server's answer (port 1238 through the twin's forward) with a KVM guest
@@ -128,9 +129,9 @@ def test_a_guest_sweep_point_records_the_boards_and_the_vcpus_cpu_through_their_
         def console(command):  # the guest's console: a CPU read there under load took > 60 s on the twin
             raise AssertionError(f"a console round trip: {command}")
 
-        booted = SimpleNamespace(shell=ScriptedShell(console), target=_Target(), cpu_scope="vcpus", responder=None,
-                                 cpu_channels={"board": CpuChannel("board", "10.0.2.15", board_port),
-                                               "vcpus": CpuChannel("vcpus", "10.0.2.15", vcpus)})
+        booted = booted_target(ScriptedShell(console), target=_Target(), cpu_scope="vcpus",
+                               cpu_channels={"board": CpuChannel("board", "10.0.2.15", board_port),
+                                             "vcpus": CpuChannel("vcpus", "10.0.2.15", vcpus)})
         ctx = BenchContext(booted, SimpleNamespace(address="10.0.2.15"))
         proc, echo_port = host_responder(tmp_path)
         try:
@@ -170,7 +171,7 @@ def test_run_json_says_what_a_channel_reads():
 
 
 def test_settling_reads_the_vcpus_on_the_shell_and_the_board_through_its_channel():
-    from farm.boot.session import Responder
+    from farm.boot.target import Responder
 
     reads = []
 
@@ -182,11 +183,11 @@ def test_settling_reads_the_vcpus_on_the_shell_and_the_board_through_its_channel
         reads.append("board")
         return {"cpu": cpustat.CpuTimes(len(reads), 0, 0, 100)}
 
-    guest = SimpleNamespace(shell=ScriptedShell(shell), cpu_scope="vcpus", cpu_channels={"board": channel}, responder=None)
+    guest = booted_target(ScriptedShell(shell), cpu_scope="vcpus", cpu_channels={"board": channel})
     windows = BenchContext(guest, None).cpu_windows()
     assert list(windows) == ["vcpus", "board"]
     windows["vcpus"](0.01)
     windows["board"](0.01)
     assert reads == ["shell", "board", "board"]  # one builtin window on the shell, two channel reads
-    polling = SimpleNamespace(**{**vars(guest), "responder": Responder("dpdk", (0,))})
+    polling = attrs.evolve(guest, responder=Responder("dpdk", (0,)))
     assert list(BenchContext(polling, None).cpu_windows()) == ["vcpus"]  # its vCPU thread polls on the board

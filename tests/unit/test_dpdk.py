@@ -16,7 +16,7 @@ from farm.flows.dpdk import DpdkSetupSettings
 from farm.results.identity import MetricKey
 from farm.run.model import load_pipeline
 
-from ..fakes import ScriptedShell
+from ..fakes import ScriptedShell, booted_target
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -209,24 +209,19 @@ def test_a_responder_param_splits_series_but_not_a_comparisons_row():
 
 
 def test_a_sweep_method_that_starts_its_own_echo_is_refused_on_a_flows_responder():
-    from types import SimpleNamespace
-
     from farm.bench.context import BenchContext
     from farm.bench.network import SweepParams, run_echo_sweep
-    from farm.boot.session import Responder
+    from farm.boot.target import Responder
     from farm.measure import BenchmarkError
 
-    booted = SimpleNamespace(responder=Responder("dpdk-testpmd-5tswap", (1,)), shell=None, target=None)
-    ctx = BenchContext(booted, None)
+    ctx = BenchContext(booted_target(responder=Responder("dpdk-testpmd-5tswap", (1,))), None)
     with pytest.raises(BenchmarkError, match="answers the echo itself \\(dpdk-testpmd-5tswap\\).*use method ipbench"):
         run_echo_sweep(ctx, SweepParams.of({"method": "ipbench-echo", "loads": [1], "duration": 1}))
 
 
 def test_the_settle_rule_reads_the_cores_a_responder_does_not_poll():
-    from types import SimpleNamespace
-
     from farm.bench.context import BenchContext
-    from farm.boot.session import Responder
+    from farm.boot.target import Responder
     from farm.measure.cpustat import WINDOW_MARK
     from farm.run.settle import busiest_core
 
@@ -236,11 +231,11 @@ def test_the_settle_rule_reads_the_cores_a_responder_does_not_poll():
     def shell():
         return ScriptedShell(lambda command: [*before, WINDOW_MARK, *after])
 
-    polling = SimpleNamespace(shell=shell(), cpu_scope="board", responder=Responder("dpdk", (1,)))
+    polling = booted_target(shell(), responder=Responder("dpdk", (1,)))
     (window,) = BenchContext(polling, None).cpu_windows().values()
     assert set(window(1.0)[0]) == {"cpu0"}
     assert busiest_core(*window(1.0)) == pytest.approx(10.0)  # core 1 polls at 97 %: not waited for
-    plain = SimpleNamespace(shell=shell(), cpu_scope="board")
+    plain = booted_target(shell())
     (window,) = BenchContext(plain, None).cpu_windows().values()
     assert busiest_core(*window(1.0)) > 90
 

@@ -165,3 +165,32 @@ def test_the_architecture_doc_lists_every_hook():
     listed = re.search(r"`RunSpec` holds their specs\s+\(([^)]*)\)", text)[1]
     specs = sorted(name for name in vars(RunSpec) if not name.startswith("_"))
     assert sorted(re.findall(r"`(\w+)`", listed)) == specs
+
+
+MISSPELT_PLUGIN = '''
+from farm.hookspecs import hookimpl
+
+
+@hookimpl
+def run_endd(status):  # no such hook: "run_ended"
+    pass
+'''
+
+
+@pytest.fixture
+def misspelt_plugin(tmp_path, monkeypatch):
+    yield from installed(tmp_path / "site", monkeypatch, dist="mylab-typo", group=ENTRY_POINT_GROUP,
+                         entry="typo = mylab_typo", module="mylab_typo", source=MISSPELT_PLUGIN)
+
+
+def test_a_labs_plugin_implementing_no_hook_of_farms_is_refused_when_it_is_found(misspelt_plugin, tmp_path, capsys):
+    from farm import plugins
+    from farm.cli import main
+    from farm.errors import EXIT_JOB_ERROR, JobError
+
+    with pytest.raises(JobError, match=r"^the farm plugin 'typo' \(mylab-typo 1.0, entry-point group farm\): "
+                                       r"unknown hook 'run_endd' \(farm.hookspecs names the hooks\)$"):
+        plugins.manager()
+    # the command that needs the plugins says so as a job error, before it reads anything
+    assert main(["import", "isal", str(tmp_path / "x.txt"), "--setup", "s", "--out", str(tmp_path / "o")]) == EXIT_JOB_ERROR
+    assert "farm: job error: the farm plugin 'typo'" in capsys.readouterr().err and not (tmp_path / "o").exists()

@@ -9,12 +9,13 @@ from pathlib import Path
 import pytest
 
 from farm.errors import JobError
-from farm.flows import ENTRY_POINT_GROUP, flow_types
+from farm.flows import flow_types
 from farm.guest.flow import GuestFlow
 from farm.images.request import ImageRequest
+from farm.plugins import ENTRY_POINT_GROUP, OLD_FLOWS_GROUP
 from farm.run.model import load_pipeline
-from farm.bench.registry import BENCHMARKS
-from tests.unit.labdist import installed
+from farm.bench.registry import benchmarks
+from tests.unit.labdist import LabPlugin, added, installed
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -51,7 +52,8 @@ def test_a_flow_that_does_not_fit_is_refused_when_the_file_is_read(tmp_path, set
 
 
 def test_the_guest_flow_builds_the_guests_image_with_the_benchmarks_needs_inside_the_hosts():
-    needs = BENCHMARKS["iperf3"].target_needs(BENCHMARKS["iperf3"].params())
+    iperf3 = benchmarks()["iperf3"]
+    needs = iperf3.target_needs(iperf3.params())
     own = ImageRequest(recipe=Path("images/maaxboard-bench.yaml"), needs=needs)
     netboot, guest = flow_types()["netboot"], flow_types()["netboot+guest"]
     assert netboot.make(None, _setup()).images(own) is own
@@ -73,6 +75,7 @@ def _setup(khz=None, ports=()):
 LAB_FLOW = """
 import attrs
 from farm.flows import FlowType
+from farm.hookspecs import hookimpl
 from farm.schema import setting
 
 
@@ -89,15 +92,20 @@ class BootElfSettings:
 
 BOOTELF = FlowType("bootelf", lambda settings, setup: BootElfFlow(settings.entry, setup), key="bootelf",
                    settings=BootElfSettings, needs_settings=True, describe=lambda s: {"entry": hex(s.entry)})
+
+
+@hookimpl
+def farm_flows():
+    return [BOOTELF]
 """
 
 
 @pytest.fixture
 def lab_flow(tmp_path, monkeypatch):
-    """A lab's flow as an installed distribution declares it: an entry point in the group ``farm.flows``
-    (a dist-info on sys.path, as pip would install it), pointing at a FlowType in a module of the lab's."""
+    """A lab's flow as an installed distribution declares it: a plugin in the entry-point group ``farm``
+    (a dist-info on sys.path, as pip would install it), whose ``farm_flows`` hook returns a FlowType."""
     yield from installed(tmp_path / "site", monkeypatch, dist="mylab-flows", group=ENTRY_POINT_GROUP,
-                         entry="bootelf = mylab_bootelf:BOOTELF", module="mylab_bootelf", source=LAB_FLOW)
+                         entry="mylab_bootelf = mylab_bootelf", module="mylab_bootelf", source=LAB_FLOW)
 
 
 def test_a_lab_adds_a_flow_by_entry_point(lab_flow, tmp_path):
@@ -114,3 +122,31 @@ def test_a_lab_adds_a_flow_by_entry_point(lab_flow, tmp_path):
     # the lab's settings are checked when the file is read, as farm's flows' are (the same reader)
     with pytest.raises(JobError, match=r"p.yaml:5: setups\[0\]\.bootelf: missing required field 'setups\[0\]\.bootelf\.entry'"):
         load_pipeline(pipeline(tmp_path, "  - {name: elf, bootelf: {}}\n"))
+
+
+@pytest.fixture
+def old_lab_flow(tmp_path, monkeypatch):
+    """A lab's flow as farm found them before flows were plugins: a FlowType per entry point of ``farm.flows``."""
+    yield from installed(tmp_path / "site", monkeypatch, dist="mylab-flows", group=OLD_FLOWS_GROUP,
+                         entry="bootelf = mylab_bootelf:BOOTELF", module="mylab_bootelf",
+                         source=LAB_FLOW.split("@hookimpl")[0])
+
+
+def test_the_older_entry_point_group_of_flows_still_works_and_says_it_is_deprecated(old_lab_flow, capsys):
+    import mylab_bootelf
+
+    assert flow_types()["bootelf"] is mylab_bootelf.BOOTELF
+    assert ("farm: warning: the flow mylab_bootelf:BOOTELF is registered in the entry-point group farm.flows, "
+            "which is deprecated: return it from a farm_flows() hook") in capsys.readouterr().err
+
+
+def test_a_flow_name_or_settings_field_is_one_plugins():
+    from farm.flows import FlowType
+
+    twice = LabPlugin(flows=[FlowType("netboot", lambda s, setup: None)])
+    same_field = LabPlugin(flows=[FlowType("another-guest", lambda s, setup: None, key="guest")])
+    for plugin, message in ((twice, "flow 'netboot' is registered already, by farm.flows"),
+                            (same_field, "the settings field of flow 'guest' is registered already, by farm.flows")):
+        with added(plugin, "mylab"), pytest.raises(JobError, match=f"farm plugin mylab: {message}"):
+            flow_types()
+    assert set(flow_types()) == {"netboot", "netboot+guest", "system", "dpdk"}

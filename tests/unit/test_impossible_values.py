@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from farm.bench.registry import BENCHMARKS, BenchmarkSpec
+from farm.bench.registry import BenchmarkSpec, benchmarks
 from farm.errors import EXIT_TEST_FAILURE
 from farm.measure import BenchmarkError, ImpossibleValue, Measurement, check_value, impossible
 from farm.run.events import Hooks
@@ -37,7 +37,7 @@ def test_live_benchmark_with_an_impossible_value_is_a_failed_benchmark(tmp_path,
         return [Measurement("iperf3", "sent_throughput", 9e8, "bit/s", {"protocol": "tcp"}),
                 Measurement("iperf3", "received_throughput", bad, "bit/s", {"protocol": "tcp"})]
 
-    spec = BENCHMARKS["iperf3"]
+    spec = benchmarks()["iperf3"]
     registry = {"iperf3": BenchmarkSpec("iperf3", spec.suite, fake_run, spec.params)}
     run = RunDir(tmp_path, RunInfo(run_id="r1", pipeline="p.yaml", pipeline_name="t", pipeline_sha256="", who="t",
                                    started="", farm_version="", git_sha=None, ci_job=None, envs=[], setups={}))

@@ -141,7 +141,7 @@ def test_repeated_points_get_the_next_repeat(tmp_path):
 
 def test_cpu_fraction_files(tmp_path):
     text = f"{HEADER}\n10000000,9995659,9996133,1472,58,92,481,23.79,87,0.033\n"
-    records = import_file("ipbench", write(tmp_path, text), setup="x", cpu_fraction=True)
+    records = import_file("ipbench", write(tmp_path, text), setup="x", options={"cpu_fraction": True})
     assert [r.value for r in records if r.metric == "cpu_utilisation"] == [pytest.approx(3.3)]
 
 

@@ -21,10 +21,12 @@ ROOT = Path(__file__).resolve().parents[2]
 FLOORS: tuple[tuple[tuple[tuple[str, ...], str], ...], ...] = (
     ((("farm", "farm.__version__", "farm.errors", "farm.secrets", "farm.signals", "farm.values", "farm.proc",
        "farm.hostnames", "farm.steplog", "farm.runid", "farm.config", "farm.schema", "farm.lglazy",
-       "farm.lgcompat"),
+       "farm.lgcompat", "farm.hookspecs", "farm.plugins"),
       "the ground: errors, masking, value checks, the YAML/JSON reader and the schema language every file is "
-      "declared in, labgrid loaded lazily and its private "
-      "state reached in one place (the coordinator's client below farm.boot uses it); no board, image or run"),),
+      "declared in, labgrid loaded lazily and its private state reached in one place (the coordinator's client "
+      "below farm.boot uses it), the hooks a plugin may implement and the process's plugin manager (farm's own "
+      "plugins, on the floors above, loaded by name when a command needs them, as a lab's are); no board, "
+      "image or run"),),
     ((("farm.measure",),
       "the parsers of tools' output and the Measurement: pure, the lowest of the domain packages"),),
     ((("farm.images",), "what boots: recipes, builds, the content-addressed cache"),
@@ -43,8 +45,8 @@ FLOORS: tuple[tuple[tuple[tuple[str, ...], str], ...], ...] = (
       "(direction, run lengths, importers), so above farm.bench"),),
     ((("farm.run",),
       "the runner, its hooks and its own listeners: a pipeline's flows, benchmarks, places and results; "
-      "names no flow (farm's other listeners, farm.store and farm.archive, are loaded by name when a run "
-      "starts, not imported)"),),
+      "names no flow (farm's other listeners, farm.store and farm.archive, are builtin plugins farm.plugins "
+      "loads by name when a run starts, not imported)"),),
     ((("farm.store",),
       "the results store: ingests what farm.results reads; a listener of farm.run's hooks (farm/store/hook.py "
       "imports farm.run.events' hookimpl, as a pytest plugin imports pytest)"),),

@@ -126,3 +126,26 @@ def test_the_farm_program_loads_labgrid_lazily_and_a_bad_command_still_lists_the
                           "registry": "farm.bench.registry" in sys.modules, "run": "farm.run" in sys.modules}))
     """)
     assert probe == {"code": 2, "lazy": "LazyPackage", "registry": False, "run": False}
+
+
+def test_farm_help_finds_no_plugin_and_farm_import_finds_them_once():
+    """`farm --help` (and every command but those that need them) scans no entry point and loads no
+    registration (farm.plugins); `farm import`'s parser does, once, when it is used."""
+    probe = _in_fresh_python("""
+        import contextlib, io, json, sys
+        from farm import cli, plugins
+
+        scans = []
+        real = plugins.pluggy.PluginManager.load_setuptools_entrypoints
+        plugins.pluggy.PluginManager.load_setuptools_entrypoints = lambda self, group: scans.append(group) or real(self, group)
+        seen = {}
+        for name, argv in (("help", ["--help"]), ("import", ["import", "--help"]), ("again", ["import", "--help"])):
+            sys.argv = ["farm", *argv]
+            with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):
+                cli.command_line()
+            seen[name] = {"scans": list(scans), "registry": "farm.bench.registry" in sys.modules,
+                                    "metadata": "importlib.metadata" in sys.modules}
+        print(json.dumps(seen))
+    """)
+    assert probe["help"] == {"scans": [], "registry": False, "metadata": False}
+    assert probe["import"] == probe["again"] == {"scans": ["farm"], "registry": True, "metadata": True}

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from farm.bench.registry import BENCHMARKS
+from farm.bench.registry import benchmarks
 from farm.images.needs import Needs, with_needs
 from farm.images.recipe import load_recipe
 from farm.images.request import ImageRequest
@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def needs(name: str, **given) -> Needs:
-    spec = BENCHMARKS[name]
+    spec = benchmarks()[name]
     return spec.target_needs(spec.params.of(given))
 
 

@@ -1,4 +1,5 @@
-"""farm.bench.registry: a benchmark is one registration, and what lists benchmarks derives from it."""
+"""farm.bench.registry: a benchmark is one registration (a plugin's: farm.plugins), and what lists benchmarks
+derives from it."""
 
 from __future__ import annotations
 
@@ -9,10 +10,12 @@ from pathlib import Path
 import attrs
 import pytest
 
+from farm import plugins
 from farm.bench import echo, network, registry
 from farm.bench.params import Params, param
-from farm.bench.registry import (BENCHMARKS, IMPORTERS, REGISTERED, BenchmarkSpec, Importer, by_param, once,
-                                 register, unregister)
+from farm.bench.registry import (IMPORTS, REGISTRATIONS, BenchmarkSpec, Importer, benchmarks, by_param, importers,
+                                 once, registered)
+from farm.bench.context import BenchContext
 from farm.cli import main
 from farm.errors import EXIT_JOB_ERROR, EXIT_OK, JobError, ParseError
 from farm.measure import (HIGHER_IS_BETTER, LOWER_IS_BETTER, UNKNOWN_DIRECTION, BenchmarkError, Measurement)
@@ -24,6 +27,8 @@ from farm.results.importers import import_file
 from farm.results.direction import direction
 from farm.results.qualify import NO_DIRECTION, REGRESSION, qualify
 from farm.results.record import Record
+from tests.unit.labdist import LabPlugin, added
+from tests.fakes import booted_target
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data"
@@ -44,12 +49,12 @@ def _parsed(parse) -> list[Measurement]:
     return found
 
 
-@pytest.mark.parametrize("name", sorted(REGISTERED))
+@pytest.mark.parametrize("name", sorted(spec.name for spec in REGISTRATIONS))
 def test_every_unit_a_benchmark_measures_has_a_direction(name):
     """Each parser of a registration reads some real captured output (tests/data), and every unit it
     gives there has its direction in the registration, so qualify never guesses for a registered
     benchmark (a new metric in a new unit fails here until its registration says which way is better)."""
-    spec = REGISTERED[name]
+    spec = registered()[name]
     assert spec.parsers, f"{name}: no parser registered"
     units: set[str] = set()
     for parse in spec.parsers:
@@ -64,27 +69,38 @@ def test_every_unit_a_benchmark_measures_has_a_direction(name):
 
 
 def test_names_are_defined_once_and_indexes_agree():
-    assert set(BENCHMARKS) == {"sweep", "iperf3", "openssl-speed", "isal", "exitcost", "console"}  # vmexit: imported only
-    assert REGISTERED["vmexit"].run is None and "vmexit" in {spec.name for spec, _ in IMPORTERS.values()}
-    assert list(IMPORTERS) == ["ipbench", "iperf3", "openssl", "isal", "vmexit"]
+    assert set(benchmarks()) == {"sweep", "iperf3", "openssl-speed", "isal", "exitcost", "console"}  # vmexit: imported only
+    assert registered()["vmexit"].run is None and "vmexit" in {i.benchmark for i in importers().values()}
+    assert list(importers()) == ["ipbench", "iperf3", "openssl", "isal", "vmexit"]
     assert registry.suites() == ("network", "crypto", "storage", "virt", "system")
     # the suites that get cycles/byte at the target's clock (the runner reads spec.cycles_per_byte)
-    assert {s.suite for s in REGISTERED.values() if s.cycles_per_byte} == {"crypto", "storage"}
-    with pytest.raises(ValueError, match="two registrations of benchmark 'iperf3'"):
-        register(BenchmarkSpec("iperf3", "network", None))
-    with pytest.raises(ValueError, match="importer name taken"):
-        register(BenchmarkSpec("other", "network", None, importers=(IMPORTERS["ipbench"][1],)))
-    assert "other" not in REGISTERED
+    assert {s.suite for s in registered().values() if s.cycles_per_byte} == {"crypto", "storage"}
+
+
+@pytest.mark.parametrize("plugin, message", [
+    (LabPlugin([BenchmarkSpec("iperf3", "network", None)]), "benchmark 'iperf3' is registered already, by farm.bench.registry"),
+    (LabPlugin(kinds=[IMPORTS[0]]), "import kind 'ipbench' is registered already, by farm.bench.registry"),
+    (LabPlugin(kinds=[Importer("frob", "frobnicate", "?", once(lambda text: []))]),
+     "import kind 'frob': no benchmark 'frobnicate' is registered"),
+    (LabPlugin(kinds=[Importer("frob", "sweep", "?", once(lambda text: []), (registry.ImportOption("decrypt", "?", int),))]),
+     "import kind 'frob': option 'decrypt' is of type int, and kind 'openssl' declares it of type bool"),
+])
+def test_a_plugin_cannot_take_a_name_or_change_an_options_type(plugin, message):
+    with added(plugin, "mylab"), pytest.raises(JobError, match=f"farm plugin mylab: {message}"):
+        importers()
+    assert "frob" not in importers() and registered()["iperf3"] is benchmarks()["iperf3"]
 
 
 class _Reached(Exception):
     """Stops a run function once it has asked for its ports."""
 
 
-class _FakeTarget:
-    """A BenchContext stand-in: commands succeed with no output; ``reach`` records the port."""
+class _FakeTarget(BenchContext):
+    """A benchmark's context on a target that is not there: commands succeed with no output; ``reach``
+    records the port."""
 
     def __init__(self) -> None:
+        super().__init__(booted_target(), None)
         self.ports: list[int] = []
 
     def run(self, command: str, *, timeout: float = 60, tool: str = "target") -> list[str]:
@@ -116,11 +132,11 @@ def test_the_ports_a_run_reaches_are_its_registered_ports(monkeypatch, name, par
     monkeypatch.setattr(echo, "run_load", stop)
     target = _FakeTarget()
     try:
-        BENCHMARKS[name].run(target, params)  # type: ignore[arg-type]
+        benchmarks()[name].run(target, params)  # type: ignore[arg-type]
     except (_Reached, ParseError, BenchmarkError):
         pass
-    assert set(target.ports) <= set(BENCHMARKS[name].ports), f"{name} {params}: reached {target.ports}"
-    if BENCHMARKS[name].suite == "network":
+    assert set(target.ports) <= set(benchmarks()[name].ports), f"{name} {params}: reached {target.ports}"
+    if benchmarks()[name].suite == "network":
         assert target.ports, "the fake target saw no reach: the test no longer runs the function"
 
 
@@ -145,9 +161,9 @@ def test_a_sweep_reaches_the_ports_it_chose_and_a_guest_forwards_them(monkeypatc
         target = _FakeTarget()
         monkeypatch.setattr(target, "run", lambda command, **kw: commands.append(command) or [], raising=False)
         with pytest.raises(_Reached):
-            BENCHMARKS["sweep"].run(target, params)  # type: ignore[arg-type]
+            benchmarks()["sweep"].run(target, params)  # type: ignore[arg-type]
         assert target.ports == reached, given
-        assert set(reached) <= set(BENCHMARKS["sweep"].ports_for(params))
+        assert set(reached) <= set(benchmarks()["sweep"].ports_for(params))
         if not params.served:  # farm's responder and farm_lukem listen where the lab host reaches them
             assert any(f"{echo.RESPONDER} -d -p {reached[0]}" in c for c in commands)
             assert lukem_bench.start_command(reached[1]) in commands
@@ -179,9 +195,9 @@ def test_a_sweeps_ports_are_checked_when_the_file_is_read(tmp_path, given, messa
 
 
 def test_registered_ports():
-    assert BENCHMARKS["iperf3"].ports == (5201,)
-    assert set(BENCHMARKS["sweep"].ports) == {echo.ECHO_PORT, lukem.PORT, network.IPERF3_PORT, network.SOCKPERF_PORT}
-    assert BENCHMARKS["openssl-speed"].ports == BENCHMARKS["isal"].ports == ()
+    assert benchmarks()["iperf3"].ports == (5201,)
+    assert set(benchmarks()["sweep"].ports) == {echo.ECHO_PORT, lukem.PORT, network.IPERF3_PORT, network.SOCKPERF_PORT}
+    assert benchmarks()["openssl-speed"].ports == benchmarks()["isal"].ports == ()
 
 
 # --- adding a benchmark: a parser, one registration, its tests -------------------------------
@@ -218,18 +234,21 @@ class FrobParams(Params):
     rounds: int = param(1, kind=int, run_length=True, check=_at_least_one)
 
 
+FROB_SPEC = BenchmarkSpec(
+    FROB, "toy", lambda ctx, params: parse_frob("\n".join(ctx.run(f"frob {params.rounds}"))),
+    FrobParams, parsers=(parse_frob,),
+    units={"bytes/s": HIGHER_IS_BETTER, "frobs": LOWER_IS_BETTER, "cycles/byte": LOWER_IS_BETTER},
+    cycles_per_byte=True, ports=(4242,))
+FROB_PLUGIN = LabPlugin([FROB_SPEC], [Importer("frob", FROB, "frobnicate's output", by_param(parse_frob, "round"))])
+
+
 @pytest.fixture
 def frob():
-    """The toy benchmark, registered for the test: that one object is all farm is told of it."""
-    spec = register(BenchmarkSpec(
-        FROB, "toy", lambda ctx, params: parse_frob("\n".join(ctx.run(f"frob {params.rounds}"))),
-        FrobParams, parsers=(parse_frob,),
-        importers=(Importer("frob", "frobnicate's output", by_param(parse_frob, "round")),),
-        units={"bytes/s": HIGHER_IS_BETTER, "frobs": LOWER_IS_BETTER, "cycles/byte": LOWER_IS_BETTER},
-        cycles_per_byte=True, ports=(4242,)))
-    yield spec
-    unregister(FROB)
-    assert FROB not in REGISTERED and "frob" not in IMPORTERS
+    """The toy benchmark and its import kind, registered by a plugin for the test: all farm is told of it."""
+    plugins.add(FROB_PLUGIN)
+    yield FROB_SPEC
+    plugins.remove(FROB_PLUGIN)
+    assert FROB not in registered() and "frob" not in importers()
 
 
 def test_a_new_benchmark_is_one_registration(frob, tmp_path, capsys):
@@ -263,7 +282,7 @@ def test_a_new_benchmark_is_one_registration(frob, tmp_path, capsys):
     assert direction("effort", "frobs") == UNKNOWN_DIRECTION
     base, cand = _frob_records([3.0, 3.1, 2.9], "r1"), _frob_records([6.0, 6.1, 5.9], "r2")  # twice the effort
     assert [c.verdict for c in qualify(base, cand).comparisons] == [REGRESSION]
-    unregister(FROB)
+    plugins.remove(FROB_PLUGIN)
     try:
         assert [c.verdict for c in qualify(base, cand).comparisons] == [NO_DIRECTION]
         # and the CLI no longer offers it
@@ -271,7 +290,7 @@ def test_a_new_benchmark_is_one_registration(frob, tmp_path, capsys):
     except SystemExit as exit:
         assert exit.code == EXIT_JOB_ERROR
     finally:
-        register(frob)
+        plugins.add(FROB_PLUGIN)
     assert "invalid choice: 'frob'" in capsys.readouterr().err
 
 
@@ -285,7 +304,7 @@ def test_the_cli_offers_every_registered_importer():
     help_text = subprocess.run([sys.executable, "-m", "farm.cli", "import", "--help"], capture_output=True,
                                text=True, cwd=ROOT, check=True).stdout
     assert "ipbench | iperf3 | openssl | isal | vmexit" in help_text
-    for name, (spec, importer) in IMPORTERS.items():
+    for importer in importers().values():
         assert importer.what.split(":")[0] in " ".join(help_text.split())
 
 
@@ -351,3 +370,13 @@ print("layered")
 """
     proc = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, cwd=ROOT)
     assert proc.stdout.strip() == "layered", proc.stderr
+
+
+def test_the_docs_list_the_benchmarks_farm_registers():
+    """docs/benchmarks.md's list is the registrations' (farm's own: a lab's plugin installed here adds none)."""
+    doc = (ROOT / "docs" / "benchmarks.md").read_text()
+    listed = doc.split("<!-- registered benchmarks: made by")[1].split("-->", 1)[1].split(
+        "<!-- registered benchmarks: end -->")[0]
+    assert listed.strip() == registry.markdown_table(REGISTRATIONS, IMPORTS).strip(), (
+        "docs/benchmarks.md's list is stale: write farm.bench.registry.markdown_table(REGISTRATIONS, IMPORTS) there")
+    assert {spec.name for spec in REGISTRATIONS} <= set(registered())  # farm's builtin plugin registers them all

@@ -12,15 +12,16 @@ from pathlib import Path
 import attrs
 import pytest
 
+import farm.bench.registry
 import farm.boot.flow
 import farm.boot.session
 import farm.run.runner
 from farm.boot.facts import TargetFacts
-from farm.boot.session import BootedTarget
 from farm.cli import main
 from farm.errors import (EXIT_INFRA_ERROR, EXIT_JOB_ERROR, EXIT_TEST_FAILURE, InfrastructureError, JobError,
                          TestFailure)
 from farm.images.build import Image
+from tests.fakes import booted_target
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 FACTS = TargetFacts(cpus=4, online="0-3", frequency_hz=None, frequency_source="unknown", governor="",
@@ -50,9 +51,16 @@ def boot_raising(exc: Exception):
 def booting(*args, **kwargs):
     @contextlib.contextmanager
     def boot_target(*a, **k):
-        yield BootedTarget("maaxboard-twin", "arm64", None, None, 1.0, None)
+        yield booted_target()
 
     return boot_target
+
+
+def with_iperf3(monkeypatch, **changes) -> None:
+    """The registered benchmarks, iperf3's registration changed (what `farm run` reads)."""
+    registered = farm.bench.registry.benchmarks()
+    changed = {**registered, "iperf3": attrs.evolve(registered["iperf3"], **changes)}
+    monkeypatch.setattr(farm.bench.registry, "benchmarks", lambda: changed)
 
 
 def junit(run_dir: Path) -> tuple[ET.Element, dict[str, ET.Element]]:
@@ -81,12 +89,10 @@ def test_a_boot_that_fails_is_a_testcase_of_its_exit_class(pipeline, tmp_path, m
 def test_a_job_error_in_a_benchmark_is_its_error_testcase(pipeline, tmp_path, monkeypatch):
     monkeypatch.setattr(farm.boot.flow, "boot_target", booting())
     monkeypatch.setattr(farm.boot.session, "read_facts", lambda shell: FACTS)
-    spec = farm.run.runner.BENCHMARKS["iperf3"]
-
     def bad_input(ctx, params):
         raise JobError("iperf3: the host has no iperf3")
 
-    monkeypatch.setitem(farm.run.runner.BENCHMARKS, "iperf3", attrs.evolve(spec, run=bad_input))
+    with_iperf3(monkeypatch, run=bad_input)
     out = tmp_path / "run"
     assert main(["run", str(pipeline), "--out", str(out)]) == EXIT_JOB_ERROR
     suite, cases = junit(out)
@@ -112,9 +118,7 @@ def test_a_passing_run_stays_green(pipeline, tmp_path, monkeypatch):
 
     monkeypatch.setattr(farm.boot.flow, "boot_target", booting())
     monkeypatch.setattr(farm.boot.session, "read_facts", lambda shell: FACTS)
-    spec = farm.run.runner.BENCHMARKS["iperf3"]
-    monkeypatch.setitem(farm.run.runner.BENCHMARKS, "iperf3", attrs.evolve(
-        spec, run=lambda ctx, params: [Measurement("iperf3", "received_throughput", 9e8, "bit/s")]))
+    with_iperf3(monkeypatch, run=lambda ctx, params: [Measurement("iperf3", "received_throughput", 9e8, "bit/s")])
     out = tmp_path / "run"
     assert main(["run", str(pipeline), "--out", str(out)]) == 0
     suite, cases = junit(out)

@@ -16,6 +16,7 @@ import pytest
 from farm.bench.console import STANDIN_STATS, parse_standin
 from farm.boot.system import choose_boot, find_address, fit_ramdisk_and_fdt
 from farm.boot.uboot import SystemBoot, system_boot_line, system_commands
+from farm.boot.target import ConsoleTarget, ServedTarget, ShellTarget
 from farm.errors import JobError, ParseError
 from farm.flows import FlowType, SetupFlow
 from farm.images.image import SYSTEM, load_image, manifest_problem
@@ -153,7 +154,7 @@ def _error(path: Path) -> str:
 def test_a_system_setup_needs_no_recipe_and_is_checked_when_read(tmp_path):
     p = load_pipeline(_pipeline(tmp_path, f"{{path: {STANDIN}, ready: 'farm-standin: ready', load_addr: 0x50000000}}"))
     setup = p.setups[0]
-    assert setup.flow.name == "system" and not setup.flow.type.shell and p.images == {}
+    assert setup.flow.name == "system" and setup.flow.type.gives == (ServedTarget, ConsoleTarget) and p.images == {}
     assert setup.flow.settings.load_addr == 0x50000000
     assert setup.describe()["system"]["ready"] == "farm-standin: ready"
     path = _pipeline(tmp_path, "{ready: '(unclosed'}")
@@ -176,7 +177,7 @@ def test_a_benchmark_that_needs_a_shell_is_refused_a_shell_less_setup(tmp_path):
     path = _pipeline(tmp_path, "{ready: r}", "[{console: {}}, {openssl-speed: {seconds: 1}}]")
     message = _error(path)
     assert message.startswith(f"{path}:6: benchmarks[1].openssl-speed: needs a shell on the target, and setup sel4")
-    assert "its flow, system, boots a system image" in message
+    assert "its flow, system, gives a network the lab host reaches and a system image's console" in message
 
 
 def test_a_system_setup_refuses_a_cpu_frequency_it_could_not_set(tmp_path):
@@ -185,7 +186,7 @@ def test_a_system_setup_refuses_a_cpu_frequency_it_could_not_set(tmp_path):
     path.write_text(f"name: sys\ntargets: [{{env: {TWIN}}}]\nsetups:\n  - name: sel4\n"
                     "    system: {ready: r}\n    cpu_frequency_khz: 1000000\nbenchmarks: [{console: {}}]\n")
     message = _error(path)
-    assert message.startswith(f"{path}:6: setups[0].cpu_frequency_khz: the flow system boots a system image")
+    assert message.startswith(f"{path}:6: setups[0].cpu_frequency_khz: the flow system gives no shell")
     assert "cannot set its CPU frequency" in message
     path.write_text(f"name: sys\ntargets: [{{env: {TWIN}}}]\nsetups:\n  - name: sel4\n"
                     "    system: {ready: r}\n    cpus: 1\nbenchmarks: [{console: {}}]\n")
@@ -307,7 +308,7 @@ def test_the_load_address_of_a_given_image_is_the_flows_word_not_the_runners(tmp
     own = attrs.evolve(other, flow=SetupFlow(sel4.flow.type, attrs.evolve(other.flow.settings, path=tmp_path)))
     assert given_load_addr(attrs.evolve(p, setups=(sel4, own))) == 0x40200000
     # a flow that does not say (no FlowType.given_load_addr) gives none, whatever its settings hold
-    mute = FlowType("mute-system", lambda settings, setup: None, key="mute", shell=False, image_kind=SYSTEM)
+    mute = FlowType("mute-system", lambda settings, setup: None, key="mute", gives=(ConsoleTarget,), image_kind=SYSTEM)
     silent = attrs.evolve(sel4, flow=SetupFlow(mute, sel4.flow.settings))
     assert given_load_addr(attrs.evolve(p, setups=(silent,))) is None
 
@@ -350,13 +351,13 @@ def test_a_served_sweep_needs_no_shell_and_its_cpu_is_the_targets(tmp_path):
     from farm.bench.network import SweepParams
 
     served = SweepParams.of({"served": True, "loads": [10]})
-    assert not served.needs_shell() and SweepParams.of({}).needs_shell()
+    assert served.requires() == (ServedTarget,) and SweepParams.of({}).requires() == (ShellTarget, ServedTarget)
     with pytest.raises(JobError, match="served: true: the CPU is the target's CPU target's"):
         SweepParams.of({"served": True, "cpu_target": False})
     with pytest.raises(JobError, match="not a parameter of this method"):
         SweepParams.of({"served": True, "method": "ipbench-echo"})
     p = load_pipeline(_pipeline(tmp_path, "{ready: r}", "[{sweep: {served: true, loads: [10]}}, "
                                                         "{iperf3: {served: true}}]"))
-    assert p.benchmarks[0].params.served and not p.benchmarks[1].params.needs_shell()
+    assert p.benchmarks[0].params.served and ShellTarget not in p.benchmarks[1].params.requires()
     assert "iperf3: needs a shell on the target" in _error(_pipeline(tmp_path, "{ready: r}", "[{iperf3: {}}]"))
     assert "sweep: needs a shell on the target" in _error(_pipeline(tmp_path, "{ready: r}", "[{sweep: {loads: [10]}}]"))
