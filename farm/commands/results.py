@@ -150,8 +150,9 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("qualify", help="compare a candidate run with a baseline; exit 1 on a regression",
-                       description="Compare every metric measured by both BASELINE and CANDIDATE. With enough "
-                       "repeats (7 a side at alpha 0.05) a regression is a (1 - alpha) interval of the ratio "
+                       description="Compare every metric measured by both BASELINE and CANDIDATE (one value per "
+                       "boot: the repeats inside a boot reduced to their median). With enough "
+                       "boots (5 a side) a regression is a (1 - alpha) interval of the ratio "
                        "candidate/baseline median lying wholly beyond --threshold in the bad direction for its "
                        "unit; one straddling the threshold is inconclusive (listed, not failed). With fewer, "
                        "a regression is a change of the median beyond --threshold in the bad direction that is "
