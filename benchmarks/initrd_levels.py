@@ -5,7 +5,7 @@
 
 Each image directory's initrd (a built image of farm's cache; default: every image in it whose initrd is
 zstd, e.g. ``~/.cache/farm/images/maaxboard-bench-*``) is unpacked once, then compressed at each level as
-farm's builder does (``zstd -q -LEVEL -T1 --check -c``: single-threaded, so the same bytes for the same
+farm's builder does (farm.images.build.zstd_command: single-threaded, so the same bytes for the same
 cpio), the levels interleaved run by run, and each result unpacked again (``zstd -d``, the stand-in for the
 kernel's unzstd). CPU is user + system of the zstd process (its rusage), so another process on the machine
 moves it little; the table gives the medians and each level's ratios to the highest level's. Writes
@@ -22,6 +22,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from farm.images.build import ZSTD_LEVEL, default_cache, zstd_command  # noqa: E402
+
 
 def cpu_of(command: list[str], data: bytes) -> tuple[float, bytes]:
     """The CPU seconds (user + system) a child process took on ``data``, and what it wrote."""
@@ -36,7 +40,7 @@ def measure(cpio: bytes, levels: list[int], runs: int) -> dict[int, dict[str, fl
     seen: dict[int, dict[str, list[float]]] = {lv: {"pack": [], "unpack": [], "size": []} for lv in levels}
     for _ in range(runs):
         for level in levels:
-            pack, packed = cpu_of(["zstd", "-q", f"-{level}", "-T1", "--check", "-c"], cpio)
+            pack, packed = cpu_of(zstd_command(level), cpio)
             unpack, unpacked = cpu_of(["zstd", "-q", "-d", "-c"], packed)
             assert unpacked == cpio, f"level {level}: zstd -d gave other bytes"
             seen[level]["pack"].append(pack)
@@ -60,10 +64,10 @@ def table(name: str, cpio_bytes: int, result: dict[int, dict[str, float]]) -> st
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("images", nargs="*", type=Path, help="image directories (default: the zstd ones of the cache)")
-    p.add_argument("--levels", default="3,9,12,15,19")
+    p.add_argument("--levels", default=f"3,9,12,15,{ZSTD_LEVEL}")
     p.add_argument("--runs", type=int, default=3)
     args = p.parse_args()
-    cache = Path(os.environ.get("FARM_CACHE") or Path.home() / ".cache" / "farm")
+    cache = default_cache()
     images = args.images or sorted(d for d in (cache / "images").glob("*") if (d / "initrd.cpio.zst").is_file())
     if not images:
         print(f"no image with a zstd initrd in {cache / 'images'}: build one first (farm build RECIPE)", file=sys.stderr)

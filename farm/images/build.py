@@ -37,6 +37,12 @@ BUILDER_VERSION = "1"
 TRIPLETS = {"arm64": "aarch64-linux-gnu", "amd64": "x86_64-linux-gnu"}
 KERNEL_NAMES = {"arm64": "Image", "amd64": "bzImage"}
 ZSTD_LEVEL = 19  # the smallest initrd zstd makes in seconds; the kernel's unzstd takes any level
+
+
+def zstd_command(level: int = ZSTD_LEVEL) -> list[str]:
+    """The initrd's compressor, reading stdin: single-threaded, so one input, level and zstd version give
+    the same bytes (benchmarks/initrd_levels.py measures the levels with it)."""
+    return ["zstd", "-q", f"-{level}", "-T1", "--check", "-c"]
 #: the library glibc dlopens to unwind a cancelled thread (farm.images.build._collect adds it to a glibc closure)
 UNWINDER = "libgcc_s.so.1"
 #: packages of the target's C library a program is not linked against (the cross compiler has its own)
@@ -390,8 +396,7 @@ def write_initrd(directory: Path, cpio: bytes, recipe: Recipe) -> str:
             with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=6) as gz:
                 gz.write(cpio)
         else:  # zstd: the same bytes for one input, level and zstd version (single-threaded)
-            done = subprocess.run(["zstd", "-q", f"-{ZSTD_LEVEL}", "-T1", "--check", "-c"], input=cpio, stdout=raw,
-                                  stderr=subprocess.PIPE)
+            done = subprocess.run(zstd_command(), input=cpio, stdout=raw, stderr=subprocess.PIPE)
             if done.returncode != 0:
                 raise recipe.error("initrd.compress", f"zstd failed (exit {done.returncode}): "
                                                       f"{done.stderr.decode(errors='replace').strip()[-300:]}")
