@@ -34,7 +34,6 @@ TWINS = {"maaxboard-lean": ("qemu-maaxboard", "aarch64"), "x86-lean": ("qemu-x86
 def boot_once(recipe: str, image, job: str, log_dir: Path) -> tuple[float, list[str]]:
     """One boot: its seconds from power on to the shell, and the checks that failed."""
     env_file, machine = TWINS[recipe]
-    failed = []
     with ConsoleLog(log_dir) as console:
         with boot_target(EnvFile.load(ROOT / "env" / f"{env_file}.yaml"), image, job, console) as booted:
             facts = read_facts(booted.shell)

@@ -43,7 +43,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))  # the suite's own lanes (tests/lanes.py: a light module, time and pathlib)
 
 from tests.lanes import lane  # noqa: E402
-from tests.weight import BUSY, CPU_FIELDS, PROPERTY, cpu_line, mmss  # noqa: E402
+from tests.weight import CPU_FIELDS, PROPERTY, busy_seconds, cpu_line, mmss  # noqa: E402
 MAKE_TEST = ("-n", "2")  # the Makefile's test target (tests/unit/test_suite_time.py checks)
 
 
@@ -102,7 +102,7 @@ def cpu_work(before: dict[str, int], after: dict[str, int], hz: int, cores: int)
     """Core-seconds by field between two readings, the busy ones summed, and the floor that sets: the work
     spread perfectly over ``cores`` (pure)."""
     spent = {field: (after.get(field, 0) - before.get(field, 0)) / hz for field in CPU_FIELDS}
-    busy = sum(spent[field] for field in BUSY)
+    busy = busy_seconds(before, after, hz)
     return {"seconds": spent, "busy_seconds": busy, "cores": cores, "floor_seconds": busy / cores}
 
 

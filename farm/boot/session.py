@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import time
-from pathlib import Path
 from typing import Callable, Iterator
 
 import attrs
