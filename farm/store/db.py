@@ -136,17 +136,23 @@ def _file_lock(eng: sa.Engine) -> Iterator[None]:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
+#: the newest migration's revision (farm/store/migrations/versions): a store already there is opened
+#: without importing alembic, which is a third of an ingesting command's start-up (tests/store/test_store.py
+#: checks this is alembic's head)
+HEAD_REVISION = "0007"
+
+
 def upgrade(eng: sa.Engine) -> None:
     """Migrate the database to the newest schema (from empty too); nothing happens when it is there.
     Commands that open a new store at once take turns: one migrates, the others find it done. A
     database a newer farm migrated (a revision this farm does not know) is refused, untouched."""
+    with eng.connect() as connection:
+        if _stored_revision(connection) == HEAD_REVISION:
+            return
     from alembic import command
     from alembic.script import ScriptDirectory
 
     head = head_revision()
-    with eng.connect() as connection:
-        if current_revision(connection) == head:
-            return
     with _file_lock(eng), eng.begin() as connection:
         if connection.dialect.name == "postgresql":  # held until this transaction (the migration) ends
             connection.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": _MIGRATION_LOCK})
@@ -166,6 +172,18 @@ def head_revision() -> str:
 
     cfg = _alembic_config(None)  # type: ignore[arg-type]
     return ScriptDirectory.from_config(cfg).get_current_head()
+
+
+def _stored_revision(connection: sa.Connection) -> str | None:
+    """The revision alembic recorded in the store (its alembic_version table), read without alembic; None
+    for a store with no schema yet (or one alembic would find unreadable: then alembic decides)."""
+    if not sa.inspect(connection).has_table("alembic_version"):
+        return None
+    try:
+        rows = connection.execute(sa.text("SELECT version_num FROM alembic_version")).scalars().all()
+    except sa.exc.DBAPIError:
+        return None
+    return rows[0] if len(rows) == 1 else None
 
 
 def current_revision(connection: sa.Connection) -> str | None:
