@@ -27,12 +27,8 @@ def test_example_directory_runs_on_the_twin(project_root, maaxboard_image, tmp_p
     tests = tmp_path / "user-tests"
     shutil.copytree(project_root / "examples" / "pytest", tests)
 
-    # labgrid's fixtures only: the strategy boots the env file's images: farm-image
-    plain = _pytest(project_root, tests, "-q", "test_labgrid_shell.py")
-    assert plain.returncode == 0, plain.stdout + plain.stderr
-    assert "2 passed" in plain.stdout
-
-    # farm's fixtures: the image given, the boot with retries, the records
+    # farm's fixtures: the image given, the boot with retries, the records (labgrid's fixtures alone, the
+    # strategy booting the env file's images: the READMEs' command below, with no farm option)
     proc = _pytest(project_root, tests, "-q", f"--farm-image={maaxboard_image.path}", f"--farm-out={tmp_path / 'out'}",
                    f"--junitxml={tmp_path / 'junit.xml'}", ".")
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -57,12 +53,21 @@ def _readme_commands(path) -> str:
     return re.search(r"```sh\n(.*?)```", text, re.S).group(1)
 
 
-@pytest.mark.parametrize("readme", ["examples/pytest/README.md", "README.md"])
-def test_the_readme_command_runs_as_written(project_root, maaxboard_image, tmp_path, readme):
-    """The README's commands, verbatim, in a copy of the repository's layout (its pyproject.toml, with
-    farm's ``-p no:labgrid``, the env and image files, the example directory; .venv the checkout's), as a
-    user runs them from the top of a checkout: 4 passed, results/junit.xml with farm's properties."""
-    commands = _readme_commands(project_root / readme)
+READMES = ("examples/pytest/README.md", "README.md")
+
+
+def test_the_readme_command_runs_as_written(project_root, maaxboard_image, tmp_path):
+    """The READMEs' commands, verbatim (each distinct one once: both READMEs give the same), in a copy of the
+    repository's layout (its pyproject.toml, with farm's ``-p no:labgrid``, the env and image files, the
+    example directory; .venv the checkout's), as a user runs them from the top of a checkout: 4 passed (the
+    two tests on labgrid's fixtures alone, the strategy booting the env file's image, and farm's two),
+    results/junit.xml with farm's properties."""
+    distinct = dict.fromkeys(_readme_commands(project_root / readme) for readme in READMES)
+    for number, commands in enumerate(distinct):
+        _run_readme_commands(project_root, commands, tmp_path / f"commands-{number}")
+
+
+def _run_readme_commands(project_root, commands: str, tmp_path) -> None:
     assert commands.startswith("cd examples/pytest\n") and "--lg-env=" in commands
     repo = tmp_path / "checkout"
     for part in ("env", "images", "examples/pytest"):
@@ -77,5 +82,8 @@ def test_the_readme_command_runs_as_written(project_root, maaxboard_image, tmp_p
     results = repo / "examples" / "pytest" / "results"
     props = {p.get("name"): p.get("value") for p in ET.parse(results / "junit.xml").getroot().iter("property")}
     assert props["farm.cpus"] == "4 count"
+    cases = {(c.get("classname"), c.get("name")) for c in ET.parse(results / "junit.xml").getroot().iter("testcase")
+             if not {child.tag for child in c} & {"failure", "error", "skipped"}}  # the passed ones
+    assert {("test_labgrid_shell", "test_shell_answers"), ("test_labgrid_shell", "test_kernel_is_linux")} <= cases, cases
     (run,) = results.glob("pytest-*/results.csv")
     assert {r["metric"] for r in csv.DictReader(run.open())} == {"cpus", "boot_seconds"}
