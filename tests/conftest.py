@@ -19,8 +19,19 @@ def project_root() -> Path:
     return ROOT
 
 
+def pytest_configure(config):
+    """Bytecode written, whatever the environment says: the suite starts some thousand Python processes (farm
+    commands, labgrid's coordinators and exporters, the tests' own helpers), and with PYTHONDONTWRITEBYTECODE
+    set (as in this project's CI sandbox) and a fresh .venv (scripts/setup.sh installs with pip --no-compile)
+    every one of them compiled farm and its libraries from source again: `farm import` 4.0 CPU-s instead of
+    1.35 (docs/speed.md round 12). Unset here, in the first process, before xdist starts its workers: the
+    first process to import a module writes its __pycache__, every later one reads it."""
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    sys.dont_write_bytecode = False
+
+
 def pytest_collection_modifyitems(session, config, items):
-    """The suite's two lanes (tests/lanes.py) in their order, the lean-kernel tests last."""
+    """The suite's lanes (tests/lanes.py) in their order, the lean-kernel tests last."""
     from . import lanes, prebuild
 
     lanes.arrange(items, prebuild.MARKER)
@@ -30,7 +41,7 @@ def pytest_collection_modifyitems(session, config, items):
 
 @pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: `-p no:xdist` runs without it
 def pytest_xdist_make_scheduler(config, log):
-    """Under pytest-xdist (``-n 2``), one worker per lane (tests/lanes.py), whatever ``--dist`` says."""
+    """Under pytest-xdist (``-n 3``), one worker per lane (tests/lanes.py), whatever ``--dist`` says."""
     from . import lanes
 
     return lanes.scheduler(config, log)
