@@ -8,10 +8,10 @@ setup:
 demo: setup
 	.venv/bin/farm run pipelines/smoke.yaml
 
-# the whole test suite, QEMU boots included (what CI runs); two lanes side by side, the twins' tests in one
-# worker and the rest in the other (tests/lanes.py)
+# the whole test suite, QEMU boots included (what CI runs); three lanes side by side, a worker each: the
+# twins' tests, the virtual farm's, the rest (tests/lanes.py)
 test: setup
-	.venv/bin/pytest -n 2
+	.venv/bin/pytest -n 3
 
 # only the fast tests that need no QEMU
 unit: setup

@@ -4,10 +4,10 @@
     .venv/bin/python benchmarks/suite_time.py --fresh [--out DIR] [-- PYTEST ARGS...]
     .venv/bin/python benchmarks/suite_time.py --warm  [--out DIR]
 
-Runs the suite as `make test` does (``.venv/bin/pytest -n 2``: its two lanes side by
+Runs the suite as `make test` does (``.venv/bin/pytest -n 3``: its three lanes side by
 side, tests/lanes.py; the whole of it unless pytest arguments follow ``--``), with a JUnit XML report, and sums each testcase's time (setup, call and teardown) by group: the
 directory under tests/ (tests/boot, tests/unit, ...; the files at the top of tests/ are "tests/*"), and the
-slowest tests, and by lane (tests/lanes.py: the twins' worker and the other one, side by side). The host's
+slowest tests, and by lane (tests/lanes.py: the twins' worker, the farm's and the rest's, side by side). The host's
 1-minute load is sampled every second (other engineers' QEMUs counted apart), and the machine's CPU time is
 read from /proc/stat before and after: the core-minutes of work the run took, and so the shortest any order
 of that work could take on this machine's cores (machine-wide: another engineer's work counts too, which
@@ -44,7 +44,7 @@ sys.path.insert(0, str(ROOT))  # the suite's own lanes (tests/lanes.py: a light 
 
 from tests.lanes import lane  # noqa: E402
 from tests.weight import CPU_FIELDS, PROPERTY, busy_seconds, cpu_line, mmss  # noqa: E402
-MAKE_TEST = ("-n", "2")  # the Makefile's test target (tests/unit/test_suite_time.py checks)
+MAKE_TEST = ("-n", "3")  # the Makefile's test target (tests/unit/test_suite_time.py checks)
 
 
 def group_of(classname: str, file: str | None = None) -> str:
@@ -117,7 +117,7 @@ def render(data: dict) -> str:
              f"engineers' QEMUs running: up to {load['other_qemus_max']} (median {load['other_qemus_median']:.0f}); "
              f"farm at {data['commit']}", "",
              *_work_lines(data),
-             "| group | tests | time (sum of tests: the two lanes ran side by side) | share | CPU, core-minutes | outcomes |",
+             "| group | tests | time (sum of tests: the lanes ran side by side) | share | CPU, core-minutes | outcomes |",
              "|---|---|---|---|---|---|"]
     total = sum(c["seconds"] for c in cases) or 1.0
     for g in by_group(cases):

@@ -1,25 +1,28 @@
-"""The suite's two lanes: `make test` runs them side by side (pytest-xdist, ``-n 2``).
+"""The suite's three lanes: `make test` runs them side by side (pytest-xdist, ``-n 3``).
 
-The suite alone is CPU-bound half of its time and waits the other half: the twins' tests keep both cores
-busy (TCG, kernel builds), the rest (the virtual farm, its faults, the store, the unit tests) mostly waits
-on coordinators, exporters, browsers and timeouts and used ~1 core. So each lane is one xdist work unit,
-run by a worker of its own (:func:`scheduler`, through xdist's ``pytest_xdist_make_scheduler`` hook: its
-``--dist loadgroup`` cannot group here, pytest 9.2's node ids no longer take the ``@group`` suffix xdist
-3.8 writes into ``item._nodeid``):
+The suite's work is CPU for its twins and waiting for its virtual farm: the twins' tests keep both cores
+busy (TCG, kernel builds); the farm's tests (tests/farm: coordinators, exporters, labgrid's keepalives,
+faults that must last) used 10.5 core-minutes in 27:45 of wall time; the rest (the store, the unit tests,
+the faults on fakes) is CPU again, a core's worth. So each lane is one xdist work unit, run by a worker of
+its own (:func:`scheduler`, through xdist's ``pytest_xdist_make_scheduler`` hook: its ``--dist loadgroup``
+cannot group here, pytest 9.2's node ids no longer take the ``@group`` suffix xdist 3.8 writes into
+``item._nodeid``), and the farm's waits overlap the others' work instead of following it:
 
 - ``twins``: tests/boot, tests/guest and tests/images, in one worker, one at a time as before (two twins
   at once would halve each one's CPU). Its order: the image builds first, then the guests and boots; the
   tests whose figures the machine's load moves (:data:`LOAD_SENSITIVE`: the CPU target's duty cycle, the
-  sweep's saturation, the crypto suite's time) after them, when the other lane has usually ended; the
-  lean-kernel tests last (tests/prebuild.py). No test compares runs made minutes apart on the twin (load
-  in one and not the other is a difference that is not there): such verdicts are tested on recorded runs
+  sweep's saturation) after them, when the other lanes have usually ended; the lean-kernel tests last
+  (tests/prebuild.py). No test compares runs made minutes apart on the twin (load in one and not the other
+  is a difference that is not there): such verdicts are tested on recorded runs
   (tests/boot/test_qualify_twin.py);
-- ``rest``: everything else, in collection order, in the other worker; first in it the twin tests that
+- ``farm``: tests/farm, the virtual farm's, in collection order (:data:`FARM_DIRS`);
+- ``rest``: everything else, in collection order, in the third worker; first in it the twin tests that
   would make the twins lane the longer one by far and whose checks hold under load (:data:`BESIDE_TWINS`:
-  DPDK in a nested guest, 7-10 minutes, which needs only that its echo answers).
+  DPDK in a nested guest, which needs only that its echo answers).
 
-Without xdist (``pytest`` alone, or ``-p no:xdist``) the same order runs in one process: twins, then rest,
-then the lean tests. The lean kernels' background build starts with the first test of the twins lane
+With two workers (``-n 2``) one of them runs two lanes, one after the other; without xdist (``pytest``
+alone, or ``-p no:xdist``) the same order runs in one process: twins, then the others, then the lean tests.
+The lean kernels' background build starts with the first test of the twins lane
 (:func:`tests.conftest.pytest_runtest_setup`), so only the worker that waits for it builds.
 """
 
@@ -27,8 +30,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-TWINS, REST = "twins", "rest"
+TWINS, FARM, REST = "twins", "farm", "rest"
 TWIN_DIRS = ("images", "guest", "boot")  # in the lane's order
+FARM_DIRS = ("farm",)
 LOAD_SENSITIVE = ("test_cpu_target.py", "test_echo_sweep.py", "test_suites.py",
                   "test_lukem.py",  # tests/unit's CPU target: two windows' lengths compared (failed beside a twin)
                   "test_echo_sweep_ssh.py")  # 1000 Mb/s over ssh: no echo in the window beside a cold kernel build
@@ -47,6 +51,8 @@ def lane(path: Path) -> str:
     directory, name = _where(path)
     if name in BESIDE_TWINS:
         return REST
+    if directory in FARM_DIRS:
+        return FARM
     return TWINS if directory in TWIN_DIRS or name in LOAD_SENSITIVE else REST
 
 
@@ -59,7 +65,7 @@ def rank(path: Path, lean: bool) -> tuple[int, int]:
         return (0, 8)
     if name in BESIDE_TWINS:
         return (1, -1)
-    if lane(path) == REST:
+    if lane(path) in (REST, FARM):
         return (1, 0)
     return (0, TWIN_DIRS.index(directory))
 
@@ -71,8 +77,9 @@ def arrange(items: list, lean_marker: str) -> None:
 
 
 def scheduler(config, log):
-    """xdist's scope scheduler with a lane as the scope: the twins lane to one worker, the rest to the other
-    (each worker is given one scope and, near its end, the next one waiting: there is none)."""
+    """xdist's scope scheduler with a lane as the scope: each lane to a worker of its own (each worker is
+    given one scope and, near its end, the next one waiting: with fewer workers than lanes, a lane after
+    another)."""
     from xdist.scheduler import LoadScopeScheduling
 
     class LaneScheduling(LoadScopeScheduling):

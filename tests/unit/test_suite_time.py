@@ -94,8 +94,8 @@ def test_sums_by_lane_from_the_testcases_files():
              {"name": "tests.unit.test_lukem.TestW::c", "seconds": 5.0},   # a unit test in the twins lane
              {"name": "tests.farm.test_lab::d", "seconds": 50.0},
              {"name": "tests.test_cli::e", "seconds": 1.0}]
-    assert by_lane(cases) == {"twins": 105.0, "rest": 81.0}
-    assert list(by_lane(cases[3:])) == ["rest"]
+    assert by_lane(cases) == {"twins": 105.0, "farm": 50.0, "rest": 31.0}  # the longest first
+    assert list(by_lane(cases[2:])) == ["farm", "twins", "rest"]
 
 
 def test_the_lean_tests_run_last():
@@ -142,11 +142,12 @@ def test_it_runs_the_suite_as_make_test_does():
 def test_the_lanes_and_their_order():
     from pathlib import Path
 
-    from tests.lanes import REST, TWINS, lane, rank
+    from tests.lanes import FARM, REST, TWINS, lane, rank
 
     t = Path("/src/farm/tests")
     assert [lane(t / p) for p in ("boot/test_a.py", "guest/test_b.py", "images/test_c.py")] == [TWINS] * 3
-    assert [lane(t / p) for p in ("unit/test_a.py", "farm/test_b.py", "test_cli.py", "store/test_d.py")] == [REST] * 4
+    assert [lane(t / p) for p in ("unit/test_a.py", "test_cli.py", "store/test_d.py", "faults/test_e.py")] == [REST] * 4
+    assert lane(t / "farm/test_b.py") == FARM
     assert lane(t / "boot/test_dpdk_guest.py") == REST and lane(t / "unit/test_lukem.py") == TWINS
     order = [("images/test_build.py", False), ("guest/test_g.py", False), ("boot/test_twin_boot.py", False),
              ("boot/test_cpu_target.py", False), ("boot/test_dpdk_guest.py", False),
