@@ -90,7 +90,11 @@ class FakeShell:
 
     def __init__(self, process: pexpect.spawn):
         self.process = process
-        self.process.sendline("PS1=''; stty -echo")
+        # no prompt, no echo, and both in effect before the first command is typed (a command typed before
+        # stty ran would come back echoed, its text among the output's lines): the marker is computed, so
+        # its echo cannot match
+        self.process.sendline("PS1=''; stty -echo; echo __READY$((1 + 1))__")
+        self.process.expect(r"__READY2__\r?\n", timeout=30)
 
     def run(self, command: str, timeout: float = 30) -> tuple[list[str], list[str], int]:
         self.process.sendline(f"{command}; echo __END__ $?")
