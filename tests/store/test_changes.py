@@ -1,0 +1,89 @@
+"""farm changes and farm diff on a store filled from recorded runs (tests/data/qualify-twin): the step found
+where the runs became slower, none in unchanged runs; what differs between two stored runs."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from farm.errors import JobError
+from farm.store.changes import find_changes
+from farm.store.db import open_store
+from farm.store.ingest import ingest
+from farm.store.runinfo import run_json
+from tests.conftest import run_farm
+from tests.store.rundirs import recorded_history
+
+SHA256 = "crypto.openssl-speed throughput[algorithm=sha256;block=16384;multi=4] maaxboard-twin/default (bytes/s)"
+
+
+def _store(root, runs: int, slow_from: int | None):
+    """A SQLite store of ``runs`` recorded runs, slower from run ``slow_from`` on: its engine and FARM_DB."""
+    env = {"FARM_DB": str(root / "results.db")}
+    eng = open_store(env)
+    ingest(eng, recorded_history(root / "runs", runs, slow_from=slow_from))
+    return eng, env
+
+
+@pytest.fixture(scope="module")
+def slower(tmp_path_factory):
+    """16 runs, the later 8 with openssl's four processes on one core (the recorded slow run's boots)."""
+    return _store(tmp_path_factory.mktemp("slower"), 16, slow_from=8)
+
+
+def test_the_step_where_runs_became_slower_is_found_with_its_runs_ratio_and_id(slower):
+    eng, _ = slower
+    with eng.connect() as connection:
+        found = find_changes(connection, metric="throughput")
+        later = find_changes(connection, metric="throughput", since="2026-12-01T02:00")
+    # both algorithms' throughput fell, at run 8
+    assert SHA256 in {c.series.label() for c in found.changes}
+    assert found.searched == 2 and len(found.changes) == 2
+    for c in found.changes:
+        assert (c.before[-1].x, c.after[0].x) == ("20261201-070000-hist07", "20261201-080000-hist08")
+        assert (c.step.n_before, c.step.n_after) == (8, 8) and c.judged == "worse"
+        low, high = c.step.interval
+        assert low <= c.step.ratio <= high < 0.8 and c.step.p_value < 0.001
+    # fewer runs before it: the same change, the same id, a side of 6 runs since 02:00
+    assert [c.id for c in later.changes] == [c.id for c in found.changes]
+    assert {c.step.n_before for c in later.changes} == {6}
+
+
+def test_farm_changes_text_and_json_name_the_runs_on_both_sides(slower):
+    _, env = slower
+    text = run_farm("changes", "--metric", "throughput", "--benchmark", "openssl-speed", env=env)
+    assert text.returncode == 0, text.stderr
+    assert SHA256 in text.stdout and "worse: 0." in text.stdout, text.stdout
+    assert "farm diff 20261201-070000-hist07 20261201-080000-hist08" in text.stdout
+    assert "farm: 2 change point(s) in 2 series (p <= 0.001, at least 5 runs a side)" in text.stdout
+    data = json.loads(run_farm("changes", "--json", env=env).stdout)
+    assert data["series_searched"] == 9 and data["alpha"] == 0.001
+    (first,), = [s["changes"] for s in data["series"]
+                 if (s["metric"], s["params"]) == ("throughput", "algorithm=sha256;block=16384;multi=4")]
+    assert first["runs_before"][-1] == "20261201-070000-hist07" and len(first["runs_after"]) == 8
+    assert first["interval"][0] <= first["ratio"] <= first["interval"][1] and first["confidence"] == 0.95
+    assert len(first["id"]) == 12 and first["judged"] == "worse"
+
+
+def test_farm_changes_finds_none_in_unchanged_runs(tmp_path):
+    _, env = _store(tmp_path, 12, slow_from=None)
+    quiet = run_farm("changes", env=env)
+    assert quiet.returncode == 0, quiet.stderr
+    assert quiet.stdout == "farm: 0 change point(s) in 9 series (p <= 0.001, at least 5 runs a side)\n"
+
+
+def test_farm_diff_of_the_runs_across_the_change_and_of_a_run_that_is_not_there(slower, monkeypatch):
+    _, env = slower
+    diff = run_farm("diff", "20261201-070000-hist07", "20261201-080000-hist08", env=env)
+    assert diff.returncode == 0, diff.stderr
+    assert diff.stdout.splitlines() == [
+        "farm diff 20261201-070000-hist07 20261201-080000-hist08: 3 input(s) differ",
+        "target maaxboard-twin", "  default: cpus                          4 -> 1",
+        "  default: online                        0-3 -> 0", "setup default",
+        '  bootargs                               [] -> ["maxcpus=1"]']
+    monkeypatch.setenv("FARM_DB", env["FARM_DB"])
+    with pytest.raises(JobError, match=r"run '20261201-990000-gone': neither a run directory nor a run in the "
+                       r"results store .*results\.db \(farm db ingest RUN_DIR adds one\)"):
+        run_json("20261201-990000-gone")
+
