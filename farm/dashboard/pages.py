@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import statistics
 from typing import Callable, Mapping, Sequence
 
 import attrs
@@ -12,6 +13,8 @@ from farm.results.compare import verdict
 from farm.results.figures import KeyFigure
 from farm.results.identity import MetricKey
 from farm.results.qualify import REGRESSION, compare as qualify_compare, direction, format_change
+from farm.results.rundiff import Difference
+from farm.store.changes import Change, Found
 from farm.store.history import Series
 
 from .data import Pair, PlaceDetail, PlaceNow, PlaceRuns, RunDetail, Trend
@@ -459,3 +462,35 @@ def place_page(d: PlaceDetail, now: PlaceNow | None, note: str, root: str = "../
                   strip=strip(cells, d.timeline[0].started[:10], d.timeline[-1].started[:10]) if cells else None,
                   health=[ev for ev in reversed(d.timeline) if ev.health],
                   head=RUN_COLUMNS[:place_at] + RUN_COLUMNS[place_at + 1:], rows=run_rows(d.recent))
+
+
+# --- change points -----------------------------------------------------------------------------
+
+@attrs.frozen
+class ChangeLine:
+    """A change point as the changes page shows it: its series' name, the change, and what differs between the
+    runs on its two sides (farm diff)."""
+
+    change: Change
+    name: str
+    text: str
+    cls: str
+    differences: tuple[Difference, ...]
+
+
+def changes_page(found: Found, differences: Mapping[tuple[str, str], Sequence[Difference]], root: str = "") -> str:
+    """Every change point of the store (``farm changes``), grouped by series, newest first within it, each with
+    its runs and the inputs that differ between the last run before it and the first after (``farm diff``)."""
+    groups: dict[str, tuple[str, list[ChangeLine]]] = {}
+    for c in found.changes:
+        s = c.series
+        label = f"{s.suite}.{s.benchmark} {s.metric} ({s.unit})"
+        _, lines = groups.setdefault(label, (label, []))
+        step = c.step
+        text = (f"{c.judged}: {c.ratio_text()}, p {step.p_value:.2g}; median "
+                f"{human(statistics.median(step.before), s.unit)} → {human(statistics.median(step.after), s.unit)}")
+        pair = (c.before[-1].x, c.after[0].x)
+        lines.append(ChangeLine(c, series_name(s.target, s.setup, s.params), text,
+                                "regression" if c.judged == "worse" else "", tuple(differences.get(pair, ()))))
+    return render("changes.html", root=root, groups=list(groups.values()), found=found,
+                  changes=len(found.changes))

@@ -87,3 +87,38 @@ def test_farm_diff_of_the_runs_across_the_change_and_of_a_run_that_is_not_there(
                        r"results store .*results\.db \(farm db ingest RUN_DIR adds one\)"):
         run_json("20261201-990000-gone")
 
+
+def test_the_changes_page_shows_each_change_with_its_runs_and_what_differs_across_it(slower):
+    from farm.dashboard import site
+
+    eng, _ = slower
+    with eng.connect() as c:
+        status, html = site.render(c, "changes.html")
+        listed = site.site_paths(c)
+    assert status == 200 and "<p>7 change points in 9 series" in html
+    row = next(r for r in html.split("<tr>") if "algorithm=sha256; block=16384 B; multi=4" in r and "bytes/s" not in r
+               and "worse: 0.6" in r)
+    assert '<td class="regression">worse: 0.617 [0.473–0.654], n 8/8, p 0.00016' in row
+    assert ('<a href="run/20261201-070000-hist07.html">20261201-070000-hist07</a> → '
+            '<a href="run/20261201-080000-hist08.html">20261201-080000-hist08</a>') in row
+    assert "<li>setup default: bootargs [] → [&#34;maxcpus=1&#34;]</li>" in row  # escaped, as every value
+    # the static site has the page, and the comparison of the two runs each change lies between
+    assert "changes.html" in listed and "compare/20261201-070000-hist07--20261201-080000-hist08.html" in listed
+    assert '<a href="changes.html">Changes</a>' in html
+
+
+def test_the_changes_page_shows_names_holding_markup_as_text(tmp_path):
+    from farm.dashboard import site
+    from tests.store.rundirs import make_run
+    from tests.store.test_site import HOSTILE, HOSTILE_SHOWN
+
+    runs = [make_run(tmp_path / f"r{i}", f"20261201-{i:02d}0000-{HOSTILE}{i}", started=f"2026-12-01T{i:02d}:00:00.000+00:00",
+                     setup=f"set{HOSTILE}", values={"throughput": [(1.0e8 if i < 7 else 0.8e8) * (1 + i % 3 / 100)]})
+            for i in range(14)]
+    eng = open_store({"FARM_DB": str(tmp_path / "results.db")})
+    ingest(eng, runs)
+    with eng.connect() as c:
+        for live in (False, True):
+            status, html = site.render(c, "changes.html", live=live)
+            assert status == 200 and "<p>1 change point in 1 series" in html
+            assert "<script" not in html and f"set{HOSTILE_SHOWN}" in html and f"{HOSTILE_SHOWN}7</a>" in html
