@@ -41,10 +41,15 @@ def cmd_diff(args: argparse.Namespace) -> int:
     from ..results.rundiff import diff_runs
     from ..store.runinfo import run_json
 
+    from ..archive import open_archive
+    from ..archive.texts import pipeline_diff
+
     (id_a, a), (id_b, b) = run_json(args.run_a), run_json(args.run_b)
     differences = diff_runs(a, b)
+    pipeline_lines, pipeline_note = pipeline_diff(open_archive(), (id_a, a), (id_b, b))
     if args.json:
-        print(json.dumps({"a": id_a, "b": id_b, "differences": [d.as_json() for d in differences]}, indent=2))
+        print(json.dumps({"a": id_a, "b": id_b, "differences": [d.as_json() for d in differences],
+                          "pipeline_diff": pipeline_lines, "pipeline_diff_note": pipeline_note}, indent=2))
         return EXIT_OK
     print(f"farm diff {shown(id_a)} {shown(id_b)}: {len(differences)} input(s) differ"
           + ("" if differences else " (as far as run.json records them)"))
@@ -54,6 +59,10 @@ def cmd_diff(args: argparse.Namespace) -> int:
             part = d.part
             print(shown(part))
         print(f"  {shown(d.what):38} {shown(_value(d.a))} -> {shown(_value(d.b))}")
+    if pipeline_lines or any(d.what == "pipeline_sha256" for d in differences):
+        print(f"pipeline file ({shown(pipeline_note)})")
+        for line in pipeline_lines:
+            print(f"  {shown(line)}")
     return EXIT_OK
 
 
@@ -88,8 +97,9 @@ def register(sub) -> None:
                            "Debian packages with both versions, farm's programs (source sha256), the rest of the "
                            "recipe and the artifacts; the place and load generators; each target's env file, cores, "
                            "frequency and booted kernel; the setups; the experiment (benchmarks, params, boots); the "
-                           "pipeline file (path, sha256); farm's git commit and version. A run is a run directory or "
-                           "a run id of the results store. See docs/changes.md."))
+                           "pipeline file (path, sha256, and the unified diff of its text when the archive, $FARM_ARCHIVE, "
+                           "holds both runs'); farm's git commit and version. A run is a run directory or a run id of "
+                           "the results store. See docs/changes.md."))
     d.add_argument("run_a", metavar="RUN_A", help="a run directory or a run id of the results store")
     d.add_argument("run_b", metavar="RUN_B", help="a run directory or a run id of the results store")
     d.add_argument("--json", action="store_true", help="print the differences as JSON")

@@ -148,7 +148,11 @@ def _target(name: str, a: Mapping[str, Any] | None, b: Mapping[str, Any] | None)
         yield Difference(part, "target", "booted" if a is not None else None, "booted" if b is not None else None)
         return
     yield from _leaves(part, {"env": a.get("env"), "arch": a.get("arch")}, {"env": b.get("env"), "arch": b.get("arch")})
-    yield from _leaves(part, _boot_facts(a), _boot_facts(b))
+    facts_a, facts_b = _boot_facts(a), _boot_facts(b)
+    booted_a, booted_b = ({key.split(": ")[0] for key in facts} for facts in (facts_a, facts_b))
+    both = booted_a & booted_b  # a setup only one run booted is named once, among the setups
+    yield from _leaves(part, {k: v for k, v in facts_a.items() if k.split(": ")[0] in both},
+                       {k: v for k, v in facts_b.items() if k.split(": ")[0] in both})
 
 
 def _named(a: Any, b: Any) -> Iterator[tuple[str, Any, Any]]:
@@ -186,3 +190,10 @@ def diff_runs(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[Difference]:
     out += _leaves("farm", {"git commit": a.get("git_sha"), "version": a.get("farm_version")},
                    {"git commit": b.get("git_sha"), "version": b.get("farm_version")})
     return out
+
+
+def unified(a: str, b: str, name_a: str, name_b: str) -> list[str]:
+    """The unified diff of two texts (a pipeline file as two runs ran it), its lines without their ends."""
+    import difflib
+
+    return list(difflib.unified_diff(a.splitlines(), b.splitlines(), name_a, name_b, lineterm=""))

@@ -56,3 +56,27 @@ def test_runs_of_other_pipelines_name_images_targets_and_setups_only_one_has():
     assert whole[("setup kvm-guest", "setup")] == (None, "run")
     assert ("pipeline", "pipeline_name") in whole and whole[("pipeline", "pipeline_name")][0] == "qualify"
     assert all(d.a != d.b for d in found)
+
+
+def test_the_pipeline_files_unified_diff_comes_from_the_archive(tmp_path):
+    from farm.archive.directory import DirArchive
+    from farm.archive.record import RunRecord, TextFile
+    from farm.archive.texts import pipeline_diff
+
+    archive = DirArchive(tmp_path / "archive")
+    runs = {}
+    for run_id, text in (("20261201-010000-a", "name: smoke\nrepeats: 1\n"), ("20261201-020000-b", "name: smoke\nrepeats: 5\n")):
+        entry, _ = archive.put_bytes(text.encode())
+        archive.write_record(RunRecord(run_id, "now", "ci", "smoke", "passed", "then", {},
+                                       pipeline=TextFile(entry.sha256, entry.size, path="pipelines/smoke.yaml"),
+                                       recipes=(), images={}))
+        runs[run_id] = {"pipeline": "pipelines/smoke.yaml", "pipeline_sha256": entry.sha256}
+    (a, info_a), (b, info_b) = runs.items()
+    lines, note = pipeline_diff(archive, (a, info_a), (b, info_b))
+    assert note == "from the archive" and lines == [
+        "--- 20261201-010000-a/pipelines/smoke.yaml", "+++ 20261201-020000-b/pipelines/smoke.yaml",
+        "@@ -1,2 +1,2 @@", " name: smoke", "-repeats: 1", "+repeats: 5"]
+    assert pipeline_diff(archive, (a, info_a), (a, info_a)) == ([], "the same pipeline file")
+    assert pipeline_diff(archive, (a, info_a), ("20261201-030000-c", {"pipeline_sha256": "0" * 64})) == (
+        [], f"run 20261201-030000-c's pipeline file is not in the archive {archive.location}")
+    assert pipeline_diff(None, (a, info_a), (b, info_b))[1].startswith("the archive is off")
