@@ -317,6 +317,7 @@ class TrendPoint:
     interval: str
     flag: str
     baselines: str
+    change: str = ""  # the id of the change point this run is the first after (farm changes)
 
 
 @attrs.frozen
@@ -333,21 +334,29 @@ def trend_page(trend: Trend, series: Sequence[Series], baselines: Mapping[str, S
                root: str = "../", values: Mapping[tuple[str, str, str], Mapping[str, Sequence[float]]] | None = None
                ) -> str:
     """``values``: per series (target, setup, params) its points' values by run id (for the flags)."""
+    from farm.store.changes import series_changes
+
     charts = []
     for s in series:
         flags = flag_points(s, baselines, (values or {}).get((s.target, s.setup, s.params)))
+        # the first point after each change point of the series (farm changes) is marked, where nothing else is
+        changes = {c.after[0].x: c for c in series_changes(s)}
         shown = list(zip(s.points, flags))[-TREND_POINTS:]
         points = []
         for p, flag in shown:
             marks = ", ".join(baselines.get(run, [""])[0] for run in p.runs if run in baselines)
+            change = changes.get(p.x)
             tip = (f"{p.x}: {human(p.median, s.unit)} (n={p.n}, {p.interval} {human(p.lo, s.unit)} – "
                    f"{human(p.hi, s.unit)}){' REGRESSION' if flag == 'regression' else ''}"
-                   f"{f' baseline {marks}' if marks else ''}")
-            points.append(ChartPoint(p.x, p.median, p.lo, p.hi, tip, run_href(root, p.runs[-1]), flag))
+                   f"{f' baseline {marks}' if marks else ''}"
+                   f"{f' CHANGE {change.id}: {change.judged} {change.ratio_text()}' if change else ''}")
+            points.append(ChartPoint(p.x, p.median, p.lo, p.hi, tip, run_href(root, p.runs[-1]),
+                                     flag or ("change" if change else "")))
         title = series_name(s.target, s.setup, s.params)
         rows = tuple(TrendPoint(p.runs[-1], p.x, p.first[:19].replace("T", " "), p.n, human(p.median, s.unit),
                                 f"{human(p.lo, s.unit)} – {human(p.hi, s.unit)} ({p.interval})", flag,
-                                ", ".join(n for run in p.runs for n in baselines.get(run, ())))
+                                ", ".join(n for run in p.runs for n in baselines.get(run, ())),
+                                changes[p.x].id if p.x in changes else "")
                      for p, flag in reversed(shown))
         charts.append(TrendSeries(title, trend_chart(points, s.unit, f"{trend.label()} {title}"), len(s.points), rows))
     return render("trend.html", root=root, trend=trend, charts=charts, threshold=REGRESSION_THRESHOLD,

@@ -96,7 +96,7 @@ def test_the_changes_page_shows_each_change_with_its_runs_and_what_differs_acros
         status, html = site.render(c, "changes.html")
         listed = site.site_paths(c)
     assert status == 200 and "<p>7 change points in 9 series" in html
-    row = next(r for r in html.split("<tr>") if "algorithm=sha256; block=16384 B; multi=4" in r and "bytes/s" not in r
+    row = next(r for r in html.split("<tr") if "algorithm=sha256; block=16384 B; multi=4" in r and "bytes/s" not in r
                and "worse: 0.6" in r)
     assert '<td class="regression">worse: 0.617 [0.473–0.654], n 8/8, p 0.00016' in row
     assert ('<a href="run/20261201-070000-hist07.html">20261201-070000-hist07</a> → '
@@ -104,7 +104,16 @@ def test_the_changes_page_shows_each_change_with_its_runs_and_what_differs_acros
     assert "<li>setup default: bootargs [] → [&#34;maxcpus=1&#34;]</li>" in row  # escaped, as every value
     # the static site has the page, and the comparison of the two runs each change lies between
     assert "changes.html" in listed and "compare/20261201-070000-hist07--20261201-080000-hist08.html" in listed
-    assert '<a href="changes.html">Changes</a>' in html
+    assert '<a href="changes.html">Changes</a>' in html and '<tr id="c-d0a81b730e63">' in html
+    # the trend page marks the first run after the change, linked to it
+    with eng.connect() as c:
+        from farm.dashboard import data
+
+        trend = next(t for t in data.trends(c) if (t.benchmark, t.metric) == ("openssl-speed", "throughput"))
+        _, page = site.render(c, f"trend/{trend.slug}.html")
+    assert page.count('<td class="flag-change"><a href="../changes.html#c-') == 2
+    assert ('20261201-080000-hist08</a></td><td>2026-12-01 08:00:00</td>' in page
+            and '<a href="../changes.html#c-d0a81b730e63">change d0a81b730e63</a>' in page)
 
 
 def test_the_changes_page_shows_names_holding_markup_as_text(tmp_path):
