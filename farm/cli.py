@@ -13,14 +13,15 @@ from .secrets import MaskingStream, mask, register_environment
 
 #: command modules under farm.commands, in the order --help lists them
 COMMAND_MODULES = ("images", "boot", "run", "archive", "analysis", "results", "places", "health", "lab", "db",
-                   "history", "dashboard", "schema", "completion")
+                   "history", "findings", "dashboard", "schema", "completion")
 #: the module that registers each command: a command line builds only its command's parser (importing every
 #: command module, the benchmark registry among them, is ~50 ms of each `farm boot`); tests check the table
 COMMANDS = {"build": "images", "boot": "boot", "run": "run", "archive": "archive", "reproduce": "archive",
             "compare": "analysis", "import": "analysis",
             "report": "results", "qualify": "results", "baseline": "results", **dict.fromkeys(
                 ("places", "reserve", "lock", "release", "who", "console", "janitor"), "places"),
-            "health": "health", "lab": "lab", "db": "db", "history": "history", "dashboard": "dashboard",
+            "health": "health", "lab": "lab", "db": "db", "history": "history", "changes": "findings",
+            "diff": "findings", "dashboard": "dashboard",
             "serve": "dashboard", "schema": "schema", "completion": "completion"}
 
 EPILOG = """\

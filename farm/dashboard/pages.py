@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import statistics
 from typing import Callable, Mapping, Sequence
 
 import attrs
@@ -12,6 +13,8 @@ from farm.results.compare import verdict
 from farm.results.figures import KeyFigure
 from farm.results.identity import MetricKey
 from farm.results.qualify import REGRESSION, compare as qualify_compare, direction, format_change
+from farm.results.rundiff import Difference
+from farm.store.changes import Change, Found
 from farm.store.history import Series
 
 from .data import Pair, PlaceDetail, PlaceNow, PlaceRuns, RunDetail, Trend
@@ -314,6 +317,7 @@ class TrendPoint:
     interval: str
     flag: str
     baselines: str
+    change: str = ""  # the id of the change point this run is the first after (farm changes)
 
 
 @attrs.frozen
@@ -330,21 +334,29 @@ def trend_page(trend: Trend, series: Sequence[Series], baselines: Mapping[str, S
                root: str = "../", values: Mapping[tuple[str, str, str], Mapping[str, Sequence[float]]] | None = None
                ) -> str:
     """``values``: per series (target, setup, params) its points' values by run id (for the flags)."""
+    from farm.store.changes import series_changes
+
     charts = []
     for s in series:
         flags = flag_points(s, baselines, (values or {}).get((s.target, s.setup, s.params)))
+        # the first point after each change point of the series (farm changes) is marked, where nothing else is
+        changes = {c.after[0].x: c for c in series_changes(s)}
         shown = list(zip(s.points, flags))[-TREND_POINTS:]
         points = []
         for p, flag in shown:
             marks = ", ".join(baselines.get(run, [""])[0] for run in p.runs if run in baselines)
+            change = changes.get(p.x)
             tip = (f"{p.x}: {human(p.median, s.unit)} (n={p.n}, {p.interval} {human(p.lo, s.unit)} – "
                    f"{human(p.hi, s.unit)}){' REGRESSION' if flag == 'regression' else ''}"
-                   f"{f' baseline {marks}' if marks else ''}")
-            points.append(ChartPoint(p.x, p.median, p.lo, p.hi, tip, run_href(root, p.runs[-1]), flag))
+                   f"{f' baseline {marks}' if marks else ''}"
+                   f"{f' CHANGE {change.id}: {change.judged} {change.ratio_text()}' if change else ''}")
+            points.append(ChartPoint(p.x, p.median, p.lo, p.hi, tip, run_href(root, p.runs[-1]),
+                                     flag or ("change" if change else "")))
         title = series_name(s.target, s.setup, s.params)
         rows = tuple(TrendPoint(p.runs[-1], p.x, p.first[:19].replace("T", " "), p.n, human(p.median, s.unit),
                                 f"{human(p.lo, s.unit)} – {human(p.hi, s.unit)} ({p.interval})", flag,
-                                ", ".join(n for run in p.runs for n in baselines.get(run, ())))
+                                ", ".join(n for run in p.runs for n in baselines.get(run, ())),
+                                changes[p.x].id if p.x in changes else "")
                      for p, flag in reversed(shown))
         charts.append(TrendSeries(title, trend_chart(points, s.unit, f"{trend.label()} {title}"), len(s.points), rows))
     return render("trend.html", root=root, trend=trend, charts=charts, threshold=REGRESSION_THRESHOLD,
@@ -459,3 +471,35 @@ def place_page(d: PlaceDetail, now: PlaceNow | None, note: str, root: str = "../
                   strip=strip(cells, d.timeline[0].started[:10], d.timeline[-1].started[:10]) if cells else None,
                   health=[ev for ev in reversed(d.timeline) if ev.health],
                   head=RUN_COLUMNS[:place_at] + RUN_COLUMNS[place_at + 1:], rows=run_rows(d.recent))
+
+
+# --- change points -----------------------------------------------------------------------------
+
+@attrs.frozen
+class ChangeLine:
+    """A change point as the changes page shows it: its series' name, the change, and what differs between the
+    runs on its two sides (farm diff)."""
+
+    change: Change
+    name: str
+    text: str
+    cls: str
+    differences: tuple[Difference, ...]
+
+
+def changes_page(found: Found, differences: Mapping[tuple[str, str], Sequence[Difference]], root: str = "") -> str:
+    """Every change point of the store (``farm changes``), grouped by series, newest first within it, each with
+    its runs and the inputs that differ between the last run before it and the first after (``farm diff``)."""
+    groups: dict[str, tuple[str, list[ChangeLine]]] = {}
+    for c in found.changes:
+        s = c.series
+        label = f"{s.suite}.{s.benchmark} {s.metric} ({s.unit})"
+        _, lines = groups.setdefault(label, (label, []))
+        step = c.step
+        text = (f"{c.judged}: {c.ratio_text()}, p {step.p_value:.2g}; median "
+                f"{human(statistics.median(step.before), s.unit)} → {human(statistics.median(step.after), s.unit)}")
+        pair = (c.before[-1].x, c.after[0].x)
+        lines.append(ChangeLine(c, series_name(s.target, s.setup, s.params), text,
+                                "regression" if c.judged == "worse" else "", tuple(differences.get(pair, ()))))
+    return render("changes.html", root=root, groups=list(groups.values()), found=found,
+                  changes=len(found.changes))

@@ -10,6 +10,7 @@
 | ``archive/<sha256>/<name>`` | a file the archive holds (an image's artifact, manifest, the pipeline file as run) |
 | ``place/<place>.html`` | a place: its outcomes, its runs over time with their health, its jobs |
 | ``trends.html``, ``trend/<suite.benchmark.metric.unit>.html`` | every series with its sparkline and change; a trend per target/setup/params |
+| ``changes.html`` | every change point of the store (farm changes), each with its runs and what differs across it (farm diff) |
 | ``compare.html``, ``compare/<run>--<run>.html`` | comparisons; live, ``compare.html?a=RUN&b=RUN`` any two runs |
 | ``compare/<run>/<setup>--<setup>.html`` | two setups of one run (``&sa=SETUP&sb=SETUP`` live) |
 | ``places.html`` | the farm's places: held by whom since when and health (the coordinator, when one is given), each one's runs, last run and last failure (the store) |
@@ -111,6 +112,22 @@ def _trend_values(c: sa.Connection, trend: data.Trend, series) -> dict:
     return out
 
 
+def _changes(c: sa.Connection) -> tuple:
+    """The store's change points (farm changes) and, per change, what differs between the runs on its sides."""
+    from farm.results.rundiff import diff_runs
+    from farm.store.changes import find_changes
+    from farm.store.runinfo import stored_run_json
+
+    found = find_changes(c)
+    differences = {}
+    for change in found.changes:
+        pair = (change.before[-1].x, change.after[0].x)
+        if pair not in differences:
+            a, b = (stored_run_json(c, run) for run in pair)
+            differences[pair] = diff_runs(a, b) if a is not None and b is not None else []
+    return found, differences
+
+
 def render(c: sa.Connection, path: str, query: Mapping[str, Sequence[str]] | None = None, *,
            live: bool = False, places: PlacesNow | None = None, files: str = "disk") -> tuple[int, str]:
     """The status and HTML of ``path`` (relative, no leading ``/``); ``places`` gives the places
@@ -132,6 +149,9 @@ def render(c: sa.Connection, path: str, query: Mapping[str, Sequence[str]] | Non
         if name == "trends.html":
             rows = trends.series_rows(c, _baselines())
             return 200, pages.trends_page(trends.metrics_of(rows), rows)
+        if name == "changes.html":
+            found, differences = _changes(c)
+            return 200, pages.changes_page(found, differences)
         if name == "places.html":
             now, note = places() if places is not None else (None, NO_COORDINATOR)
             return 200, pages.places_page(now, note, data.place_history(c))
@@ -215,7 +235,8 @@ def is_file_path(path: str) -> bool:
 def site_paths(c: sa.Connection) -> list[str]:
     """Every page of the static site."""
     count = runlist.page_count(runlist.count(c))
-    out = [paths.page_file(p) for p in range(1, count + 1)] + ["trends.html", "compare.html", "places.html"]
+    out = [paths.page_file(p) for p in range(1, count + 1)] + ["trends.html", "changes.html", "compare.html",
+                                                                     "places.html"]
     for facet in runlist.facets(c):
         for value, n in facet.values:
             out += [paths.facet_path(facet.field, value, p) for p in range(1, runlist.page_count(n) + 1)]
@@ -224,7 +245,9 @@ def site_paths(c: sa.Connection) -> list[str]:
     out += [f"run/{data.slug(r)}/figures.html" for r in run_ids]
     out += [f"place/{data.slug(p)}.html" for p in data.place_names(c)]
     out += [f"trend/{t.slug}.html" for t in data.trends(c)]
-    out += [f"compare/{data.slug(a)}--{data.slug(b)}.html" for a, b in data.consecutive_pairs(c)]
+    pairs = dict.fromkeys(data.consecutive_pairs(c))
+    pairs.update(dict.fromkeys(_changes(c)[1]))  # the runs on the two sides of each change point
+    out += [f"compare/{data.slug(a)}--{data.slug(b)}.html" for a, b in pairs]
     for run_id, setups in data.setups_of(c).items():
         out += [paths.setup_compare_path(run_id, setups[0], other) for other in setups[1:]]
     return out

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Mapping, Sequence
+
+import attrs
 
 from farm.results.csvout import write_records
 from farm.results.junit import Case, write_junit
@@ -50,3 +53,44 @@ def make_run(path: Path, run_id: str, *, started: str, kernel: str = "6.1.0-57-a
     (path / "console").mkdir()
     (path / "console" / f"{TARGET}.log").write_text(console, encoding="utf-8")
     return path
+
+
+#: runs of pipelines/qualify.yaml on the twin, recorded (tests/data/README.md): five boots each; ``slow`` booted
+#: with maxcpus=1
+RECORDED = Path(__file__).resolve().parent.parent / "data" / "qualify-twin"
+
+
+def recorded_history(root: Path, runs: int, *, slow_from: int | None = None, seed: int = 49) -> list[Path]:
+    """``runs`` run directories made of the recorded qualify runs, one an hour from 2026-12-01: each run's
+    boots drawn (seeded) from the recorded boots of ``base`` and ``same``, from run ``slow_from`` on from
+    those of ``slow`` (a real slowdown: openssl's four processes on one core). run.json is base's (slow's
+    from ``slow_from`` on), its run id and times the run's own."""
+    import random
+
+    from farm.results.csvout import read_records
+
+    rng = random.Random(seed)
+
+    def boots(*names: str) -> tuple[dict, list[list[Record]]]:
+        out = []
+        for name in names:
+            by_boot: dict[int, list[Record]] = {}
+            for r in read_records(RECORDED / name / "results.csv"):
+                by_boot.setdefault(r.repeat, []).append(r)
+            out += by_boot.values()
+        return json.loads((RECORDED / names[-1] / "run.json").read_text(encoding="utf-8")), out
+
+    unchanged, slow = boots("base", "same"), boots("slow")
+    made = []
+    for i in range(runs):
+        info, pool = slow if slow_from is not None and i >= slow_from else unchanged
+        run_id, started = f"20261201-{i:02d}0000-hist{i:02d}", f"2026-12-01T{i:02d}:00:00.000+00:00"
+        records = [attrs.evolve(r, run_id=run_id, timestamp=started, repeat=boot)
+                   for boot in range(5) for r in rng.choice(pool)]
+        path = root / run_id
+        path.mkdir(parents=True)
+        write_records(path / "results.csv", records)
+        write_text_atomic(path / "run.json", to_json({**info, "run_id": run_id, "started": started,
+                                                      "finished": f"2026-12-01T{i:02d}:02:00.000+00:00"}) + "\n")
+        made.append(path)
+    return made

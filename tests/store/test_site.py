@@ -450,4 +450,7 @@ def test_every_page_shows_names_holding_markup_as_text(tmp_path):
     assert {"run", "compare", "trend", "place", "runs"} <= {path.split("/")[0] for path in paths}
     for name, (status, html) in answers.items():
         assert "<script" not in html, name           # farm's pages carry no script: one here is a name let through
+        if name.endswith("changes.html"):  # two runs have no change point: the page names nothing (a change's
+            assert "<p>0 change points in" in html   # names: tests/store/test_changes.py)
+            continue
         assert HOSTILE_SHOWN in html, (name, status)  # and the name is shown, as text
