@@ -34,6 +34,7 @@ entry point) still work, with a warning: that group is read, by a second scan, o
 
 from __future__ import annotations
 
+import functools
 import importlib
 import sys
 import threading
@@ -131,6 +132,52 @@ def listeners() -> list[object]:
     pm = manager()
     return [plugin for _, plugin in pm.list_name_plugin()
             if plugin is not None and any(caller.name in RUN_HOOKS for caller in pm.get_hookcallers(plugin) or ())]
+
+
+def is_builtin(plugin: object) -> bool:
+    """Whether ``plugin`` is one of farm's own (:data:`BUILTIN`), not a lab's."""
+    return manager().get_name(plugin) in BUILTIN
+
+
+def named(plugin: object) -> str:
+    """A plugin of the process as a lab knows it: its name, and its distribution when it came by entry point."""
+    return _named(manager(), plugin)
+
+
+class Isolated:
+    """A lab's listener as a run hears it: each of its run hooks (farm.hookspecs.RunSpec) called as the lab
+    wrote it, but an exception it raises is reported on stderr (the plugin, its distribution, the hook, the
+    error) instead of reaching the run: the run's own listeners (its directory, the store, the archive) are
+    called all the same, and the exit code is the run's. A lab's listener is a convenience beside the run,
+    as farm's store and archive are (they warn instead of failing), and pluggy stops at the first
+    implementation that raises: without this, a lab's broken chat notice would cost the run its store entry.
+    A wrapper implementation (pluggy's ``wrapper``/``hookwrapper``) is left as it is: it chose to see the
+    others' outcome."""
+
+    def __init__(self, plugin: object, name: str, marker: str = f"{PROJECT}_impl"):
+        self.plugin, self.name = plugin, name
+        for hook in RUN_HOOKS:
+            function = getattr(plugin, hook, None)
+            opts = getattr(function, marker, None)
+            if function is None or not isinstance(opts, dict):
+                continue
+            if opts.get("wrapper") or opts.get("hookwrapper"):
+                setattr(self, hook, function)
+                continue
+            setattr(self, hook, self._guarded(hook, function))
+
+    def _guarded(self, hook: str, function: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(function)  # its marker and argument names (pluggy reads them through __wrapped__)
+        def guarded(*args: Any) -> Any:
+            try:
+                return function(*args)
+            except Exception as exc:  # noqa: BLE001 - the lab's code: reported, never the run's failure
+                reason = " ".join(str(exc).split())[:300]
+                print(f"farm: warning: the listener {self.name} failed in {hook}: {type(exc).__name__}"
+                      f"{': ' + reason if reason else ''} (the run goes on: its results, the store and the "
+                      "archive are not touched by it)", file=sys.stderr, flush=True)
+                return None
+        return guarded
 
 
 def registrations(hook: str) -> list[tuple[str, Any]]:
