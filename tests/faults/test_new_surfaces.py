@@ -77,3 +77,150 @@ def test_an_import_is_stored_when_a_labs_listener_raises(raising_listener, tmp_p
     assert len(stored_runs(str(store))) == 1  # the import, stored
     err = capsys.readouterr().err
     assert "failed in run_published: RuntimeError: the chat server is down" in err and "Traceback" not in err
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Nothing of the lab's history deleted on a guess: gc keeps a baseline's run by every run id farm takes it for,
+# and refuses (exit 2, naming the baseline) when none can be read; --keep out of range is a job error.
+
+def _archived_run(tmp_path, monkeypatch):
+    from tests.unit.archive_helpers import fake_image, pipeline_tree, use_image, values
+
+    monkeypatch.setenv("FARM_ARCHIVE", str(tmp_path / "archive"))
+    monkeypatch.setenv("FARM_DB", str(tmp_path / "results.db"))
+    monkeypatch.setenv("FARM_BASELINES", str(tmp_path / "baselines"))
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    use_image(monkeypatch, fake_image(tmp_path / "img"))
+    return run_pipeline(pipeline_tree(tmp_path / "repo"), out=tmp_path / "run", flow_for=lambda s: FakeFlow(),
+                        registry=values(1.0))
+
+
+def _copied_by_hand(run, baseline: Path) -> None:
+    baseline.mkdir(parents=True)
+    for name in ("results.csv", "run.json"):
+        (baseline / name).write_bytes((run.path / name).read_bytes())
+
+
+BASELINE_DAMAGE = {
+    "baseline.json unreadable": lambda b: (b / "baseline.json").write_text("{not json"),
+    "baseline.json of another shape": lambda b: (b / "baseline.json").write_text('{"run_id": ["x"]}'),
+    "copied by hand (no baseline.json)": lambda b: (b / "baseline.json").unlink(),
+    "run.json gone, baseline.json unreadable": lambda b: ((b / "run.json").unlink(),
+                                                          (b / "baseline.json").write_text("[]")),
+}
+
+
+@pytest.mark.parametrize("damage", BASELINE_DAMAGE, ids=list(BASELINE_DAMAGE))
+def test_gc_keeps_a_baseline_s_run_whatever_its_baseline_json_says(tmp_path, monkeypatch, damage):
+    from farm.archive import open_archive
+    from farm.results.baselines import save_baseline
+
+    run = _archived_run(tmp_path, monkeypatch)
+    save_baseline(run.path, "release-1")
+    BASELINE_DAMAGE[damage](tmp_path / "baselines" / "release-1")
+    assert main(["archive", "gc", "--keep", "0"]) == EXIT_OK
+    assert open_archive().run_ids() == [run.run_id]
+
+
+def test_gc_refuses_when_no_run_id_of_a_baseline_can_be_read(tmp_path, monkeypatch, capsys):
+    from farm.archive import open_archive
+
+    run = _archived_run(tmp_path, monkeypatch)
+    baseline = tmp_path / "baselines" / "by-hand"
+    _copied_by_hand(run, baseline)
+    (baseline / "run.json").write_text("{}")
+    (baseline / "results.csv").write_text("target,value\nx,1\n")
+    objects = open_archive().object_shas()
+    assert main(["archive", "gc", "--keep", "0"]) == 2
+    assert f"{baseline}: baseline by-hand: no run id can be read" in capsys.readouterr().err
+    assert open_archive().run_ids() == [run.run_id] and open_archive().object_shas() == objects
+
+
+@pytest.mark.parametrize("keep", ["99999999999w", "99999999999999999999d"])
+def test_gc_refuses_an_age_out_of_range(tmp_path, monkeypatch, capsys, keep):
+    monkeypatch.setenv("FARM_ARCHIVE", str(tmp_path / "archive"))
+    assert main(["archive", "gc", "--keep", keep]) == 2
+    err = capsys.readouterr().err
+    assert f"--keep {keep!r}: an age of at most" in err and "Traceback" not in err
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Archive records and objects are checked against their names: a record renamed or copied by hand is refused
+# (naming the file and field), never another run reproduced; an http object longer than its size is refused
+# without reading the rest; an http "archive" that is no archive is a clear error.
+
+def test_a_record_whose_run_id_is_not_its_file_name_is_refused(tmp_path, monkeypatch, capsys):
+    from farm.archive import open_archive
+
+    run = _archived_run(tmp_path, monkeypatch)
+    runs = tmp_path / "archive" / "runs"
+    forged = runs / "20260101-000000-0000.json"
+    forged.write_bytes((runs / f"{run.run_id}.json").read_bytes())
+    with pytest.raises(Exception, match=rf"{forged}: run_id: '{run.run_id}' is not the run its file names "
+                                        r"\('20260101-000000-0000'\)"):
+        open_archive().record("20260101-000000-0000")
+    assert main(["reproduce", "20260101-000000-0000", "--out", str(tmp_path / "again")]) == 2
+    assert "is not the run its file names" in capsys.readouterr().err
+    assert not (tmp_path / "again").exists()
+
+
+class _Stream:
+    """An http response body of ``size`` bytes, made as it is read; how much was read."""
+
+    def __init__(self, size: int):
+        self.left, self.read_bytes = size, 0
+
+    def read(self, n: int = -1) -> bytes:
+        n = self.left if n < 0 else min(n, self.left)
+        self.left -= n
+        self.read_bytes += n
+        return b"\0" * n
+
+
+def test_an_http_object_longer_than_its_size_is_refused_unread(monkeypatch):
+    import contextlib
+
+    from farm.archive import ArchiveError
+    from farm.archive.http import HttpArchive
+    from farm.archive.record import Entry
+
+    body = _Stream(200 << 20)
+    archive = HttpArchive("http://archive.invalid/")
+    monkeypatch.setattr(HttpArchive, "_get", lambda self, path, what: contextlib.nullcontext(body))
+    with pytest.raises(ArchiveError, match="larger than its 4096 bytes: refused, the rest not read"):
+        archive.read(Entry("0" * 64, 4096), "object x")
+    assert body.read_bytes <= 4096 + 1
+
+
+@pytest.mark.parametrize("answer", [b"<html>a web server</html>", b'{"runs": []}', b"[" * 100_000])
+def test_an_http_archive_that_is_no_archive_is_a_clear_error(monkeypatch, answer):
+    import contextlib
+    import io
+
+    from farm.archive import ArchiveError
+    from farm.archive.http import HttpArchive
+
+    monkeypatch.setattr(HttpArchive, "_get", lambda self, path, what: contextlib.nullcontext(io.BytesIO(answer)))
+    with pytest.raises(ArchiveError, match=r"answered /runs/ with no list of run ids"):
+        HttpArchive("http://archive.invalid/").run_ids()
+
+
+@pytest.mark.parametrize("method", ["TRACE", "PROPFIND", "MKCOL", "CONNECT", "BREW"])
+def test_archive_serve_refuses_every_method_but_get_and_head_405(tmp_path, method):
+    import http.client
+    import threading
+
+    from farm.archive.directory import DirArchive
+    from farm.archive.http import make_server
+
+    server = make_server(DirArchive(tmp_path / "archive"), port=0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        conn = http.client.HTTPConnection("127.0.0.1", server.server_address[1], timeout=10)
+        conn.request(method, "/runs/")
+        answer = conn.getresponse()
+        assert (answer.status, answer.getheader("Allow")) == (405, "GET, HEAD")
+        conn.close()
+    finally:
+        server.shutdown()
+        server.server_close()
