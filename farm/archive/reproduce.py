@@ -39,7 +39,7 @@ from ..results.junit import Case, write_junit
 from ..results.record import Record, write_text_atomic
 from ..results.ratio import MIN_BOOTS, recorded_rule, repeats_in_boot
 from ..results.reproduction import (DEFAULT_THRESHOLD, INCONCLUSIVE, REPRODUCED, Reproduction, dumps, judge,
-                                    junit_cases, markdown)
+                                    junit_cases, markdown, measured_nothing, not_run)
 from ..run.events import hookimpl
 from ..values import name_problem
 from . import ArchiveError, NotArchived, open_archive
@@ -262,8 +262,11 @@ class ReproductionWriter:
             new = read_records(run_dir / "results.csv") if (run_dir / "results.csv").is_file() else []
             run_id = json.loads((run_dir / "run.json").read_text(encoding="utf-8")).get("run_id", "")
             boots = {**repeats_in_boot(self.original.path), **repeats_in_boot(run_dir)}  # run id -> N
-            rep = judge(self.original.records, new, threshold=self.threshold, min_boots=self.min_boots,
-                        repeats_in_boot=boots, original_run_id=self.original.run_id, run_id=run_id)
+            if self.status not in (EXIT_OK, EXIT_TEST_FAILURE) and measured_nothing(new):  # the lab failed
+                rep = not_run(self.original.run_id, run_id, self.status, self.threshold, self.min_boots)
+            else:
+                rep = judge(self.original.records, new, threshold=self.threshold, min_boots=self.min_boots,
+                            repeats_in_boot=boots, original_run_id=self.original.run_id, run_id=run_id)
             write_text_atomic(run_dir / "reproduction.json", dumps(rep))
             write_text_atomic(run_dir / "reproduction.md", markdown(rep))
             ran = "pass" if self.status == EXIT_OK else ("failure" if self.status == EXIT_TEST_FAILURE else "error")

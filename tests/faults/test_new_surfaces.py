@@ -3,6 +3,7 @@ state, system images), a test per class with its cases as parameters. None boots
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -224,3 +225,51 @@ def test_archive_serve_refuses_every_method_but_get_and_head_405(tmp_path, metho
     finally:
         server.shutdown()
         server.server_close()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A reproduction that did not run (the lab failed before it measured anything) is recorded as "not run
+# (infrastructure)", never as a verdict: not in the store as a result that failed to hold.
+
+def _coordinator_down(monkeypatch):
+    import contextlib
+
+    import farm.places
+    from farm.errors import InfrastructureError
+
+    @contextlib.contextmanager
+    def acquired_place(*args, **kwargs):
+        raise InfrastructureError("coordinator 127.0.0.1:20408: unreachable (connection refused)")
+        yield
+    monkeypatch.setattr(farm.places, "acquired_place", acquired_place)
+    from farm.run import FarmRequest
+
+    return {"farm": FarmRequest({"board": "maaxboard"}, timeout=1.0)}
+
+
+def _no_board_boots(monkeypatch):
+    from farm.errors import InfrastructureError
+
+    return {"flow": FakeFlow({"a": InfrastructureError("maaxboard-twin: no U-Boot prompt")})}
+
+
+@pytest.mark.parametrize("outage", [_coordinator_down, _no_board_boots], ids=["coordinator down", "no board boots"])
+def test_a_reproduction_the_lab_failed_is_not_run_never_a_verdict(tmp_path, monkeypatch, outage):
+    from farm.archive.reproduce import reproduce
+    from farm.errors import EXIT_INFRA_ERROR
+    from farm.store.db import open_store
+    from farm.store.reproductions import reproductions_of
+    from tests.unit.archive_helpers import ENV, values
+
+    run = _archived_run(tmp_path, monkeypatch)
+    how = outage(monkeypatch)
+    flow = how.get("flow", FakeFlow())
+    done = reproduce(run.run_id, out=tmp_path / "again", cache=tmp_path / "cache", envs=[ENV], farm=how.get("farm"),
+                     flow_for=lambda s: flow, registry=values(1.0))
+    assert done.exit_code == EXIT_INFRA_ERROR
+    assert done.reproduction.verdict == "not run (infrastructure)" and done.reproduction.figures == ()
+    saved = json.loads((tmp_path / "again" / "reproduction.json").read_text())
+    assert saved["verdict"] == "not run (infrastructure)" and saved["headline"].startswith("NOT RUN: ")
+    with open_store().connect() as c:
+        [row] = reproductions_of(c, run.run_id)
+    assert row.verdict == "not run (infrastructure)"
