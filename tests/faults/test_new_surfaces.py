@@ -4,6 +4,7 @@ state, system images), a test per class with its cases as parameters. None boots
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -273,3 +274,107 @@ def test_a_reproduction_the_lab_failed_is_not_run_never_a_verdict(tmp_path, monk
     with open_store().connect() as c:
         [row] = reproductions_of(c, run.run_id)
     assert row.verdict == "not run (infrastructure)"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# farm lab's state is data, not instructions: lab.json's paths lie inside the lab's directory, a process is
+# signalled only when its command line is the one farm started, writes never follow a planted symlink.
+# (Malformed lab.json, [] {} nested deep: tests/unit/test_state_files.py.)
+
+def _planted_lab(tmp_path: Path, edit) -> tuple[Path, Path]:
+    from farm.virtual.lab import plan_lab
+
+    lab_dir = tmp_path / "lab"
+    lab = plan_lab(lab_dir, {"maaxboard": 1})
+    lab_dir.mkdir(exist_ok=True)
+    lab.save()
+    victim = tmp_path / "precious.txt"
+    victim.write_text("the lab's notes\n")
+    state = json.loads(lab.state_file.read_text())
+    edit(state, lab_dir, victim)
+    lab.state_file.write_text(json.dumps(state))
+    return lab_dir, victim
+
+
+def _qmp_outside(state, lab_dir, victim):
+    state["boards"][0]["qmp_socket"] = str(victim)
+
+
+def _qmp_up_and_out(state, lab_dir, victim):
+    state["boards"][0]["qmp_socket"] = str(lab_dir / "boards" / ".." / ".." / victim.name)
+
+
+def _qmp_through_a_symlink(state, lab_dir, victim):
+    (lab_dir / "boards").mkdir()
+    (lab_dir / "boards" / "1").symlink_to(victim.parent)
+    state["boards"][0]["qmp_socket"] = str(lab_dir / "boards" / "1" / victim.name)
+
+
+def _log_outside(state, lab_dir, victim):
+    state["processes"] = [{"name": "sshd", "pid": 1, "start": 0, "argv": ["sshd"], "log": str(victim)}]
+
+
+PLANTED_PATHS = {"qmp socket outside": (_qmp_outside, "boards[0].qmp_socket"),
+                 "qmp socket ../..": (_qmp_up_and_out, "boards[0].qmp_socket"),
+                 "qmp socket through a symlink": (_qmp_through_a_symlink, "boards[0].qmp_socket"),
+                 "log outside": (_log_outside, "processes[0].log")}
+
+
+@pytest.mark.parametrize("case", PLANTED_PATHS, ids=list(PLANTED_PATHS))
+def test_lab_down_refuses_a_path_of_lab_json_outside_the_lab(tmp_path, case):
+    from farm.errors import JobError
+    from farm.virtual import lab
+
+    edit, field = PLANTED_PATHS[case]
+    lab_dir, victim = _planted_lab(tmp_path, edit)
+    with pytest.raises(JobError, match=rf"lab\.json: {re.escape(field)}: .* is not in {lab_dir}"):
+        lab.down(lab_dir)
+    assert victim.read_text() == "the lab's notes\n"
+
+
+def test_lab_down_writes_no_file_through_a_planted_symlink(tmp_path):
+    from farm.virtual import lab
+
+    lab_dir, victim = _planted_lab(tmp_path, lambda state, lab_dir, victim: None)
+    for name in ("lab.tmp", "lab.json.tmp"):  # the old fixed name, and one like it
+        (lab_dir / name).symlink_to(victim)
+    lab.down(lab_dir)
+    assert victim.read_text() == "the lab's notes\n"
+    assert not (lab_dir / "lab.json").is_symlink() and json.loads((lab_dir / "lab.json").read_text())["processes"] == []
+
+
+def test_lab_down_signals_only_the_command_farm_started(tmp_path):
+    """A foreign process recorded under a QEMU's name, with its real pid and start time, is left alone;
+    the lab's own (a script under its interpreter, as labgrid's tools are) is stopped."""
+    import subprocess
+    import sys
+
+    from farm.proc import start_time
+    from farm.virtual import lab
+    from farm.virtual.processes import spawn
+
+    foreign = subprocess.Popen(["sleep", "60"])
+    script = tmp_path / "labtool"
+    script.write_text(f"#!{sys.executable}\nimport time\ntime.sleep(60)\n")
+    script.chmod(0o755)
+    ours = spawn("coordinator", [str(script), "-l", "127.0.0.1:1"], tmp_path / "lab" / "logs" / "coordinator.log")
+    try:
+        def edit(state, lab_dir, victim):
+            state["processes"] = [
+                ours.as_dict(),
+                {"name": "qemu maaxboard-1", "pid": foreign.pid, "start": start_time(foreign.pid),
+                 "argv": ["qemu-system-aarch64", "-name", "maaxboard-1", "-S"], "log": str(lab_dir / "logs" / "q.log")}]
+        lab_dir, _ = _planted_lab(tmp_path, edit)
+        said = []
+        lab.down(lab_dir, say=said.append)
+        assert foreign.poll() is None  # not signalled
+        assert [line.split() for line in said] == [["qemu", "maaxboard-1", "not", "running"], ["coordinator", "stopped"]]
+        assert start_time(ours.pid) is None
+    finally:
+        foreign.kill()
+        foreign.wait()
+        if start_time(ours.pid) == ours.start:
+            import os
+            import signal
+
+            os.kill(ours.pid, signal.SIGKILL)
