@@ -378,3 +378,57 @@ def test_lab_down_signals_only_the_command_farm_started(tmp_path):
             import signal
 
             os.kill(ours.pid, signal.SIGKILL)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Patterns with a bound: a pipeline's console patterns that can backtrack catastrophically (Python's re, which
+# nothing interrupts) are refused when the file is read, naming the file, line and field; the repository's pass.
+
+def _system_pipeline(tmp_path: Path, system: str, benchmarks: str = "[{console: {}}]") -> Path:
+    from tests.unit.archive_helpers import ENV
+
+    path = tmp_path / "p.yaml"
+    path.write_text(f"name: sys\ntargets: [{{env: {ENV}}}]\nsetups:\n  - name: sel4\n    system: {system}\n"
+                    f"benchmarks: {benchmarks}\n")
+    return path
+
+
+EXPLODING = [r"^(a+)+$", r"(\w+\s?)*$", r"(a{1,5})+$", r"(?:ab|a)+$", r"(?>(a+)+)$"]
+FIELDS = {
+    "ready": (lambda p: f"{{ready: '{p}'}}", "[{console: {}}]", "setups[0].system.ready"),
+    "fatal": (lambda p: f"{{ready: r, fatal: ['{p}']}}", "[{console: {}}]", "setups[0].system.fatal"),
+    "address": (lambda p: f"{{ready: r, address: '(?P<address>{p})'}}", "[{console: {}}]", "setups[0].system.address"),
+    "stats": (lambda p: f"{{ready: r, stats: [{{pattern: '(?P<n>{p})', metric: seen}}]}}", "[{console: {}}]",
+              "setups[0].system.stats"),
+    "console until": (lambda p: "{ready: r}", None, "benchmarks[0].console"),
+}
+
+
+@pytest.mark.parametrize("pattern", EXPLODING)
+@pytest.mark.parametrize("field", FIELDS)
+def test_a_pattern_that_backtracks_catastrophically_is_refused_when_read(tmp_path, field, pattern):
+    from farm.errors import JobError
+    from farm.run.model import load_pipeline
+
+    system, benchmarks, where = FIELDS[field]
+    benchmarks = benchmarks or f"[{{console: {{until: '{pattern}'}}}}]"
+    path = _system_pipeline(tmp_path, system(pattern), benchmarks)
+    with pytest.raises(JobError) as info:
+        load_pipeline(path)
+    text = str(info.value)
+    assert text.startswith(f"{path}:") and where in text and "can backtrack" in text, text
+
+
+@pytest.mark.parametrize("pattern", [r"farm-standin: (fault|abort)", r"(\d{1,3}\.){3}\d{1,3}", r"(?:a|b)+$",
+                                     r"(a+)++$", r"component (?P<c>\w+): ticks (?P<t>\d+) of \d+ \((?P<s>[0-9.]+)%\)"])
+def test_patterns_that_cannot_explode_are_taken(pattern):
+    from farm.schema import regex_problem
+
+    assert regex_problem(pattern) is None
+
+
+def test_the_repositorys_system_pipelines_read():
+    from farm.run.model import load_pipeline
+
+    for name in ("system-standin.yaml", "system-standin-net.yaml"):
+        load_pipeline(Path(__file__).resolve().parents[2] / "pipelines" / name)
