@@ -432,3 +432,36 @@ def test_the_repositorys_system_pipelines_read():
 
     for name in ("system-standin.yaml", "system-standin-net.yaml"):
         load_pipeline(Path(__file__).resolve().parents[2] / "pipelines" / name)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A system image that is a private file (0600), given as it is or through a symlink from the pipeline's tree, is
+# refused before anything is copied into the cache (and so into the lab's archive).
+
+@pytest.mark.parametrize("through", ["the file", "a symlink", "a directory image"])
+def test_a_private_system_image_is_refused_before_it_is_copied(tmp_path, through):
+    from farm.errors import JobError
+    from farm.images.system import system_image
+
+    private = tmp_path / "secret" / "loader.bin"
+    private.parent.mkdir()
+    private.write_bytes(b"\x00" * 256)
+    private.chmod(0o600)
+    given = private
+    if through == "a symlink":
+        given = tmp_path / "tree" / "loader.bin"
+        given.parent.mkdir()
+        given.symlink_to(private)
+    elif through == "a directory image":
+        given = private.parent
+        (given / "manifest.json").write_text(json.dumps({
+            "kind": "system", "name": "loader", "arch": "arm64", "boot": {"go": "loader.bin"},
+            "load_addr": "0x50000000", "formats": {"loader.bin": "raw"},
+            "artifacts": {"loader.bin": {"sha256": __import__("hashlib").sha256(private.read_bytes()).hexdigest(),
+                                         "size": 256}}}))
+    cache = tmp_path / "cache"
+    with pytest.raises(JobError, match=r"readable by its owner only \(mode 0600\)"):
+        system_image(given, arch="arm64", load_addr=0x50000000, cache=cache)
+    assert not list(cache.glob("images/*"))
+    private.chmod(0o644)  # the owner says it may be shared
+    system_image(given, arch="arm64", load_addr=0x50000000, cache=cache)
