@@ -91,10 +91,14 @@ def find_original(spec: str, archive: Any, cache: Path) -> Original:
                 "is FARM_ARCHIVE the lab's archive? (farm archive list shows what it holds)")
         raise NotArchived(f"run {run_id} is not in the archive {archive.location}: {hint}")
     path = fetch_run(record, archive, cache)
-    try:
-        info = json.loads((path / "run.json").read_text(encoding="utf-8"))
-    except ValueError as exc:
-        raise ArchiveError(f"run {run_id}: its archived run.json is not JSON ({exc})") from None
+    from ..config import load_json
+    from ..errors import FarmError
+    from .archiving import MAX_RUN_JSON_BYTES
+
+    try:  # bounded as farm's files are: size, nesting (a forged one 100k deep), a JSON object
+        info = load_json(path / "run.json", "archived run.json", limit=MAX_RUN_JSON_BYTES)
+    except FarmError as exc:
+        raise ArchiveError(f"run {run_id}: {exc}") from None
     records = tuple(read_records(path / "results.csv")) if (path / "results.csv").is_file() else ()
     # CPU figures written before records said their CPU: a guest setup's were its vCPUs' (run.json)
     from farm.results.identity import with_cpu_scope_of_run
@@ -137,7 +141,9 @@ def pipeline_file(original: Original, archive: Any, cache: Path, given: Path | N
     """The pipeline file as run: ``given`` (checked against the original's sha256), else the archive's."""
     want = str(original.info.get("pipeline_sha256") or "")
     if given is not None:
-        if hashlib.sha256(Path(given).read_bytes()).hexdigest() != want:
+        from ..config import read_bytes
+
+        if hashlib.sha256(read_bytes(given, "--pipeline file")).hexdigest() != want:
             raise JobError(f"--pipeline {given}: not the pipeline file run {original.run_id} ran (its sha256 is not "
                            f"{want})")
         return Path(given)

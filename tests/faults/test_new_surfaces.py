@@ -465,3 +465,40 @@ def test_a_private_system_image_is_refused_before_it_is_copied(tmp_path, through
     assert not list(cache.glob("images/*"))
     private.chmod(0o644)  # the owner says it may be shared
     system_image(given, arch="arm64", load_addr=0x50000000, cache=cache)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Bad input that got a traceback: a clear error naming what is wrong, exit 2 (or 3: the lab's), nothing written.
+
+@pytest.mark.parametrize("argv", [["serve", "--port", "99999"], ["archive", "serve", "--port", "99999"],
+                                  ["serve", "--port", "-1"], ["archive", "serve", "--port", "http"]])
+def test_a_port_out_of_range_is_refused_when_parsed(argv, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and "argument --port" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("given", ["missing", "directory", "/dev/zero"])
+def test_reproduce_pipeline_that_is_no_file_is_a_job_error(tmp_path, monkeypatch, capsys, given):
+    run = _archived_run(tmp_path, monkeypatch)
+    path = {"missing": str(tmp_path / "nope.yaml"), "directory": str(tmp_path), "/dev/zero": "/dev/zero"}[given]
+    assert main(["reproduce", run.run_id, "--pipeline", path, "--out", str(tmp_path / "again")]) == 2
+    err = capsys.readouterr().err
+    assert f"farm: job error: {path}: --pipeline file " in err and "Traceback" not in err
+    assert not (tmp_path / "again").exists()
+
+
+def test_a_forged_run_json_nested_deep_in_the_archive_is_refused(tmp_path, monkeypatch, capsys):
+    import attrs
+
+    from farm.archive import open_archive
+
+    run = _archived_run(tmp_path, monkeypatch)
+    archive = open_archive()
+    record = archive.record(run.run_id)
+    entry, _ = archive.put_bytes(b"[" * 100_000 + b"]" * 100_000)
+    archive.write_record(attrs.evolve(record, files={**record.files, "run.json": entry}))
+    code = main(["reproduce", run.run_id, "--out", str(tmp_path / "again")])
+    err = capsys.readouterr().err
+    assert code in (2, 3) and "archived run.json nested deeper than" in err and "Traceback" not in err, err
