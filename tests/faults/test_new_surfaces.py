@@ -502,3 +502,17 @@ def test_a_forged_run_json_nested_deep_in_the_archive_is_refused(tmp_path, monke
     code = main(["reproduce", run.run_id, "--out", str(tmp_path / "again")])
     err = capsys.readouterr().err
     assert code in (2, 3) and "archived run.json nested deeper than" in err and "Traceback" not in err, err
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# farm import vmexit refuses impossible values and a result line whose value is no number, naming file and line.
+
+@pytest.mark.parametrize("value", ["nan", "NaN", "inf", "-inf", "1e999", "12x", "3.5", "99999999999999999999"])
+def test_import_vmexit_refuses_what_is_no_count_of_cycles(tmp_path, capsys, value):
+    capture = tmp_path / "vmexit.txt"
+    capture.write_text(f"enabling apic\ncpuid 3374\nvmcall {value}\n")
+    out = tmp_path / "imported"
+    assert main(["import", "vmexit", str(capture), "--setup", "lab", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert str(capture) in err and "line 3" in err and "Traceback" not in err, err
+    assert not (out / "results.csv").exists()
