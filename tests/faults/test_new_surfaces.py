@@ -516,3 +516,48 @@ def test_import_vmexit_refuses_what_is_no_count_of_cycles(tmp_path, capsys, valu
     err = capsys.readouterr().err
     assert str(capture) in err and "line 3" in err and "Traceback" not in err, err
     assert not (out / "results.csv").exists()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Checks that came too late or not at all, now when the pipeline is read: a DPDK setup's lcores beyond its cores,
+# a guest's extra_args opening a monitor or a debugger, or undoing -no-reboot.
+
+def _dpdk_pipeline(tmp_path: Path, setup: str) -> Path:
+    from tests.unit.archive_helpers import ENV, ROOT
+
+    path = tmp_path / "p.yaml"
+    path.write_text(f"name: d\nimage: {ROOT / 'images' / 'maaxboard-dpdk.yaml'}\ntargets: [{{env: {ENV}}}]\n"
+                    f"setups:\n  - name: dpdk\n{setup}\nbenchmarks: []\n")
+    return path
+
+
+@pytest.mark.parametrize("setup, words", [
+    ("    cpus: 2\n    dpdk: {lcores: 0-3}", "setups[0].dpdk.lcores: lcores 2, 3 on 2 cores (the setup's cpus: 2"),
+    ("    cpus: 1\n    dpdk: {lcores: '0,1'}", "setups[0].dpdk.lcores: lcore 1 on 1 core (the setup's cpus: 1"),
+    ("    dpdk: {lcores: 0-2, guest: {vcpus: 2}}", "setups[0].dpdk.lcores: core 2: the guest has 2 vCPUs"),
+])
+def test_dpdk_lcores_beyond_the_setups_cores_are_refused_when_read(tmp_path, setup, words):
+    from farm.errors import JobError
+    from farm.run.model import load_pipeline
+
+    path = _dpdk_pipeline(tmp_path, setup)
+    with pytest.raises(JobError, match=re.escape(words)) as info:
+        load_pipeline(path)
+    assert str(info.value).startswith(f"{path}:")
+
+
+def test_dpdk_lcores_within_the_cores_are_taken(tmp_path):
+    from farm.run.model import load_pipeline
+
+    load_pipeline(_dpdk_pipeline(tmp_path, "    cpus: 4\n    dpdk: {lcores: 0-3}"))
+    load_pipeline(_dpdk_pipeline(tmp_path, "    dpdk: {lcores: 0-3}"))  # the board's cores: EAL says
+
+
+@pytest.mark.parametrize("arg", ["-qmp", "--qmp", "-qmp-pretty", "-mon", "-gdb", "-s", "-action", "-no-reboot"])
+def test_a_guest_extra_arg_that_opens_a_monitor_or_undoes_no_reboot_is_refused(arg):
+    from farm.guest.spec import _extra_args
+    from farm.schema import Invalid
+
+    with pytest.raises(Invalid, match=rf"item 0 '{re.escape(arg)}': -"):
+        _extra_args([arg, "tcp:0.0.0.0:4444,server=on"])
+    assert _extra_args(["-overcommit", "mem-lock=on"]) == ("-overcommit", "mem-lock=on")
