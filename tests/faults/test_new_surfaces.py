@@ -561,3 +561,53 @@ def test_a_guest_extra_arg_that_opens_a_monitor_or_undoes_no_reboot_is_refused(a
     with pytest.raises(Invalid, match=rf"item 0 '{re.escape(arg)}': -"):
         _extra_args([arg, "tcp:0.0.0.0:4444,server=on"])
     assert _extra_args(["-overcommit", "mem-lock=on"]) == ("-overcommit", "mem-lock=on")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A path farm cannot write, or a full disk: one line naming the file, exit 2 (the path's) or 3 (the disk's: the
+# lab's), never a traceback; nothing half written.
+
+def _imported(tmp_path, monkeypatch) -> Path:
+    monkeypatch.setenv("FARM_DB", str(tmp_path / "results.db"))
+    out = tmp_path / "imported"
+    assert main(["import", "iperf3", str(DATA / "iperf3-tcp.json"), "--setup", "lab", "--out", str(out)]) == EXIT_OK
+    return out
+
+
+@pytest.mark.parametrize("command", ["history --plot", "dashboard --out"])
+def test_an_unwritable_output_path_is_a_job_error(tmp_path, monkeypatch, capsys, command):
+    out = _imported(tmp_path, monkeypatch)
+    metric = (out / "results.csv").read_text().splitlines()[1].split(",")[10]
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    argv = (["history", metric, "--plot", str(blocker / "x.png")] if command == "history --plot"
+            else ["dashboard", "--out", str(blocker / "site")])
+    capsys.readouterr()
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"farm: job error: {blocker}/" in err and "Not a directory" in err and "Traceback" not in err, err
+
+
+def test_a_full_disk_during_an_import_is_the_labs_error_and_leaves_nothing_half_written(tmp_path, monkeypatch,
+                                                                                        capsys):
+    import errno
+    import tempfile
+
+    import farm.results.record
+
+    real = tempfile.mkstemp
+    written = []
+
+    def mkstemp(*args, **kwargs):
+        if len(written) >= 1:  # results.csv fits, then the disk is full
+            raise OSError(errno.ENOSPC, "No space left on device", kwargs.get("dir"))
+        written.append(kwargs.get("dir"))
+        return real(*args, **kwargs)
+    monkeypatch.setattr(farm.results.record.tempfile, "mkstemp", mkstemp)
+    monkeypatch.setenv("FARM_DB", "none")
+    out = tmp_path / "imported"
+    code = main(["import", "iperf3", str(DATA / "iperf3-tcp.json"), "--setup", "lab", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 3 and f"farm: infrastructure error: {out}: No space left on device" in err, err
+    assert "Traceback" not in err
+    assert not [p for p in out.rglob("*.tmp")]  # no temporary left behind
