@@ -183,8 +183,16 @@ class Isolated:
 def registrations(hook: str) -> list[tuple[str, Any]]:
     """(plugin name, registration) for everything the plugins' ``hook`` returns, farm's first: each plugin's
     implementation called on its own, so that a conflict names both plugins."""
-    caller = getattr(manager().hook, hook)
-    return [(impl.plugin_name, item) for impl in caller.get_hookimpls() for item in (impl.function() or ())]
+    pm = manager()
+    found = []
+    for impl in getattr(pm.hook, hook).get_hookimpls():
+        try:
+            items = list(impl.function() or ())
+        except Exception as exc:  # the lab's code: a job error naming it, not farm's traceback
+            raise JobError(f"the farm plugin {_named(pm, impl.plugin)}: its {hook}() failed: {type(exc).__name__}: "
+                           f"{exc}") from exc
+        found += [(impl.plugin_name, item) for item in items]
+    return found
 
 
 def _index(kind: str, build: Callable[[], Mapping[str, Any]]) -> Mapping[str, Any]:
@@ -239,6 +247,10 @@ def flows() -> Mapping[str, "farm.flows.FlowType"]:
     a name or settings field registered twice is a JobError."""
     def build() -> dict[str, "farm.flows.FlowType"]:
         found = [*registrations("farm_flows"), *_old_flows()]
+        for plugin, item in found:  # farm.flows.FlowType is a floor above: known by what it has
+            if not isinstance(getattr(item, "name", None), str) or not callable(getattr(item, "make", None)):
+                raise JobError(f"farm plugin {plugin}: {item!r} is not a flow (a farm.flows.FlowType: a name, how "
+                               "its flow is made, its settings)")
         named = _by_name("flow", found, lambda t: t.name)
         _by_name("the settings field of flow", [(p, t) for p, t in found if t.key], lambda t: t.key)
         return {name: flow for name, (_, flow) in named.items()}
@@ -250,7 +262,12 @@ def _old_flows() -> list[tuple[str, "farm.flows.FlowType"]]:
 
     found = []
     for entry in entry_points(group=OLD_FLOWS_GROUP):
-        found.append((f"{entry.name} (entry-point group {OLD_FLOWS_GROUP})", entry.load()))
+        try:
+            loaded = entry.load()
+        except Exception as exc:  # the lab's code failed to import: name the entry point, not farm's traceback
+            raise JobError(f"the flow {entry.name} = {entry.value} (entry-point group {OLD_FLOWS_GROUP}) failed to "
+                           f"load: {type(exc).__name__}: {exc}") from exc
+        found.append((f"{entry.name} (entry-point group {OLD_FLOWS_GROUP})", loaded))
         print(f"farm: warning: the flow {entry.value} is registered in the entry-point group {OLD_FLOWS_GROUP}, "
               f"which is deprecated: return it from a farm_flows() hook of a plugin in the group "
               f"{ENTRY_POINT_GROUP} (farm.plugins)", file=sys.stderr)

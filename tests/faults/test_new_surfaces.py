@@ -611,3 +611,36 @@ def test_a_full_disk_during_an_import_is_the_labs_error_and_leaves_nothing_half_
     assert code == 3 and f"farm: infrastructure error: {out}: No space left on device" in err, err
     assert "Traceback" not in err
     assert not [p for p in out.rglob("*.tmp")]  # no temporary left behind
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A broken plugin (an import error, a hook that raises, a misspelt hook, a flow that is no FlowType, in the group
+# farm or the older farm.flows) is a job error naming it, exit 2, never a traceback.
+
+BROKEN_PLUGINS = {
+    "import error (farm)": ("farm", "lab = mylab_broken", "import not_a_module_anywhere\n",
+                            "failed to load: ModuleNotFoundError"),
+    "a registration that raises (farm)": ("farm", "lab = mylab_broken",
+                                          "from farm.hookspecs import hookimpl\n\n@hookimpl\n"
+                                          "def farm_flows():\n    raise RuntimeError('oops')\n",
+                                          "its farm_flows() failed: RuntimeError: oops"),
+    "misspelt hook (farm)": ("farm", "lab = mylab_broken",
+                             "from farm.hookspecs import hookimpl\n\n@hookimpl\ndef farm_flow():\n    return []\n",
+                             "farm_flow"),
+    "not a FlowType (farm)": ("farm", "lab = mylab_broken",
+                              "from farm.hookspecs import hookimpl\n\n@hookimpl\ndef farm_flows():\n"
+                              "    return ['frob']\n", "'frob' is not a flow"),
+    "import error (farm.flows)": ("farm.flows", "frob = mylab_broken:FLOW", "import not_a_module_anywhere\n",
+                                  "(entry-point group farm.flows) failed to load: ModuleNotFoundError"),
+    "not a FlowType (farm.flows)": ("farm.flows", "frob = mylab_broken:FLOW", "FLOW = 42\n", "42 is not a flow"),
+}
+
+
+@pytest.mark.parametrize("case", BROKEN_PLUGINS, ids=list(BROKEN_PLUGINS))
+def test_a_broken_plugin_is_a_job_error_naming_it(tmp_path, monkeypatch, capsys, case):
+    group, entry, source, words = BROKEN_PLUGINS[case]
+    for _ in installed(tmp_path / "site", monkeypatch, dist="mylab-broken", group=group, entry=entry,
+                       module="mylab_broken", source=source):
+        assert main(["schema", "pipeline"]) == 2
+        err = capsys.readouterr().err
+        assert "farm: job error: " in err and words in err and "Traceback" not in err, err
