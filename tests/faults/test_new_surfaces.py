@@ -644,3 +644,38 @@ def test_a_broken_plugin_is_a_job_error_naming_it(tmp_path, monkeypatch, capsys,
         assert main(["schema", "pipeline"]) == 2
         err = capsys.readouterr().err
         assert "farm: job error: " in err and words in err and "Traceback" not in err, err
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The same run ingested twice at once is one run, and every ingest exits 0: the transaction that lost the race
+# (the run id's uniqueness, or SQLite's stale snapshot) is tried again and finds the run stored.
+
+@pytest.mark.parametrize("lost", ["UNIQUE constraint failed: runs.run_id", "database is locked"])
+def test_an_ingest_that_loses_the_race_to_the_same_run_succeeds(tmp_path, monkeypatch, capsys, lost):
+    import sqlite3
+
+    import sqlalchemy as sa
+
+    import farm.store.ingest
+    from farm.store.db import open_store
+    from tests.store.rundirs import make_run
+
+    store = tmp_path / "results.db"
+    monkeypatch.setenv("FARM_DB", str(store))
+    run_dir = make_run(tmp_path / "r", "20261201-100000-aaaa", started="2026-12-01T10:00:00.000+00:00")
+    real, raced = farm.store.ingest.write_run, []
+
+    def write_run(connection, rows):
+        if not raced:  # the other ingest commits the run first; this transaction's insert then fails
+            raced.append("the other ingest")
+            monkeypatch.setattr(farm.store.ingest, "write_run", real)
+            farm.store.ingest.ingest(open_store(), [run_dir])
+            monkeypatch.setattr(farm.store.ingest, "write_run", write_run)
+            error = (sa.exc.IntegrityError if "UNIQUE" in lost else sa.exc.OperationalError)
+            raise error("INSERT INTO runs", {}, sqlite3.IntegrityError(lost) if "UNIQUE" in lost
+                        else sqlite3.OperationalError(lost))
+        return real(connection, rows)
+    monkeypatch.setattr(farm.store.ingest, "write_run", write_run)
+    assert main(["db", "ingest", str(run_dir)]) == EXIT_OK
+    assert raced and list(stored_runs(str(store))) == ["20261201-100000-aaaa"]
+    assert "Traceback" not in capsys.readouterr().err
