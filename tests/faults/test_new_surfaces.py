@@ -679,3 +679,23 @@ def test_an_ingest_that_loses_the_race_to_the_same_run_succeeds(tmp_path, monkey
     assert main(["db", "ingest", str(run_dir)]) == EXIT_OK
     assert raced and list(stored_runs(str(store))) == ["20261201-100000-aaaa"]
     assert "Traceback" not in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A target name holding a secret: the import masks it, and farm report makes the files of the masked name
+# (a file name says "masked"), instead of refusing it.
+
+def test_report_takes_the_masked_target_name_its_import_wrote(tmp_path, monkeypatch, capsys):
+    from farm import secrets
+
+    monkeypatch.setattr(secrets, "_secrets", set(secrets._secrets))  # this test's secret goes with it
+    monkeypatch.setattr(secrets, "_forms", list(secrets._forms))
+    monkeypatch.setenv("LG_SECRET_TOKEN", "hunter2secret")
+    monkeypatch.setenv("FARM_DB", "none")
+    out = tmp_path / "imported"
+    assert main(["import", "ipbench", str(DATA / "ipbench-sample.csv"), "--setup", "lab", "--target",
+                 "boardhunter2secret", "--out", str(out)]) == EXIT_OK
+    assert ",board*****," in (out / "results.csv").read_text()
+    assert main(["report", str(out)]) == EXIT_OK
+    assert (out / "sweep-boardmasked-lab.csv").is_file()
+    assert "hunter2secret" not in capsys.readouterr().err
