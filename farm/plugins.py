@@ -47,6 +47,8 @@ from .hookspecs import PROJECT, RUN_HOOKS, add_specs
 
 # the registrations' classes are named as text: farm.bench.registry's and farm.flows' floors are above this one
 
+#: seconds a lab's listener may take over one run hook before the run goes on without it (Isolated)
+LISTENER_TIMEOUT_S = 120.0
 #: the entry-point group of a lab's plugins (its listeners, benchmarks, import kinds, flows)
 ENTRY_POINT_GROUP = "farm"
 #: the group a lab's flows were registered in before flows were plugins: a FlowType per entry point
@@ -151,11 +153,14 @@ class Isolated:
     called all the same, and the exit code is the run's. A lab's listener is a convenience beside the run,
     as farm's store and archive are (they warn instead of failing), and pluggy stops at the first
     implementation that raises: without this, a lab's broken chat notice would cost the run its store entry.
-    A wrapper implementation (pluggy's ``wrapper``/``hookwrapper``) is left as it is: it chose to see the
-    others' outcome."""
+    A listener that does not return from a hook within :data:`LISTENER_TIMEOUT_S` (a chat server that never
+    answers) is reported the same way and not called again for the run, which goes on: its call runs in a
+    thread of its own, left behind (a daemon: it does not keep farm from exiting). A wrapper implementation
+    (pluggy's ``wrapper``/``hookwrapper``) is left as it is: it chose to see the others' outcome."""
 
     def __init__(self, plugin: object, name: str, marker: str = f"{PROJECT}_impl"):
         self.plugin, self.name = plugin, name
+        self.hung: str | None = None  # the hook it did not return from
         for hook in RUN_HOOKS:
             function = getattr(plugin, hook, None)
             opts = getattr(function, marker, None)
@@ -169,15 +174,36 @@ class Isolated:
     def _guarded(self, hook: str, function: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(function)  # its marker and argument names (pluggy reads them through __wrapped__)
         def guarded(*args: Any) -> Any:
-            try:
-                return function(*args)
-            except Exception as exc:  # noqa: BLE001 - the lab's code: reported, never the run's failure
-                reason = " ".join(str(exc).split())[:300]
-                print(f"farm: warning: the listener {self.name} failed in {hook}: {type(exc).__name__}"
-                      f"{': ' + reason if reason else ''} (the run goes on: its results, the store and the "
-                      "archive are not touched by it)", file=sys.stderr, flush=True)
+            if self.hung is not None:
                 return None
+            outcome: dict[str, Any] = {}
+
+            def call() -> None:
+                try:
+                    outcome["result"] = function(*args)
+                except BaseException as exc:  # noqa: BLE001 - handed to the run's thread, below
+                    outcome["error"] = exc
+            worker = threading.Thread(target=call, name=f"farm listener {self.name}: {hook}", daemon=True)
+            worker.start()
+            worker.join(LISTENER_TIMEOUT_S)
+            if worker.is_alive():
+                self.hung = hook
+                self._warn(f"did not return from {hook} within {LISTENER_TIMEOUT_S:g} s (the run goes on without "
+                           "it; it is not called again)")
+                return None
+            error = outcome.get("error")
+            if error is None:
+                return outcome.get("result")
+            if not isinstance(error, Exception):  # Ctrl-C, SIGTERM, an exit: not the lab's to swallow
+                raise error
+            reason = " ".join(str(error).split())[:300]
+            self._warn(f"failed in {hook}: {type(error).__name__}{': ' + reason if reason else ''} (the run goes "
+                       "on: its results, the store and the archive are not touched by it)")
+            return None
         return guarded
+
+    def _warn(self, text: str) -> None:
+        print(f"farm: warning: the listener {self.name} {text}", file=sys.stderr, flush=True)
 
 
 def registrations(hook: str) -> list[tuple[str, Any]]:

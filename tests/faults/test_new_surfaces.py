@@ -699,3 +699,46 @@ def test_report_takes_the_masked_target_name_its_import_wrote(tmp_path, monkeypa
     assert main(["report", str(out)]) == EXIT_OK
     assert (out / "sweep-boardmasked-lab.csv").is_file()
     assert "hunter2secret" not in capsys.readouterr().err
+
+
+HANGING_LISTENER = '''
+import threading
+
+from farm.hookspecs import hookimpl
+
+release = threading.Event()
+calls = []
+
+
+@hookimpl
+def run_published(run_dir):
+    calls.append(str(run_dir))
+    release.wait(30)  # a chat server that never answers
+'''
+
+
+@pytest.fixture
+def hanging_listener(tmp_path, monkeypatch):
+    import sys
+
+    for _ in installed(tmp_path / "site", monkeypatch, dist="mylab-hang", group=ENTRY_POINT_GROUP,
+                       entry="hang = mylab_hang", module="mylab_hang", source=HANGING_LISTENER):
+        yield lambda: sys.modules["mylab_hang"]
+        sys.modules["mylab_hang"].release.set()
+
+
+def test_a_labs_listener_that_hangs_is_left_behind(hanging_listener, tmp_path, monkeypatch, capsys):
+    import time
+
+    from farm import plugins
+
+    monkeypatch.setattr(plugins, "LISTENER_TIMEOUT_S", 0.5)
+    store = tmp_path / "results.db"
+    monkeypatch.setenv("FARM_DB", str(store))
+    started = time.monotonic()
+    assert main(["import", "iperf3", str(DATA / "iperf3-tcp.json"), "--setup", "lab",
+                 "--out", str(tmp_path / "imported")]) == EXIT_OK
+    assert time.monotonic() - started < 15 and len(stored_runs(str(store))) == 1
+    assert hanging_listener().calls == [str(tmp_path / "imported")]
+    assert ("the listener 'hang' (mylab-hang 1.0, entry-point group farm) did not return from run_published "
+            "within 0.5 s") in capsys.readouterr().err
