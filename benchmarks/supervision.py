@@ -15,7 +15,7 @@ import time
 import uuid
 from pathlib import Path
 
-from farm.proc import start_time
+from farm.proc import command_line, start_time
 from farm.virtual.processes import Process, stop
 
 TOKEN_VAR = "FARM_BENCH_TOKEN"
@@ -80,7 +80,7 @@ class Processes:
         """Stop ``pid`` (e.g. from a pid file) if it carries this run's token, not a reused pid."""
         if pid not in self.tokened_pids():
             return False
-        return stop(_record(pid, ["pid"]), timeout=2) != "not running"
+        return stop(_found(pid), timeout=2) != "not running"
 
     def cleanup(self) -> list[int]:
         """Stop every child, then whatever still carries the token; returns those leftovers' pids."""
@@ -88,9 +88,16 @@ class Processes:
             self.stop(proc)
         leftovers = self.tokened_pids()
         for pid in leftovers:
-            stop(_record(pid, ["leftover"]), timeout=2)
+            stop(_found(pid), timeout=2)
         return leftovers
 
 
 def _record(pid: int, argv) -> Process:
     return Process(Path(str(argv[0])).name, pid, start_time(pid) or 0, tuple(map(str, argv)), log="")
+
+
+def _found(pid: int) -> Process:
+    """A process found by this run's token (its identity): recorded with the command line it has now, which
+    farm.virtual.processes.stop compares before it signals."""
+    seen = command_line(pid) or ""
+    return _record(pid, seen.split(" ") if seen else ["gone"])

@@ -85,6 +85,10 @@ def _run(args: argparse.Namespace) -> int:
             return args.func(args)
     except FarmError as exc:
         return _failed(exc)
+    except OSError as exc:  # a path no module checked, a full disk: one line naming the file, not a traceback
+        from .errors import os_error
+
+        return _failed(os_error(exc))
     except KeyboardInterrupt as exc:
         print("farm: terminated" if isinstance(exc, Terminated) else "farm: interrupted", file=sys.stderr)
         return exc.exit_code if isinstance(exc, Terminated) else EXIT_INTERRUPTED

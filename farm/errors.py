@@ -50,6 +50,25 @@ class ParseError(FarmError):
     """Tool output that cannot be read; names the line."""
 
 
+#: errors of the machine's storage, not of what the user gave: a full disk or share, a quota, a failing device
+_STORAGE_ERRNOS = frozenset({"ENOSPC", "EDQUOT", "EIO", "EFBIG", "ENOMEM"})
+
+
+def os_error(exc: OSError) -> FarmError:
+    """An OSError no module turned into a FarmError, as one clear line naming the file: the storage's (a full disk
+    or share, a quota, a failing device: the lab's, exit 3) or the path's (missing, not writable, a directory
+    where a file goes: the input's, exit 2). farm writes every file through an exclusively created temporary
+    renamed into place, so what failed half way left the old file as it was."""
+    import errno
+
+    name = errno.errorcode.get(exc.errno or 0, "")
+    where = " -> ".join(str(f) for f in (exc.filename, exc.filename2) if f is not None) or "a file"
+    text = f"{where}: {exc.strerror or exc}"
+    if name in _STORAGE_ERRNOS:
+        return InfrastructureError(f"{text} (nothing was half written: free space and run it again)")
+    return JobError(text)
+
+
 class Terminated(KeyboardInterrupt):
     """SIGTERM (a cancelled CI job) or SIGHUP (a closed terminal): handled like Ctrl-C, so the board
     is powered off and released; the command exits 128 + the signal (143, 129). See farm.signals."""

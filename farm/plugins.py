@@ -34,6 +34,7 @@ entry point) still work, with a warning: that group is read, by a second scan, o
 
 from __future__ import annotations
 
+import functools
 import importlib
 import sys
 import threading
@@ -46,6 +47,8 @@ from .hookspecs import PROJECT, RUN_HOOKS, add_specs
 
 # the registrations' classes are named as text: farm.bench.registry's and farm.flows' floors are above this one
 
+#: seconds a lab's listener may take over one run hook before the run goes on without it (Isolated)
+LISTENER_TIMEOUT_S = 120.0
 #: the entry-point group of a lab's plugins (its listeners, benchmarks, import kinds, flows)
 ENTRY_POINT_GROUP = "farm"
 #: the group a lab's flows were registered in before flows were plugins: a FlowType per entry point
@@ -133,11 +136,89 @@ def listeners() -> list[object]:
             if plugin is not None and any(caller.name in RUN_HOOKS for caller in pm.get_hookcallers(plugin) or ())]
 
 
+def is_builtin(plugin: object) -> bool:
+    """Whether ``plugin`` is one of farm's own (:data:`BUILTIN`), not a lab's."""
+    return manager().get_name(plugin) in BUILTIN
+
+
+def named(plugin: object) -> str:
+    """A plugin of the process as a lab knows it: its name, and its distribution when it came by entry point."""
+    return _named(manager(), plugin)
+
+
+class Isolated:
+    """A lab's listener as a run hears it: each of its run hooks (farm.hookspecs.RunSpec) called as the lab
+    wrote it, but an exception it raises is reported on stderr (the plugin, its distribution, the hook, the
+    error) instead of reaching the run: the run's own listeners (its directory, the store, the archive) are
+    called all the same, and the exit code is the run's. A lab's listener is a convenience beside the run,
+    as farm's store and archive are (they warn instead of failing), and pluggy stops at the first
+    implementation that raises: without this, a lab's broken chat notice would cost the run its store entry.
+    A listener that does not return from a hook within :data:`LISTENER_TIMEOUT_S` (a chat server that never
+    answers) is reported the same way and not called again for the run, which goes on: its call runs in a
+    thread of its own, left behind (a daemon: it does not keep farm from exiting). A wrapper implementation
+    (pluggy's ``wrapper``/``hookwrapper``) is left as it is: it chose to see the others' outcome."""
+
+    def __init__(self, plugin: object, name: str, marker: str = f"{PROJECT}_impl"):
+        self.plugin, self.name = plugin, name
+        self.hung: str | None = None  # the hook it did not return from
+        for hook in RUN_HOOKS:
+            function = getattr(plugin, hook, None)
+            opts = getattr(function, marker, None)
+            if function is None or not isinstance(opts, dict):
+                continue
+            if opts.get("wrapper") or opts.get("hookwrapper"):
+                setattr(self, hook, function)
+                continue
+            setattr(self, hook, self._guarded(hook, function))
+
+    def _guarded(self, hook: str, function: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(function)  # its marker and argument names (pluggy reads them through __wrapped__)
+        def guarded(*args: Any) -> Any:
+            if self.hung is not None:
+                return None
+            outcome: dict[str, Any] = {}
+
+            def call() -> None:
+                try:
+                    outcome["result"] = function(*args)
+                except BaseException as exc:  # noqa: BLE001 - handed to the run's thread, below
+                    outcome["error"] = exc
+            worker = threading.Thread(target=call, name=f"farm listener {self.name}: {hook}", daemon=True)
+            worker.start()
+            worker.join(LISTENER_TIMEOUT_S)
+            if worker.is_alive():
+                self.hung = hook
+                self._warn(f"did not return from {hook} within {LISTENER_TIMEOUT_S:g} s (the run goes on without "
+                           "it; it is not called again)")
+                return None
+            error = outcome.get("error")
+            if error is None:
+                return outcome.get("result")
+            if not isinstance(error, Exception):  # Ctrl-C, SIGTERM, an exit: not the lab's to swallow
+                raise error
+            reason = " ".join(str(error).split())[:300]
+            self._warn(f"failed in {hook}: {type(error).__name__}{': ' + reason if reason else ''} (the run goes "
+                       "on: its results, the store and the archive are not touched by it)")
+            return None
+        return guarded
+
+    def _warn(self, text: str) -> None:
+        print(f"farm: warning: the listener {self.name} {text}", file=sys.stderr, flush=True)
+
+
 def registrations(hook: str) -> list[tuple[str, Any]]:
     """(plugin name, registration) for everything the plugins' ``hook`` returns, farm's first: each plugin's
     implementation called on its own, so that a conflict names both plugins."""
-    caller = getattr(manager().hook, hook)
-    return [(impl.plugin_name, item) for impl in caller.get_hookimpls() for item in (impl.function() or ())]
+    pm = manager()
+    found = []
+    for impl in getattr(pm.hook, hook).get_hookimpls():
+        try:
+            items = list(impl.function() or ())
+        except Exception as exc:  # the lab's code: a job error naming it, not farm's traceback
+            raise JobError(f"the farm plugin {_named(pm, impl.plugin)}: its {hook}() failed: {type(exc).__name__}: "
+                           f"{exc}") from exc
+        found += [(impl.plugin_name, item) for item in items]
+    return found
 
 
 def _index(kind: str, build: Callable[[], Mapping[str, Any]]) -> Mapping[str, Any]:
@@ -192,6 +273,10 @@ def flows() -> Mapping[str, "farm.flows.FlowType"]:
     a name or settings field registered twice is a JobError."""
     def build() -> dict[str, "farm.flows.FlowType"]:
         found = [*registrations("farm_flows"), *_old_flows()]
+        for plugin, item in found:  # farm.flows.FlowType is a floor above: known by what it has
+            if not isinstance(getattr(item, "name", None), str) or not callable(getattr(item, "make", None)):
+                raise JobError(f"farm plugin {plugin}: {item!r} is not a flow (a farm.flows.FlowType: a name, how "
+                               "its flow is made, its settings)")
         named = _by_name("flow", found, lambda t: t.name)
         _by_name("the settings field of flow", [(p, t) for p, t in found if t.key], lambda t: t.key)
         return {name: flow for name, (_, flow) in named.items()}
@@ -203,7 +288,12 @@ def _old_flows() -> list[tuple[str, "farm.flows.FlowType"]]:
 
     found = []
     for entry in entry_points(group=OLD_FLOWS_GROUP):
-        found.append((f"{entry.name} (entry-point group {OLD_FLOWS_GROUP})", entry.load()))
+        try:
+            loaded = entry.load()
+        except Exception as exc:  # the lab's code failed to import: name the entry point, not farm's traceback
+            raise JobError(f"the flow {entry.name} = {entry.value} (entry-point group {OLD_FLOWS_GROUP}) failed to "
+                           f"load: {type(exc).__name__}: {exc}") from exc
+        found.append((f"{entry.name} (entry-point group {OLD_FLOWS_GROUP})", loaded))
         print(f"farm: warning: the flow {entry.value} is registered in the entry-point group {OLD_FLOWS_GROUP}, "
               f"which is deprecated: return it from a farm_flows() hook of a plugin in the group "
               f"{ENTRY_POINT_GROUP} (farm.plugins)", file=sys.stderr)

@@ -22,6 +22,16 @@ def start_time(pid: int) -> int | None:
     return int(fields[19])
 
 
+def command_line(pid: int) -> str | None:
+    """The command line of ``pid`` as its arguments joined by spaces (a process that rewrote its title, as
+    sshd does, gives that title), or None if it is gone."""
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return None
+    return " ".join(raw.decode("utf-8", "replace").rstrip("\0").split("\0"))
+
+
 def parent_pid(pid: int) -> int | None:
     fields = _stat(pid)
     return int(fields[1]) if fields else None

@@ -38,14 +38,16 @@ SECRET_IN_NAME = "masked"
 def path_component(value: str, what: str, source: str) -> str:
     """``value`` where it becomes part of a file name; a JobError naming ``source`` otherwise
     (a results.csv edited by hand, or imported before names were checked). A secret in it
-    (farm.secrets) becomes :data:`SECRET_IN_NAME`: a published file's name is never masked after."""
+    (farm.secrets) becomes :data:`SECRET_IN_NAME`: a published file's name is never masked after; and so does
+    one masked already (a name farm wrote masked, ``board*****``, read back by ``farm report``)."""
     from .secrets import MASK, mask
 
-    if (problem := name_problem(value, what)):
+    named = mask(value).replace(MASK, SECRET_IN_NAME)
+    if (problem := name_problem(named, what)):
         from .errors import JobError
 
         raise JobError(f"{source}: {mask(problem)}: refusing to make a file name of it")
-    return mask(value).replace(MASK, SECRET_IN_NAME)
+    return named
 
 
 def shown(text: object) -> str:

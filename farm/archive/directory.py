@@ -31,7 +31,7 @@ from ..images import cachefs
 from ..results.record import open_atomic, to_json, write_text_atomic
 from ..values import name_problem
 from . import ArchiveError
-from .record import SHA256, Entry, RunRecord
+from .record import SHA256, Entry, RunRecord, checked_run_id
 
 CHUNK = 1 << 20
 PUT_PREFIX = "put-"
@@ -45,10 +45,16 @@ class SourceChanged(Exception):
     """A file to archive is not the one the run recorded (its bytes hash to another sha256)."""
 
 
-def copy_hashing(src: IO[bytes], dst: IO[bytes]) -> tuple[str, int]:
-    """Copy ``src`` to ``dst`` in chunks; the sha256 and size of what was copied."""
+def copy_hashing(src: IO[bytes], dst: IO[bytes], limit: int | None = None) -> tuple[str, int]:
+    """Copy ``src`` to ``dst`` in chunks; the sha256 and size of what was copied. With ``limit``, at most
+    ``limit + 1`` bytes are read: an object longer than it is told apart (its size is over ``limit``) without
+    reading the rest (a server that sends 200 MB for a 4 kB object is not read to the end)."""
     digest, size = hashlib.sha256(), 0
-    for block in iter(lambda: src.read(CHUNK), b""):
+    while True:
+        want = CHUNK if limit is None else min(CHUNK, limit + 1 - size)
+        block = src.read(want) if want > 0 else b""
+        if not block:
+            break
         digest.update(block)
         dst.write(block)
         size += len(block)
@@ -182,7 +188,7 @@ class DirArchive:
         except OSError as exc:
             raise ArchiveError(f"{what}: cannot read {path}: {exc.strerror}") from None
         with src:
-            sha, size = copy_hashing(src, dst if dst is not None else _Discard())
+            sha, size = copy_hashing(src, dst if dst is not None else _Discard(), limit=entry.size)
         if (sha, size) != (entry.sha256, entry.size):
             raise ArchiveError(f"{what}: corrupt in the archive: {path} hashes to {sha} ({size} bytes), not to its "
                                f"name ({entry.size} bytes): refused")
@@ -214,7 +220,8 @@ class DirArchive:
         path = self.record_path(run_id)
         if not path.exists():
             return None
-        return RunRecord.from_json(load_json(path, "archived run record", limit=MAX_RECORD_BYTES), str(path))
+        return checked_run_id(RunRecord.from_json(load_json(path, "archived run record", limit=MAX_RECORD_BYTES),
+                                                  str(path)), run_id, str(path))
 
     def write_record(self, record: RunRecord) -> None:
         """Put the record in place in one step (its objects are there already)."""

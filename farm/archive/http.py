@@ -35,7 +35,7 @@ from ..hostnames import allowed_names, host_ok
 from ..values import name_problem
 from . import ArchiveError
 from .directory import CHUNK, DirArchive, _Discard, copy_hashing
-from .record import SHA256, Entry, RunRecord
+from .record import SHA256, Entry, RunRecord, checked_run_id
 
 DEFAULT_PORT = 8471
 TIMEOUT_S = 60.0
@@ -115,6 +115,13 @@ def make_handler(archive: DirArchive, allowed_hosts: Iterable[str] = ()) -> type
 
         do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _refuse  # noqa: N815
 
+        def __getattr__(self, name: str):
+            # any other method (TRACE, PROPFIND, MKCOL, ...) is refused as these are (405), not left to
+            # http.server's 501 "unsupported method": the server is read-only, not incomplete
+            if name.startswith("do_"):
+                return self._refuse
+            raise AttributeError(name)
+
         def log_message(self, format: str, *args) -> None:  # noqa: A002
             sys.stderr.write(f"farm archive serve: {self.address_string()} {format % args}\n")
 
@@ -186,12 +193,20 @@ class HttpArchive:
             parsed = json.loads(data.decode("utf-8"))
         except (ValueError, RecursionError) as exc:
             raise ArchiveError(f"run {run_id}: the archive's record is not JSON ({exc})") from None
-        return RunRecord.from_json(parsed, self._url(f"runs/{run_id}.json"))
+        where = self._url(f"runs/{run_id}.json")
+        return checked_run_id(RunRecord.from_json(parsed, where), run_id, where)
 
     def run_ids(self) -> list[str]:
         with self._get("runs/", "the list of runs") as response:
-            ids = json.loads(response.read(MAX_RECORD_BYTES)) if response is not None else []
-        return [i for i in ids if isinstance(i, str) and not name_problem(i)] if isinstance(ids, list) else []
+            data = response.read(MAX_RECORD_BYTES + 1) if response is not None else b"[]"
+        try:
+            ids = json.loads(data.decode("utf-8")) if len(data) <= MAX_RECORD_BYTES else None
+        except (ValueError, RecursionError):
+            ids = None
+        if not isinstance(ids, list):  # a web server, a proxy's page: not farm archive serve
+            raise ArchiveError(f"the archive {self.base} answered /runs/ with no list of run ids (JSON): is it "
+                               "`farm archive serve`?")
+        return [i for i in ids if isinstance(i, str) and not name_problem(i)]
 
     def records(self) -> tuple[list[RunRecord], list[str]]:
         found, broken = [], []
@@ -211,8 +226,11 @@ class HttpArchive:
         with self._get(f"objects/{entry.sha256}", what) as response:
             if response is None:
                 raise ArchiveError(f"{what}: missing from the archive {self.base} (no object {entry.sha256})")
-            sha, size = copy_hashing(response, dst)
+            sha, size = copy_hashing(response, dst, limit=entry.size)
         if (sha, size) != (entry.sha256, entry.size):
+            if size > entry.size:
+                raise ArchiveError(f"{what}: corrupt from the archive {self.base}: object {entry.sha256} is larger "
+                                   f"than its {entry.size} bytes: refused, the rest not read")
             raise ArchiveError(f"{what}: corrupt from the archive {self.base}: object {entry.sha256} arrived as {sha} "
                                f"({size} bytes, not {entry.size}): refused")
 

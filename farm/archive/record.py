@@ -178,6 +178,15 @@ class RunRecord:
         return attrs.evolve(record, images={n: attrs.evolve(i, name=n) for n, i in record.images.items()})
 
 
+def checked_run_id(record: RunRecord, run_id: str, where: str) -> RunRecord:
+    """``record``, read as the record of ``run_id`` (its file's name): a JobError when it says it is another
+    run's (a record copied or renamed by hand would reproduce another run than the one asked for)."""
+    if record.run_id != run_id:
+        raise JobError(f"{where}: run_id: {record.run_id!r} is not the run its file names ({run_id!r}): the record "
+                       "was renamed or copied by hand; refused")
+    return record
+
+
 def read_record(data: Any, where: str, cls: type[T]) -> T:
     """``data`` (JSON of the archive, read from ``where``) read as ``cls``: every field checked, a problem a
     JobError ``where: field: problem``."""

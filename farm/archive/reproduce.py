@@ -39,7 +39,7 @@ from ..results.junit import Case, write_junit
 from ..results.record import Record, write_text_atomic
 from ..results.ratio import MIN_BOOTS, recorded_rule, repeats_in_boot
 from ..results.reproduction import (DEFAULT_THRESHOLD, INCONCLUSIVE, REPRODUCED, Reproduction, dumps, judge,
-                                    junit_cases, markdown)
+                                    junit_cases, markdown, measured_nothing, not_run)
 from ..run.events import hookimpl
 from ..values import name_problem
 from . import ArchiveError, NotArchived, open_archive
@@ -91,10 +91,14 @@ def find_original(spec: str, archive: Any, cache: Path) -> Original:
                 "is FARM_ARCHIVE the lab's archive? (farm archive list shows what it holds)")
         raise NotArchived(f"run {run_id} is not in the archive {archive.location}: {hint}")
     path = fetch_run(record, archive, cache)
-    try:
-        info = json.loads((path / "run.json").read_text(encoding="utf-8"))
-    except ValueError as exc:
-        raise ArchiveError(f"run {run_id}: its archived run.json is not JSON ({exc})") from None
+    from ..config import load_json
+    from ..errors import FarmError
+    from .archiving import MAX_RUN_JSON_BYTES
+
+    try:  # bounded as farm's files are: size, nesting (a forged one 100k deep), a JSON object
+        info = load_json(path / "run.json", "archived run.json", limit=MAX_RUN_JSON_BYTES)
+    except FarmError as exc:
+        raise ArchiveError(f"run {run_id}: {exc}") from None
     records = tuple(read_records(path / "results.csv")) if (path / "results.csv").is_file() else ()
     # CPU figures written before records said their CPU: a guest setup's were its vCPUs' (run.json)
     from farm.results.identity import with_cpu_scope_of_run
@@ -137,7 +141,9 @@ def pipeline_file(original: Original, archive: Any, cache: Path, given: Path | N
     """The pipeline file as run: ``given`` (checked against the original's sha256), else the archive's."""
     want = str(original.info.get("pipeline_sha256") or "")
     if given is not None:
-        if hashlib.sha256(Path(given).read_bytes()).hexdigest() != want:
+        from ..config import read_bytes
+
+        if hashlib.sha256(read_bytes(given, "--pipeline file")).hexdigest() != want:
             raise JobError(f"--pipeline {given}: not the pipeline file run {original.run_id} ran (its sha256 is not "
                            f"{want})")
         return Path(given)
@@ -262,8 +268,11 @@ class ReproductionWriter:
             new = read_records(run_dir / "results.csv") if (run_dir / "results.csv").is_file() else []
             run_id = json.loads((run_dir / "run.json").read_text(encoding="utf-8")).get("run_id", "")
             boots = {**repeats_in_boot(self.original.path), **repeats_in_boot(run_dir)}  # run id -> N
-            rep = judge(self.original.records, new, threshold=self.threshold, min_boots=self.min_boots,
-                        repeats_in_boot=boots, original_run_id=self.original.run_id, run_id=run_id)
+            if self.status not in (EXIT_OK, EXIT_TEST_FAILURE) and measured_nothing(new):  # the lab failed
+                rep = not_run(self.original.run_id, run_id, self.status, self.threshold, self.min_boots)
+            else:
+                rep = judge(self.original.records, new, threshold=self.threshold, min_boots=self.min_boots,
+                            repeats_in_boot=boots, original_run_id=self.original.run_id, run_id=run_id)
             write_text_atomic(run_dir / "reproduction.json", dumps(rep))
             write_text_atomic(run_dir / "reproduction.md", markdown(rep))
             ran = "pass" if self.status == EXIT_OK else ("failure" if self.status == EXIT_TEST_FAILURE else "error")

@@ -4,7 +4,8 @@
     --keep 90d       every run that started in the last 90 days (``h``, ``d``, ``w`` too)
 
 A run stays when any ``--keep`` rule keeps it, and always when something the lab relies on names it
-(:func:`protected`): a saved baseline (``farm baseline save``: its run id), or a qualification the
+(:func:`protected`): a saved baseline (``farm baseline save``: by every run id farm takes it for, its
+baseline.json's, its run.json's, its records'; one of which none can be read stops gc, exit 2), or a qualification the
 results store keeps (``farm qualify``: its candidate and the baseline it was judged against). Then
 every object no remaining run names is removed, and every write whose writer died. The rule is pure
 (:func:`runs_to_keep`); ``gc`` holds the archive's lock exclusively while it removes, so no run is
@@ -43,7 +44,10 @@ class Keep:
         match = _AGE.fullmatch(value)
         if not match:
             raise JobError(f"--keep {text!r}: expected a number of runs (20) or an age (90d, 12w, 36h)")
-        return cls(age=int(match.group(1)) * _UNIT[match.group(2)])
+        try:
+            return cls(age=int(match.group(1)) * _UNIT[match.group(2)])
+        except OverflowError:
+            raise JobError(f"--keep {text!r}: an age of at most {timedelta.max.days // 7} weeks") from None
 
 
 def _started(record: RunRecord) -> datetime:
@@ -76,11 +80,12 @@ def unreferenced(objects: Iterable[str], kept: Iterable[RunRecord]) -> set[str]:
 def protected(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """Run id -> why it must stay: the saved baselines' runs, and the runs of every qualification the
     results store keeps (its candidate, and its baseline's run)."""
-    from ..results.baselines import list_baselines
+    from ..results.baselines import list_baselines, run_ids
 
     why: dict[str, str] = {}
-    for b in list_baselines():
-        why.setdefault(b.run_id, f"baseline {b.name}")
+    for b in list_baselines():  # by every run id farm takes it for: a hand-copied one has no baseline.json
+        for run_id in sorted(run_ids(b)):
+            why.setdefault(run_id, f"baseline {b.name}")
     try:
         from ..store.db import open_store
         from ..store.schema import qualifications

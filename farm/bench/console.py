@@ -12,7 +12,6 @@ to read: the run says so (a job error), and a pipeline file is refused it when i
 
 from __future__ import annotations
 
-import re
 
 import attrs
 
@@ -41,10 +40,10 @@ def parse_standin(text: str) -> list[Measurement]:
 
 
 def _regex(name: str, value: str) -> None:
-    try:
-        re.compile(value)
-    except re.error as exc:
-        raise JobError(f"{name}: {value!r} is not a regular expression: {exc}") from None
+    from ..schema import regex_problem
+
+    if (problem := regex_problem(value)):
+        raise JobError(f"{name}: {problem}")
 
 
 def _seconds(name: str, value: float) -> None:

@@ -28,6 +28,8 @@ def _address(value: str) -> str | None:
         compiled = re.compile(value)
     except re.error as exc:
         return f"{value!r} is neither an IPv4 address nor a regular expression: {exc}"
+    if (problem := regex_problem(value)):
+        return problem
     if "address" not in compiled.groupindex:
         return (f"{value!r}: a pattern needs the group (?P<address>...) that holds the address (or give the "
                 "address itself)")

@@ -209,7 +209,7 @@ def register(sub) -> None:
     p.add_argument("--dry-run", action="store_true", help="gc: say what would go, remove nothing")
     p.add_argument("--json", action="store_true", help="list: the records as JSON")
     p.add_argument("--host", help="serve: address to bind (default 127.0.0.1: this machine only)")
-    p.add_argument("--port", type=int, help="serve: port (default 8471; 0 picks a free one)")
+    p.add_argument("--port", type=number_arg(0, 65535, whole=True), help="serve: port (default 8471; 0 picks a free one)")
     p.add_argument("--allow-host", action="append", default=[], metavar="NAME",
                    help="serve: a host name readers may reach it by, besides IP addresses, localhost and this "
                    "machine's own names (repeatable, e.g. archive.lab.example); a request naming any other host "

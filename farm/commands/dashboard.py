@@ -7,6 +7,7 @@ import sys
 
 from . import add_coordinator
 from ..errors import EXIT_OK
+from ..values import number_arg
 
 
 def _places(args: argparse.Namespace):
@@ -79,6 +80,7 @@ def register(sub) -> None:
                    help="a host name browsers may reach the server by, besides IP addresses, localhost and this "
                    "machine's own names (repeatable, e.g. dashboard.lab.example behind a proxy); requests naming "
                    "any other host are refused (421), which stops DNS rebinding")
-    p.add_argument("--port", type=int, default=8470, help="port (default 8470; 0 picks a free one)")
+    p.add_argument("--port", type=number_arg(0, 65535, whole=True), default=8470,
+                   help="port (default 8470; 0 picks a free one)")
     add_coordinator(p, "the places page asks each time it is loaded", "default $LG_COORDINATOR")
     p.set_defaults(func=cmd_serve)

@@ -68,6 +68,10 @@ class FlowType:
     #: the load address a raw binary given as the run's ``--image FILE`` takes on a setup of this flow
     #: (its settings -> an address; None: the setup boots no such image, or names none)
     given_load_addr: Callable[[Any], int | None] = attrs.field(default=lambda settings: None)
+    #: what its settings ask of a setup of ``cpus`` cores (None: the env file's) that it cannot give:
+    #: (its settings' field, the problem), or None; checked when the pipeline file is read
+    cores_problem: Callable[[Any, int | None], tuple[str, str] | None] = attrs.field(
+        default=lambda settings, cpus: None)
 
 
 @attrs.frozen

@@ -92,4 +92,15 @@ def dpdk_flow(settings: DpdkSetupSettings, setup: "FlowSetup") -> "DpdkFlow":
     return DpdkFlow(settings, NetbootFlow(pin_khz=setup.cpu_frequency_khz, cpus=setup.cpus, twin_nic=TWIN_NIC))
 
 
-DPDK_FLOW = FlowType(NAME, dpdk_flow, key=NAME, settings=DpdkSetupSettings, describe=DpdkSetupSettings.describe)
+def lcores_problem(settings: DpdkSetupSettings, cpus: int | None) -> tuple[str, str] | None:
+    """An lcore the setup's ``cpus`` has no core for (EAL numbers them from 0; without ``cpus``, the board's, which
+    the pipeline file does not know). Said when the file is read, not by EAL after the build and the boot. With
+    ``guest:`` the lcores are the guest's vCPUs, which its settings check themselves (DpdkSetupSettings)."""
+    if settings.guest is not None or cpus is None or not (beyond := [c for c in settings.lcores if c >= cpus]):
+        return None
+    return ("lcores", f"lcore{'s' * (len(beyond) > 1)} {', '.join(map(str, beyond))} on {cpus} core"
+            f"{'s' * (cpus != 1)} (the setup's cpus: {cpus}; EAL numbers them 0-{cpus - 1})")
+
+
+DPDK_FLOW = FlowType(NAME, dpdk_flow, key=NAME, settings=DpdkSetupSettings, describe=DpdkSetupSettings.describe,
+                     cores_problem=lcores_problem)

@@ -52,6 +52,14 @@ OWN_OPTIONS = frozenset({"-M", "-machine", "-cpu", "-enable-kvm", "-accel", "-sm
                          "-readconfig", "-set", "-no-kvm", "-kvm", "-numa"})
 
 
+#: options that open a monitor or a debugger (on any address they are given: the board's network) or undo
+#: farm's ``-no-reboot`` (``-action reboot=reset``): a guest's QEMU is farm's, run as farm runs it
+UNSAFE_OPTIONS = {"-qmp": "opens a QEMU monitor", "-qmp-pretty": "opens a QEMU monitor", "-mon": "opens a QEMU monitor",
+                  "-gdb": "opens a debugger's port", "-s": "opens a debugger's port (-gdb tcp::1234)",
+                  "-action": "changes what a reset or a shutdown does (farm runs the guest with -no-reboot)",
+                  "-no-reboot": "farm sets it itself", "-daemonize": "leaves the guest running unseen"}
+
+
 def qemu_option(arg: str) -> str | None:
     """The QEMU option ``arg`` is, as QEMU reads it (``--smp`` is ``-smp``: QEMU drops one leading
     dash of two), or None when it is a value, not an option."""
@@ -127,6 +135,10 @@ def _extra_args(value: object) -> tuple[str, ...]:
             said = f" ({arg} is {option} to QEMU)" if option != arg else ""
             raise Invalid(f"item {i} {arg!r}: farm sets {option} itself{said} (use the guest's own fields: vcpus, "
                           "memory, cpu, accel; run.json records what they say)")
+        if option in UNSAFE_OPTIONS:
+            said = f" ({arg} is {option} to QEMU)" if option != arg else ""
+            raise Invalid(f"item {i} {arg!r}: {option} {UNSAFE_OPTIONS[option]}{said}: not among a guest's extra "
+                          "arguments")
     return tuple(value)
 
 

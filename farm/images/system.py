@@ -265,6 +265,9 @@ def system_image(path: str | Path, *, name: str | None = None, arch: str | None 
         if image.kind != SYSTEM:
             raise JobError(f"{path}: a {image.kind} image (kernel + initrd), not a system image: a netboot setup "
                            "boots it")
+        for artifact in image.manifest.get("artifacts") or {}:
+            if (path / str(artifact)).is_file():
+                _refuse_private(path / str(artifact))
         return content_keyed(verify_artifacts(image))
     if path.suffix in (".yaml", ".yml"):
         from ..config import load_yaml
@@ -277,7 +280,22 @@ def system_image(path: str | Path, *, name: str | None = None, arch: str | None 
     if not path.is_file():
         raise JobError(f"{path}: no such file or directory (a system image: a file the lab built, a directory "
                        "with a manifest.json, or a recipe of farm's bare-metal programs)")
+    _refuse_private(path)
     return _lab_image(path, name=name, arch=arch, load_addr=load_addr, cache=cache or default_cache())
+
+
+def _refuse_private(path: Path) -> None:
+    """A JobError when ``path`` (or the file a symlink at it names) is readable by its owner only: farm copies a
+    system image into its cache and, when the run ends, into the lab's archive, where every lab member reads
+    it, whether or not the boot worked. A private file is not published on a guess: its owner says so."""
+    mode = path.stat().st_mode
+    if mode & 0o044:
+        return
+    real = path.resolve()
+    shown = f"{path} (a symlink to {real})" if real != path.absolute() else str(path)
+    raise JobError(f"{shown}: readable by its owner only (mode {mode & 0o777:04o}): farm copies a system image into "
+                   "its cache and the lab's archive, readable by the whole lab; make it readable (chmod go+r) if "
+                   "it may be shared, else keep it out of the pipeline")
 
 
 def content_keyed(image: Image) -> Image:

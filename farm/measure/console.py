@@ -53,10 +53,11 @@ class StatsPattern:
 
 def stats_pattern(pattern: str, units: Mapping[str, str] | None = None, metric: str = "") -> StatsPattern:
     """A checked :class:`StatsPattern`; a JobError says what is wrong (the caller names the field)."""
-    try:
-        regex = re.compile(pattern)
-    except re.error as exc:
-        raise JobError(f"pattern {pattern!r} is not a regular expression: {exc}") from None
+    from farm.schema import regex_problem
+
+    if (problem := regex_problem(pattern)):
+        raise JobError(f"pattern {problem}")
+    regex = re.compile(pattern)
     units = dict(units or {})
     groups = set(regex.groupindex)
     for group, unit in units.items():

@@ -46,6 +46,11 @@ _PART = re.compile(rf"\s+(?P<part>ipi|eoi) (?P<name>{_NAME}) (?P<value>-?[0-9]+)
 _SKIPPED = re.compile(rf"(?P<name>{_NAME}) \(skipped\)")
 # A line that is about a sub-result but does not read as one: an error, not noise to ignore.
 _PART_START = re.compile(r"\s+(?:ipi|eoi) \S")
+# A test's line whose value is no whole number (nan, inf, 1e999, 12x, 3.5): an error, not noise to ignore
+# (noise is words: "enabling apic", "cr0 = 80010011")
+_NOT_A_COUNT = re.compile(rf"[0-9]*(?P<name>{_NAME}) (?P<value>[-+]?(?:[0-9.][^\s]*|(?i:nan|inf|infinity)))")
+#: vmexit prints (int) of cycles per iteration: nothing above this is a value it printed
+_INT_MAX = 2**31 - 1
 
 
 @attrs.frozen
@@ -104,6 +109,9 @@ def read_vmexit(text: str, *, params: Mapping[str, Any] | None = None) -> Vmexit
             skipped.append(m["name"])
             last_test = None
             continue
+        elif (m := _NOT_A_COUNT.fullmatch(line)) is not None:
+            raise ImpossibleValue("vmexit", f"vmexit output line {number}: {line.strip()!r}: {m['value']!r} is not a "
+                                  "whole number of cycles (vmexit prints an int): not a measurement")
         else:
             if line.strip():
                 last_test = None
@@ -118,6 +126,9 @@ def read_vmexit(text: str, *, params: Mapping[str, Any] | None = None) -> Vmexit
             raise ImpossibleValue("vmexit", f"vmexit output line {number}: {line.strip()!r}: negative cycles "
                                   "(the per-iteration TSC delta overflowed an int, or the TSC went "
                                   "backwards): not a measurement")
+        if int(m["value"]) > _INT_MAX:
+            raise ImpossibleValue("vmexit", f"vmexit output line {number}: {line.strip()!r}: more cycles than the int "
+                                  "vmexit prints can hold: not a measurement")
         found: dict[str, Any] = {"test": name}
         if part:
             found["part"] = part

@@ -154,6 +154,36 @@ def save_baseline(run_dir: str | os.PathLike[str], name: str, *, store: Path | N
     return _baseline(final)
 
 
+def run_ids(baseline: Baseline) -> set[str]:
+    """Every run id farm would take ``baseline`` for: its baseline.json's (``farm baseline list``), its
+    run.json's (``farm qualify``'s description of it, which a stored qualification keeps) and the run ids of
+    its records (``qualify --baseline`` reads them); a JobError naming the directory when none can be read
+    (a baseline.json damaged or missing beside a run.json and results.csv that say nothing: which archived run
+    it needs cannot be told, and ``farm archive gc`` must not guess)."""
+    import csv
+
+    from farm.errors import FarmError
+    from farm.results.rundata import read_run_json
+    from farm.values import name_problem
+
+    found = {baseline.run_id} if baseline.run_id != "?" else set()
+    try:
+        if isinstance(run_id := read_run_json(baseline.path / "run.json").get("run_id"), str):
+            found.add(run_id)
+    except FarmError:  # none, or damaged: the records may still say
+        pass
+    try:
+        with open(baseline.path / "results.csv", newline="", encoding="utf-8") as f:
+            found.update(row.get("run_id") or "" for row in csv.DictReader(f))
+    except (OSError, UnicodeDecodeError, csv.Error):
+        pass
+    found = {run_id for run_id in found if not name_problem(run_id)}
+    if not found:
+        raise JobError(f"{baseline.path}: baseline {baseline.name}: no run id can be read from its {META}, run.json "
+                       "or results.csv: which archived run it needs cannot be told (mend or remove the baseline)")
+    return found
+
+
 def list_baselines(store: Path | None = None) -> list[Baseline]:
     store = store or store_dir()
     if not store.is_dir():

@@ -21,7 +21,10 @@ judged against the band ``[1 - threshold, 1 + threshold]`` (default 5 %, farm qu
   boot). A figure only the new run has is listed, not judged.
 
 The run's verdict: ``not reproduced`` when a figure was not reproduced or not measured (or there was
-none), else ``inconclusive`` when one was, else ``reproduced``. farm reproduce exits 1, 4
+none), else ``inconclusive`` when one was, else ``reproduced``; and ``not run (infrastructure)``, no
+verdict, when the reproduction measured nothing because the lab failed (:func:`not_run`: the
+coordinator down, no board reserved or booted), so that a lab outage never reads as a result that
+failed to hold. farm reproduce exits 1, 4
 (:data:`farm.errors.EXIT_INCONCLUSIVE`) and 0 for them; in junit an inconclusive figure is a skipped
 case (as farm qualify's), one not reproduced or not measured a failure.
 
@@ -52,7 +55,9 @@ REPRODUCED = "reproduced"
 NOT_REPRODUCED = "not reproduced"
 INCONCLUSIVE = "inconclusive"
 NOT_MEASURED = "not measured"
-VERDICTS = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE)  # a run's
+#: a reproduction that measured nothing because the lab failed (no board reserved, none booted): no verdict
+NOT_RUN = "not run (infrastructure)"
+VERDICTS = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, NOT_RUN)  # a run's
 RULE = ("one value per boot; the Hodges-Lehmann interval of new/original (farm compare's) within "
         "1 ± threshold: reproduced, wholly outside: not reproduced, else (or fewer than min_boots boots a "
         "side) inconclusive")
@@ -139,6 +144,8 @@ class Reproduction:
     only_new: tuple[MetricKey, ...]
     targets: dict[str, str]         # original target -> new target
     min_boots: int = MIN_BOOTS
+    #: why the reproduction did not run (:func:`not_run`); then it has no verdict on any figure
+    not_run_why: str = ""
 
     def count(self, verdict: str) -> int:
         return sum(f.verdict == verdict for f in self.figures)
@@ -152,11 +159,15 @@ class Reproduction:
     def verdict(self) -> str:
         """Not reproduced when a figure failed (or none was judged), else inconclusive when one could
         not be told, else reproduced."""
+        if self.not_run_why:
+            return NOT_RUN
         if not self.figures or self.count(NOT_REPRODUCED) or self.count(NOT_MEASURED):
             return NOT_REPRODUCED
         return INCONCLUSIVE if self.count(INCONCLUSIVE) else REPRODUCED
 
     def headline(self) -> str:
+        if self.not_run_why:
+            return f"NOT RUN: {self.not_run_why}: no verdict on run {self.original_run_id}'s figures"
         n = len(self.figures)
         if not n:
             return f"nothing to compare: the original run {self.original_run_id} has no measured figure"
@@ -216,6 +227,19 @@ def judge(original: Sequence[Record], new: Sequence[Record], *, threshold: float
         figures.append(figure_verdict(key, values, after.get(there, []), rule, new_target=target, note=note))
     return Reproduction(original_run_id, run_id, threshold, tuple(figures),
                         tuple(k for k in sorted(after) if k not in used), targets, min_boots)
+
+
+def not_run(original_run_id: str, run_id: str, status: int, threshold: float = DEFAULT_THRESHOLD,
+            min_boots: int = MIN_BOOTS) -> Reproduction:
+    """The reproduction ``run_id`` that measured nothing because the lab failed (it ended with ``status``, the
+    lab's or the job's exit code): recorded as not run, never as a verdict."""
+    return Reproduction(original_run_id, run_id, threshold, (), (), {}, min_boots,
+                        not_run_why=f"the reproduction run ended with exit code {status} before it measured anything")
+
+
+def measured_nothing(new: Sequence[Record]) -> bool:
+    """No record of ``new`` is a measurement (failed-benchmark markers are none)."""
+    return not any(r.metric != FAILED_METRIC for r in new)
 
 
 # --- outputs: lines for the terminal, reproduction.md, the junit cases, reproduction.json ---

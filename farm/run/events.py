@@ -14,7 +14,8 @@ of) the spec's argument names; a hook implementation of no known hook, or with a
 not have, is refused when the listener is registered (:class:`pluggy.PluginValidationError`), so a
 misspelt hook fails at once instead of never being called.
 
-Notifications return nothing; a listener that raises stops what was about to start. The one veto,
+Notifications return nothing; a listener of the run's own that raises stops what was about to start; a
+lab's (by entry point) that raises is reported on stderr and the run goes on (farm.plugins.Isolated). The one veto,
 :meth:`RunSpec.before_board`, is a ``firstresult`` hook apart from them: the first listener that
 answers with a reason stops the boot or benchmark (the place's guard when its lock is lost).
 
@@ -55,8 +56,9 @@ class Hooks:
         if farm_listeners:  # the process's plugins that listen (farm's and the lab's, found once: farm.plugins)
             from .. import plugins
 
-            for listener in plugins.listeners():
-                self.add(listener)
+            for listener in plugins.listeners():  # a lab's raises into stderr, not into the run
+                self.add(listener if plugins.is_builtin(listener)
+                         else plugins.Isolated(listener, plugins.named(listener)))
         for listener in listeners:
             self.add(listener)
 

@@ -165,6 +165,8 @@ class _SetupFields:
             # flow would ignore the value, so the run would record a frequency nobody set
             raise Invalid(f"the flow {flow.name} gives no shell ({what(flow.type.gives)}): farm cannot set its CPU "
                           "frequency (cpufreq, on the shell; the lab's system sets its own)", key="cpu_frequency_khz")
+        if flow.type.key and (found := flow.type.cores_problem(flow.settings, self.cpus)):  # type: ignore[attr-defined]
+            raise Invalid(found[1], key=(flow.type.key, found[0]))
         if self.image is not None and flow.type.image_kind != LINUX:  # type: ignore[attr-defined]
             raise Invalid(f"a setup of the flow {flow.name} names its image in {flow.type.key}.path", key="image")
 

@@ -236,11 +236,73 @@ def seconds(high: float) -> Callable[[Any], float]:
 
 
 def regex_problem(value: str) -> str | None:
-    """Why ``value`` is not a regular expression (Python's), or None."""
+    """Why ``value`` is not a regular expression (Python's) farm may run on a console line, or None: one that
+    does not compile, or one that can backtrack catastrophically (:func:`backtracking_problem`)."""
     import re
 
     try:
         re.compile(value)
     except re.error as exc:
         return f"{value!r} is not a regular expression: {exc}"
-    return None
+    return backtracking_problem(value)
+
+
+#: a bounded repetition of more than this many is as good as unbounded for backtracking
+_MANY = 64
+
+
+def backtracking_problem(value: str) -> str | None:
+    """Why the regex ``value`` (it compiles) can take exponential time on a line that almost matches, or None.
+
+    A pipeline's patterns (``system.ready``, ``fatal``, ``address``, ``stats``) are searched in console
+    lines, by farm and by pexpect, with Python's backtracking ``re``, which no timeout can interrupt: one
+    line of 40 ``a`` s against ``^(a+)+$`` kept the console busy for more than 20 s (fatal lines, timeouts and
+    SIGTERM waiting behind it). So the two shapes that make backtracking exponential are refused when the
+    file is read: a repetition inside an unbounded repetition (``(a+)+``, ``(\\w+\\s?)*``, ``(a{1,5})+``)
+    and an alternation of several characters inside one (``(?:ab|a)+``; one character each is a set, and
+    safe). A possessive repetition or an atomic group (``++``, ``(?>...)``) gives nothing back, so its inside
+    is not looked at. Polynomial shapes (``\\d*\\d*x``) are not refused: they slow a long line, they do
+    not stop the console.
+
+    Why a check and not a linear-time engine (google-re2, or the ``regex`` module's timeout): the ready
+    and fatal lines are waited for by labgrid's console (pexpect), which takes only Python's compiled
+    patterns, so another engine in farm's own matching would leave the same patterns unbounded there.
+    The check reads the pattern with Python's own parser (``re._parser``: the tree ``re.compile`` builds
+    from), so what it judges is exactly what runs; no kept library judges Python's patterns
+    (regexploit's last release was 2021)."""
+    import re._constants as c
+    import re._parser as parser
+
+    def walk(items, repeated: bool) -> str | None:
+        for op, av in items:
+            if op in (c.MAX_REPEAT, c.MIN_REPEAT):
+                low, high, inner = av
+                if repeated and high > 1:
+                    return "a repetition inside an unbounded repetition"
+                found = walk(inner, repeated or high == c.MAXREPEAT or high > _MANY)
+            elif op is c.POSSESSIVE_REPEAT:
+                found = walk(av[2], False)
+            elif op is c.ATOMIC_GROUP:
+                found = walk(av, False)
+            elif op is c.SUBPATTERN:
+                found = walk(av[-1], repeated)
+            elif op is c.BRANCH:
+                if repeated:
+                    return "an alternation inside an unbounded repetition"
+                found = next((f for branch in av[1] if (f := walk(branch, repeated))), None)
+            elif op in (c.ASSERT, c.ASSERT_NOT):
+                found = walk(av[1], repeated)
+            elif op is c.GROUPREF_EXISTS:
+                found = walk(av[1], repeated) or (walk(av[2], repeated) if av[2] else None)
+            else:
+                continue
+            if found:
+                return found
+        return None
+
+    found = walk(parser.parse(value), False)
+    if found is None:
+        return None
+    return (f"{value!r}: {found} can backtrack for minutes on one console line that almost matches (e.g. "
+            "(a+)+ on a line of 40 a's); write it without nesting (a+ for (a+)+, [ab]+ for (a|b)+) or make the "
+            "inner part possessive (a++)")

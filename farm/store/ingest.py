@@ -361,12 +361,31 @@ class Ingested:
     outcome: str
 
 
+#: how often a transaction that lost a race to store the same run is tried again (each sees more stored)
+INGEST_TRIES = 5
+
+
 def ingest(eng: sa.Engine, run_dirs: Iterable[str | os.PathLike[str]]) -> list[Ingested]:
     """Read every directory first (bad input writes nothing), then write them all in one transaction
-    (a :class:`RunConflict` writes none of them)."""
+    (a :class:`RunConflict` writes none of them).
+
+    Two ingests of one run at once (``farm db ingest`` beside a run's own listener, four CI jobs) both see it
+    unstored and both insert it: the second transaction fails on the run id's uniqueness (PostgreSQL, SQLite) or
+    on its stale snapshot (SQLite's WAL: "database is locked"), writing nothing. It is tried again, and then
+    finds the run stored by the other: the same run is one run, and neither ingest is the lab's failure."""
+    import time
+
     all_rows = [read_run(d) for d in run_dirs]
-    with eng.begin() as connection:
-        return [Ingested(rows, write_run(connection, rows)) for rows in all_rows]
+    for attempt in range(INGEST_TRIES):
+        try:
+            with eng.begin() as connection:
+                return [Ingested(rows, write_run(connection, rows)) for rows in all_rows]
+        except (sa.exc.IntegrityError, sa.exc.OperationalError) as exc:
+            lost_race = isinstance(exc, sa.exc.IntegrityError) or "locked" in str(exc.orig)
+            if not lost_race or attempt == INGEST_TRIES - 1:
+                raise
+            time.sleep(0.05 * (attempt + 1))
+    raise AssertionError("unreachable")
 
 
 def relocate(eng: sa.Engine, old: Path, new: Path) -> int:

@@ -79,12 +79,12 @@ class Lab:
         return sshd.SSHHost(self.name, self.ssh_port, self.directory / "ssh")
 
     def save(self) -> None:
+        from ..results.record import write_text_atomic  # an exclusive temporary: never a planted symlink's
+
         data = {"name": self.name, "coordinator": self.coordinator, "pdu_port": self.pdu_port,
                 "ssh_port": self.ssh_port, "boards": [b.as_dict() for b in self.boards],
                 "processes": [p.as_dict() for p in self.processes]}
-        tmp = self.state_file.with_suffix(".tmp")
-        tmp.write_text(json.dumps(data, indent=2) + "\n")
-        tmp.replace(self.state_file)
+        write_text_atomic(self.state_file, json.dumps(data, indent=2) + "\n")
 
     @classmethod
     def load(cls, directory: Path) -> "Lab":
@@ -96,10 +96,24 @@ class Lab:
         if not path.exists() and not path.is_symlink():
             raise JobError(f"{directory}: no virtual lab here ({STATE_FILE} not found); start one with farm lab up")
         state = structure(json_node(load_json(path, "lab state"), path), LabFile)
+        for i, board in enumerate(state.boards):  # what down removes: only the lab's own sockets
+            _inside(path, f"boards[{i}].qmp_socket", board.qmp_socket, directory / "boards")
+        for i, proc in enumerate(state.processes):  # what status reads
+            _inside(path, f"processes[{i}].log", proc.log, directory / "logs")
         return cls(directory=directory, **attrs.asdict(state, recurse=False))
 
     def running(self) -> list[Process]:
         return [p for p in self.processes if is_running(p)]
+
+
+def _inside(state_file: Path, field: str, value: str, folder: Path) -> None:
+    """A JobError ``state_file: field: ...`` unless ``value`` is a path inside ``folder`` (no ``..``, no symlink
+    on the way out of it): lab.json is data, and a path of it is only ever one of the lab's own."""
+    path = Path(value)
+    real = Path(os.path.realpath(path.parent)) / path.name if path.is_absolute() else None
+    if real is None or ".." in path.parts or not real.is_relative_to(os.path.realpath(folder)):
+        raise JobError(f"{state_file}: {field}: {value!r} is not in {folder} (lab.json names only the lab's own "
+                       "files: edited by hand? farm lab down stops nothing it cannot tell is the lab's)")
 
 
 # --- up ------------------------------------------------------------------------------------------
@@ -272,7 +286,9 @@ def down(directory: Path, *, say=lambda text: None) -> Lab:
 
 def _forget(lab: Lab) -> None:
     sshd.remove_client_config(lab.name)
-    for board in lab.boards:
-        Path(board.qmp_socket).unlink(missing_ok=True)
+    for board in lab.boards:  # a socket QEMU left; never another kind of file a hand put at its name
+        sock = Path(board.qmp_socket)
+        if sock.is_socket() and not sock.is_symlink():
+            sock.unlink(missing_ok=True)
     lab.processes = []
     lab.save()

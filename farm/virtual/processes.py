@@ -2,7 +2,10 @@
 
 ``farm lab up`` returns while the lab keeps running, so its processes are not children of the
 ``farm`` that stops them. A pid alone may have been reused by then; the start time in
-``/proc/<pid>/stat`` tells "our" process from a stranger, so ``down`` never signals anything else.
+``/proc/<pid>/stat`` and the command line in ``/proc/<pid>/cmdline`` tell "our" process from a
+stranger, so ``down`` never signals anything else: lab.json is data a hand may have edited or planted
+(a foreign pid and its start time recorded under a QEMU's name), so the command line farm started must
+be the process's too.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import attrs
 
 from ..errors import InfrastructureError
 from ..schema import between, number, setting
-from ..proc import parent_pid, start_time
+from ..proc import command_line, parent_pid, start_time
 
 
 @attrs.frozen
@@ -38,7 +41,22 @@ class Process:
 
 
 def is_running(proc: Process) -> bool:
-    return start_time(proc.pid) == proc.start
+    """``proc`` is alive and is the process farm started: its pid, start time and command line. The
+    recorded command line must appear in the process's own, whole arguments: an interpreter may stand
+    before a script's (``python3 .venv/bin/labgrid-coordinator ...``) and a process may have rewritten its
+    title around it (sshd's ``sshd: /usr/sbin/sshd -D ... [listener]``)."""
+    if start_time(proc.pid) != proc.start or not proc.argv:
+        return False
+    seen = command_line(proc.pid)
+    return seen is not None and f" {' '.join(_exec_of(proc.argv))} " in f" {seen} "
+
+
+def _exec_of(argv: tuple[str, ...]) -> tuple[str, ...]:
+    """The command a recorded ``argv`` leaves running: ``ip netns exec NS CMD...`` (farm.virtual.netns) execs
+    CMD in its place."""
+    if len(argv) > 4 and argv[:3] == ("ip", "netns", "exec"):
+        return argv[4:]
+    return argv
 
 
 def spawn(name: str, argv: list[str], log: Path, *, cwd: Path | None = None, env: dict | None = None) -> Process:
