@@ -125,9 +125,11 @@ def test_bitrate_text():
 def test_a_notebook_imports_with_the_requested_load_and_repeats(tmp_path):
     records = import_file("iperf3", DATA / "iperf3-notebook.txt", setup="lab")
     received = [(r.params, r.repeat, r.value) for r in records if r.metric == "received_throughput"]
-    assert received == [("bitrate=50M;protocol=udp", 0, 50e6), ("bitrate=100M;protocol=udp", 0, 99.7e6),
-                        ("bitrate=200M;protocol=udp", 0, 193e6), ("bitrate=100M;protocol=udp", 1, 100e6),
-                        ("bitrate=200M;protocol=udp", 1, 193e6)]
+    assert received == [("bitrate=50M;direction=host-to-target;protocol=udp", 0, 50e6),
+                        ("bitrate=100M;direction=host-to-target;protocol=udp", 0, 99.7e6),
+                        ("bitrate=200M;direction=host-to-target;protocol=udp", 0, 193e6),
+                        ("bitrate=100M;direction=host-to-target;protocol=udp", 1, 100e6),
+                        ("bitrate=200M;direction=host-to-target;protocol=udp", 1, 193e6)]
     loss = [r.value for r in records if r.metric == "loss" and "200M" in r.params]
     assert loss == [pytest.approx(100 * 1109 / 33955), pytest.approx(100 * 1143 / 33954)]
 
@@ -168,9 +170,9 @@ def test_compare_of_two_notebooks_gives_their_ratios(tmp_path):
         got = {(r["params"], r["metric"]): float(r["ratio_estimate"]) for r in csv.DictReader(f)
                if r["metric"] == "received_throughput"}
     # 100M and 200M were measured twice (medians of two): the ratio of the medians, 1/2 at each load
-    assert got == {("bitrate=50M;protocol=udp", "received_throughput"): 0.5,
-                   ("bitrate=100M;protocol=udp", "received_throughput"): 0.5,
-                   ("bitrate=200M;protocol=udp", "received_throughput"): 0.5}
+    assert got == {("bitrate=50M;direction=host-to-target;protocol=udp", "received_throughput"): 0.5,
+                   ("bitrate=100M;direction=host-to-target;protocol=udp", "received_throughput"): 0.5,
+                   ("bitrate=200M;direction=host-to-target;protocol=udp", "received_throughput"): 0.5}
 
 
 def test_live_bidir_command():
