@@ -211,7 +211,7 @@ REGISTRATIONS: tuple[BenchmarkSpec, ...] = (
     # farm's arm64 exit-cost program as a KVM guest on the target (farm.bench.exitcost): per-exit counter ticks
     BenchmarkSpec(
         exitcost.BENCHMARK, VIRT, run_exitcost, ExitcostParams, parsers=(exitcost.parse_exitcost,),
-        units={"cycles": LOWER_IS_BETTER, "ns": LOWER_IS_BETTER}),
+        units={"ticks": LOWER_IS_BETTER, "ns": LOWER_IS_BETTER}),
     # a system image's console lines (farm.bench.console): their units are the pipeline's, of no
     # direction unless listed here; the parser is the stand-in's patterns (a pipeline gives its own)
     BenchmarkSpec(
