@@ -55,6 +55,22 @@ def test_ipbenchs_controller_line_with_an_sddf_target_has_an_empty_cpu_cell(tmp_
     assert by["cpu_utilisation"] == 25.0 and by["idle_cycles"] == 9000
 
 
+LAB = DATA / "lab"  # the lab's own tables (tests/data/README.md)
+
+
+def test_every_table_of_the_labs_own_files_imports_every_row():
+    # issue #45: the QEMU/KVM table's header spells CPU_Utilsation (the lab's spelling) and was refused
+    tables = sorted(LAB.glob("ipbench-*.csv"))
+    assert len(tables) == 5
+    for table in tables:
+        rows = [line for line in table.read_text().splitlines()[1:] if line.strip()]
+        records = import_file("ipbench", table, setup="lab", warn=lambda text: None)
+        assert len({r.params for r in records if r.metric == "received_throughput"}) == len(rows), table.name
+    kvm = {r.params.split(";")[2]: r.value for r in import_file("ipbench", LAB / "ipbench-qemu-kvm-4cores-1.5ghz.csv",
+                                                                  setup="lab") if r.metric == "cpu_utilisation"}
+    assert kvm["requested=100000000"] == 91.7
+
+
 def test_a_column_farm_does_not_know_is_named_not_imported(tmp_path):
     path = tmp_path / "extra.csv"
     path.write_text(f"Run,{HEADER10}\n1,10000000,9995659,9996133,1472,58,92,481,23.79,87,3.3\n")
