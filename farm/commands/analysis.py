@@ -32,6 +32,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         rule = attrs.evolve(rule, threshold=args.threshold)
     if args.interval is not None:
         rule = attrs.evolve(rule, interval=args.interval)
+    if args.across_run_lengths:
+        rule = attrs.evolve(rule, across_lengths=True)
     comparison = compare(inputs, rule=rule, repeats_in_boot=boots)
     out = Path(args.out) if args.out else Path(args.dirs[-1]) / "compare"
     _say_moved(prepare_out_dir(out, force=args.force, own=COMPARE_FILES,
@@ -108,6 +110,9 @@ def register(sub) -> None:
                    help="the ratio's interval: hodges-lehmann (sides that differ by a factor) or welch (sides of "
                    "unequal spread, e.g. a guest beside bare metal; assumes log-normal boots) (default: the first "
                    "run's pipeline's compare.interval, else hodges-lehmann)")
+    p.add_argument("--across-run-lengths", action="store_true",
+                   help="judge a ratio whose two sides' records state different run lengths (an 800-sample sweep "
+                   "against a 200,000-sample one, 0.05 s against 3 s); by default it is inconclusive, saying them")
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("import", help="turn a captured tool output into a result directory")

@@ -66,7 +66,8 @@ def cmd_qualify(args: argparse.Namespace) -> int:
     boots = {**repeats_in_boot(base_path), **repeats_in_boot(cand_path)}  # run id -> values a boot gave
     result = qualify(base_records, cand_records, threshold=threshold, alpha=alpha,
                      setups=_pairs(args.pair_setup) or None, allow_missing=args.allow_missing,
-                     repeats_in_boot=boots, min_boots=args.min_boots, interval=args.interval)
+                     repeats_in_boot=boots, min_boots=args.min_boots, interval=args.interval,
+                     across_lengths=args.across_run_lengths)
     if not result.comparisons and not result.broken:
         raise JobError(f"no metric measured in both {base_path} and {cand_path}: nothing to qualify "
                        f"({len(result.only_in_baseline)} only in the baseline, "
@@ -174,6 +175,9 @@ def register(sub) -> None:
     p.add_argument("--interval", choices=INTERVAL_METHODS, default=INTERVAL_METHODS[0],
                    help="the ratio's interval: hodges-lehmann (default; sides that differ by a factor) or welch "
                    "(sides of unequal spread, e.g. a guest beside bare metal; assumes log-normal boots)")
+    p.add_argument("--across-run-lengths", action="store_true",
+                   help="judge a metric whose two sides' records state different run lengths (samples, seconds); "
+                   "by default it is inconclusive, saying the lengths")
     p.add_argument("--out", metavar="DIR", type=out_dir_arg, help="output directory (default results/qualify-<time>): new, empty or "
                    "holding only qualify's own files (made anew); never a run directory, whose junit.xml it "
                    "would replace")

@@ -20,6 +20,10 @@ of compare, qualify, reproduce and the dashboard) on the ratio candidate / basel
   it lies within ``[1 - threshold, 1 + threshold]``, and **inconclusive** when it straddles an edge:
   the data cannot tell whether the change is beyond the threshold, whatever the medians say.
 
+Run lengths are no part of a metric's key, but a ratio of two sides whose records state different
+run lengths (an 800-sample sweep against a 200,000-sample one) is inconclusive, saying them, unless
+``across_lengths`` (``--across-run-lengths``): farm compare's rule again.
+
 Inconclusive does not fail the gate; it is listed and is a skipped JUnit case. The interval is the
 rule's (``hodges-lehmann`` by default, ``welch`` for sides of unequal spread: farm.results.ratio);
 the two-sided Mann–Whitney p is reported beside it. Qualify as a release gate from a pipeline that
@@ -71,10 +75,10 @@ from farm.errors import JobError
 from farm.measure import HIGHER_IS_BETTER, LOWER_IS_BETTER, UNKNOWN_DIRECTION, impossible
 from farm.measure.units import human
 from farm.results.direction import direction
-from farm.results.identity import MetricKey
+from farm.results.identity import MetricKey, run_length_params
 from farm.results.record import FAILED_METRIC, Record, check_unique
 from farm.results.ratio import (HIGHER, HODGES_LEHMANN, LOWER, MIN_BOOTS, SAME, RatioEstimate, Rule, estimate_ratio,
-                                per_boot)
+                                judged_across_lengths, lengths_apart, per_boot)
 from farm.results.stats import Summary, mann_whitney_u, median
 
 # verdicts
@@ -164,7 +168,7 @@ class Comparison:
             why = (f"ratio {self.ratio:.4g}, {1 - alpha:.0%} CI {lo:.4g} – {hi:.4g} {where} the threshold "
                    f"band {band[0]:.4g} – {band[1]:.4g} ({n}; Mann-Whitney U p={self.p_value:.3g})")
         if self.estimate is not None and not self.estimate.conclusive:
-            if self.estimate.why.startswith("fewer than") and self.ratio_interval is not None:
+            if self.ratio_interval is not None and not self.estimate.why.startswith("the interval straddles"):
                 why += f": {self.estimate.why}, not judged"
             why += self.estimate.more_text
         if self.estimate is not None:
@@ -286,14 +290,16 @@ def relative_change(baseline: float, candidate: float) -> float:
 
 def compare(key: MetricKey, baseline_setup: str, candidate_setup: str, baseline: Sequence[float],
             candidate: Sequence[float], *, threshold: float, alpha: float, min_boots: int = MIN_BOOTS,
-            interval: str = HODGES_LEHMANN) -> Comparison:
-    """Compare one metric's two samples, one value per boot, by the one decision rule (module docstring)."""
+            interval: str = HODGES_LEHMANN, apart: str | None = None,
+            across_lengths: bool = False) -> Comparison:
+    """Compare one metric's two samples, one value per boot, by the one decision rule (module docstring);
+    ``apart``: how the two sides' run lengths differ (farm.results.ratio.lengths_apart), if they do."""
     base, cand = Sample(tuple(baseline)), Sample(tuple(candidate))
     sign = direction(key.metric, key.unit, key.benchmark)
     change = relative_change(base.median, cand.median)
     test = mann_whitney_u(base.values, cand.values)
-    estimate = estimate_ratio(base.values, cand.values,
-                              Rule(min_boots, threshold, confidence=1 - alpha, interval=interval))
+    rule = Rule(min_boots, threshold, confidence=1 - alpha, interval=interval, across_lengths=across_lengths)
+    estimate = judged_across_lengths(estimate_ratio(base.values, cand.values, rule), apart)
     ratio_ci = estimate.interval
     significant = ratio_ci is not None and not ratio_ci[0] <= 1 <= ratio_ci[1]
     if sign == UNKNOWN_DIRECTION:
@@ -314,6 +320,14 @@ Samples = dict[tuple[str, str], dict[MetricKey, list[float]]]
 def _key(record: Record) -> MetricKey:
     """The record's identity on its target, the setup apart: baseline and candidate pair setups."""
     return MetricKey.of(record).on(record.target)
+
+
+def _lengths(records: Iterable[Record]) -> dict[tuple[str, str, MetricKey], set[str]]:
+    """target, setup, metric -> the run-length params its records state (farm.results.ratio.lengths_apart)."""
+    out: dict[tuple[str, str, MetricKey], set[str]] = defaultdict(set)
+    for r in records:
+        out[r.target, r.setup, _key(r)].add(run_length_params(r.benchmark, r.params))
+    return out
 
 
 def _samples(records: Iterable[Record], repeats_in_boot: Mapping[str, int] | int = 1) -> Samples:
@@ -371,7 +385,8 @@ def pair_setups(baseline: Iterable[tuple[str, str]], candidate: Iterable[tuple[s
 def qualify(baseline_records: Iterable[Record], candidate_records: Iterable[Record], *,
             threshold: float = 0.05, alpha: float = 0.05, setups: Mapping[str, str] | None = None,
             allow_missing: bool = False, repeats_in_boot: Mapping[str, int] | int = 1,
-            min_boots: int = MIN_BOOTS, interval: str = HODGES_LEHMANN) -> Qualification:
+            min_boots: int = MIN_BOOTS, interval: str = HODGES_LEHMANN,
+            across_lengths: bool = False) -> Qualification:
     """Compare every metric present in both record sets; see the module docstring. ``repeats_in_boot``:
     per run id, the values one boot gave of a benchmark (run.json's; a run not named: 1)."""
     if not threshold >= 0:
@@ -384,6 +399,7 @@ def qualify(baseline_records: Iterable[Record], candidate_records: Iterable[Reco
     broken = _broken(candidate_records)
     base, cand = _samples(baseline_records, repeats_in_boot), _samples(candidate_records, repeats_in_boot)
     pairs = pair_setups(base, cand, setups)
+    base_lengths, cand_lengths = _lengths(baseline_records), _lengths(candidate_records)
     comparisons: list[Comparison] = []
     used_base: set[tuple[str, str, MetricKey]] = set()
     used_cand: set[tuple[str, str, MetricKey]] = set()
@@ -391,7 +407,9 @@ def qualify(baseline_records: Iterable[Record], candidate_records: Iterable[Reco
         bm, cm = base[target, bsetup], cand[target, csetup]
         for key in sorted(bm.keys() & cm.keys()):
             comparisons.append(compare(key, bsetup, csetup, bm[key], cm[key], threshold=threshold, alpha=alpha,
-                                       min_boots=min_boots, interval=interval))
+                                       min_boots=min_boots, interval=interval, across_lengths=across_lengths,
+                                       apart=lengths_apart(base_lengths[target, bsetup, key],
+                                                           cand_lengths[target, csetup, key])))
             used_base.add((target, bsetup, key))
             used_cand.add((target, csetup, key))
 

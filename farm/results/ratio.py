@@ -59,7 +59,6 @@ HODGES_LEHMANN, WELCH = INTERVAL_METHODS
 #: the interval methods a rule may name, and what each is, as the outputs say it
 INTERVALS = {HODGES_LEHMANN: "Hodges-Lehmann interval of the log ratio (exact Mann-Whitney), per-boot values",
              WELCH: "Welch t interval of the mean log ratio (unequal spreads), per-boot values"}
-METHOD = INTERVALS[HODGES_LEHMANN]
 
 HIGHER, LOWER, SAME, INCONCLUSIVE = "higher", "lower", "same", "inconclusive"
 VERDICTS = (HIGHER, LOWER, SAME, INCONCLUSIVE)
@@ -91,6 +90,9 @@ class Rule:
                          doc="boots a side needs before a ratio is judged")
     threshold: float = setting(0.0, parse=_threshold, doc="the band of 'the same': a fraction (0.02) or a percentage (2%)")
     confidence: float = setting(CONFIDENCE, read=False)
+    #: judge a ratio of two sides measured with different run lengths (farm compare/qualify
+    #: --across-run-lengths); by default such a ratio is inconclusive, saying the lengths
+    across_lengths: bool = setting(False, read=False)
     interval: str = setting(HODGES_LEHMANN, choices=tuple(INTERVALS),
                             doc="the ratio's interval: hodges-lehmann (the default: sides that differ by a factor) "
                                 "or welch (sides of unequal spread, log-normal boots)")
@@ -229,6 +231,29 @@ def boots_to_decide(base: Sequence[float], other: Sequence[float], rule: Rule,
         return max(rule.min_n, n) if n < rule.min_n else None
     needed = max(math.ceil(n * (half / room) ** 2), rule.min_n, n + 1)
     return needed if needed <= MAX_MIN_BOOTS else None
+
+
+def lengths_apart(base: Iterable[str], other: Iterable[str]) -> str | None:
+    """Why two sides' run lengths (their records' run-length params, farm.results.identity.
+    run_length_params) make them unlike, or None: ``samples=800 against samples=200000``. A side that
+    says none (an import of the lab's files, a benchmark without run lengths) is not told apart.
+    RTT max and stdev depend on the sample count, a throughput's noise on the window's seconds."""
+    a, b = sorted({t for t in base if t}), sorted({t for t in other if t})
+    if not a or not b or a == b:
+        return None
+    return f"run lengths differ: {' | '.join(a)} against {' | '.join(b)}"
+
+
+def judged_across_lengths(estimate: RatioEstimate, apart: str | None) -> RatioEstimate:
+    """``estimate`` made inconclusive when its sides' run lengths differ (``apart``, from
+    :func:`lengths_apart`) and its rule does not allow that (``across_lengths``); the difference is
+    said either way."""
+    if apart is None:
+        return estimate
+    if estimate.rule.across_lengths:
+        return attrs.evolve(estimate, why=f"{estimate.why}; {apart}")
+    return attrs.evolve(estimate, verdict=INCONCLUSIVE, why=f"{apart} (--across-run-lengths to judge them)",
+                        boots_to_decide=None)
 
 
 # --- one value per boot ------------------------------------------------------------------------

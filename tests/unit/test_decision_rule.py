@@ -105,3 +105,26 @@ def test_an_inconclusive_ratio_says_how_many_boots_might_decide_it():
     assert noisy.verdict == INCONCLUSIVE and noisy.boots_to_decide > 5
     assert f"{noisy.boots_to_decide} boots a side might decide it" in noisy.text()
     assert estimate_ratio([100, 101, 99, 102, 98], [80, 81, 79, 82, 78]).boots_to_decide is None  # decided
+
+
+def test_unlike_run_lengths_are_said_and_not_judged_unless_asked():
+    """issue #45: compare joined an 800-sample sweep with a 200,000-sample one without a word."""
+    from farm.results.qualify import qualify
+
+    base = records([100, 101, 99, 102, 98], run_id="a", benchmark="sweep", params="requested=10000000;samples=800",
+                   metric="rtt_max", unit="us")
+    long = records([150, 151, 149, 152, 148], run_id="b", benchmark="sweep",
+                   params="requested=10000000;samples=200000", metric="rtt_max", unit="us")
+    (row,) = compare([("a", base), ("b", long)]).rows  # one row: run lengths are no part of the key
+    est = row.estimates[0]
+    assert est.verdict == INCONCLUSIVE and "run lengths differ: samples=800 against samples=200000" in est.text()
+    (c,) = qualify(base, long).comparisons
+    assert c.verdict == q.INCONCLUSIVE and "run lengths differ" in c.explain(0.05, 0.05)
+    # asked: judged (a longer run's RTT max is higher), the difference still said
+    (row,) = compare([("a", base), ("b", long)], rule=Rule(across_lengths=True)).rows
+    assert row.estimates[0].verdict == HIGHER and "run lengths differ" in row.estimates[0].why
+    assert qualify(base, long, across_lengths=True).comparisons[0].verdict == q.REGRESSION
+    # an import states none: not told apart
+    lab = records([100, 101, 99, 102, 98], run_id="c", benchmark="sweep", params="requested=10000000",
+                  metric="rtt_max", unit="us")
+    assert compare([("c", lab), ("b", long)]).rows[0].estimates[0].verdict == HIGHER
