@@ -119,8 +119,13 @@ def number_arg(low: float, high: float, *, whole: bool = False, low_open: bool =
     return parse
 
 
+#: the intervals a ratio's rule may name (farm.results.ratio.INTERVALS says what each is): here, where
+#: the command line's choices are made without importing the statistics
+INTERVAL_METHODS = ("hodges-lehmann", "welch")
+
+
 def min_boots_arg(text: str) -> int:
-    """``--min-boots N`` (farm compare, farm reproduce): the fewest boots a side for a verdict."""
+    """``--min-boots N`` (farm compare, qualify, reproduce): the fewest boots a side for a verdict."""
     try:
         value = int(text)
     except ValueError:

@@ -15,8 +15,11 @@
    original's env files, or ``--env``, or a place of the farm (``--farm``: its board type, by default the original's); a
    target of another architecture is refused, one of another board type (``options.board``, against
    the original's place tag or env file) too unless ``--allow-other-board``.
+   Every setup boots at least the rule's ``min_boots`` times: an original of fewer boots (a 1-boot
+   smoke or network run) is reproduced with enough boots for its figures to be judged.
 4. Its figures against the original's, one value per boot on each side (farm.results.reproduction,
-   farm compare's ratio rule: reproduced, not reproduced or inconclusive): a listener of the run's
+   farm compare's ratio rule, or for an original of fewer boots than its minimum the reproduction's
+   prediction interval: reproduced, not reproduced or inconclusive): a listener of the run's
    ``run_published`` hook, called first, writes ``reproduction.json``, ``reproduction.md`` and
    ``reproduction.xml`` (junit) into the new run directory before the results store ingests it (which
    so learns that this run reproduces that one) and the archive archives it.
@@ -350,7 +353,12 @@ def reproduce(spec: str, *, envs: Sequence[Path] | None = None, farm: Any = None
         _say(f"warning: run {r.run_id}'s run.json records no seed of its shuffled boot order: its boots run in "
              "an order drawn anew")
     writer = ReproductionWriter(original, threshold, min_boots)
+    fewest = min((loaded.boots_of(s) for s in loaded.setups), default=min_boots)
+    if fewest < min_boots:  # the original cannot decide a ratio: boot enough to say where its values lie
+        _say(f"run {r.run_id} booted a setup {fewest} time{'s' * (fewest != 1)}, fewer than the rule's {min_boots}: "
+             f"each setup boots {min_boots} times, and each figure of the original is judged against the "
+             "reproduction's prediction interval")
     run = run_pipeline(pipeline_path, out=out, env_override=env_paths, extra_bootargs=extra_bootargs(original, loaded),
                        farm=farm, force=force, progress=progress, images=images, listeners=[writer],
-                       flow_for=flow_for, registry=registry, seed=seed)
+                       flow_for=flow_for, registry=registry, seed=seed, boots_at_least=min_boots)
     return Reproduced(original, run, writer.result, writer.error)

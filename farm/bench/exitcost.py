@@ -8,7 +8,7 @@ The program is built on the lab host with the cross gcc (farm.images.baremetal: 
 flags and compiler give the same bytes), written to the target through its shell (base64, a few KB),
 and run as ``qemu-system-aarch64 -M virt,gic-version=3 -accel kvm -cpu host`` with a virtio-mmio
 device for QEMU to answer; it times each exit ``iterations`` times by the virtual counter and powers
-off. Its records (farm.measure.exitcost): ``cycles`` (counter ticks per exit) and ``time`` (ns) per
+off. Its records (farm.measure.exitcost): ``ticks`` (counter ticks per exit) and ``time`` (ns) per
 ``test`` (hvc, timer-sysreg, gicd-read, mmio-qemu), with ``counter=cntvct`` and its frequency as
 identity, so ``farm compare`` of two setups (host configurations: cores, pinning, a frequency) gives
 their ratios. It needs KVM on the target (the EL2 twin: ``env/qemu-maaxboard-el2.yaml``) and QEMU in

@@ -211,7 +211,7 @@ REGISTRATIONS: tuple[BenchmarkSpec, ...] = (
     # farm's arm64 exit-cost program as a KVM guest on the target (farm.bench.exitcost): per-exit counter ticks
     BenchmarkSpec(
         exitcost.BENCHMARK, VIRT, run_exitcost, ExitcostParams, parsers=(exitcost.parse_exitcost,),
-        units={"cycles": LOWER_IS_BETTER, "ns": LOWER_IS_BETTER}),
+        units={"ticks": LOWER_IS_BETTER, "ns": LOWER_IS_BETTER}),
     # a system image's console lines (farm.bench.console): their units are the pipeline's, of no
     # direction unless listed here; the parser is the stand-in's patterns (a pipeline gives its own)
     BenchmarkSpec(
@@ -226,7 +226,7 @@ IMPORTS: tuple[Importer, ...] = (
              (ImportOption("cpu_fraction", "CPU_Utilisation is a 0-1 fraction, not percent"),)),
     Importer("iperf3", iperf3.BENCHMARK, "-J JSON, or the text of one or more runs, a lab notebook's too "
              "(each run's load on its separator)",
-             lambda text, o: iperf3_notebook.repeats(iperf3.parse_output(text))),
+             lambda text, o: iperf3_notebook.repeats(iperf3.parse_output(text, direction=True))),
     Importer("openssl", openssl.BENCHMARK, "speed -mr, of -decrypt with --decrypt",
              lambda text, o: [(0, m) for m in import_openssl(text, o["decrypt"])],
              (ImportOption("decrypt", "the capture is of `openssl speed -decrypt` (ciphers' direction=decrypt; "

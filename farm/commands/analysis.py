@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from ..results.outdir import OutDir, prepare_out_dir
-from ..values import min_boots_arg, name_arg, out_dir_arg
+from ..values import INTERVAL_METHODS, min_boots_arg, name_arg, out_dir_arg
 
 COMPARE_FILES = frozenset({"compare.csv", "compare.md", "compare.png", "compare-sweep.png"})
 
@@ -30,6 +30,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
         rule = attrs.evolve(rule, min_n=args.min_boots)
     if args.threshold is not None:
         rule = attrs.evolve(rule, threshold=args.threshold)
+    if args.interval is not None:
+        rule = attrs.evolve(rule, interval=args.interval)
+    if args.across_run_lengths:
+        rule = attrs.evolve(rule, across_lengths=True)
     comparison = compare(inputs, rule=rule, repeats_in_boot=boots)
     out = Path(args.out) if args.out else Path(args.dirs[-1]) / "compare"
     _say_moved(prepare_out_dir(out, force=args.force, own=COMPARE_FILES,
@@ -85,7 +89,7 @@ def register(sub) -> None:
                        description="Join the records of result directories (live runs or imports) on suite, "
                        "benchmark, params, metric and unit; the values of one boot are reduced to their median "
                        "first (n = boots). Write compare.csv (median and n per input, ratio = later / first with "
-                       "its 95 % interval, the Hodges-Lehmann interval of the log ratio, and its verdict: higher, "
+                       "its 95 % interval, by default the Hodges-Lehmann interval of the log ratio, and its verdict: higher, "
                        "lower, same or inconclusive), compare.md and compare.png (bars green when better, red when "
                        "worse, pale when inconclusive, interval bars, a line at 1.0), and "
                        "compare-sweep.png when the inputs have network sweeps (achieved throughput, RTT and CPU "
@@ -102,6 +106,13 @@ def register(sub) -> None:
     p.add_argument("--threshold", type=_threshold, metavar="T", help="the band of 'the same', e.g. 2%% or 0.02: a "
                    "ratio whose interval straddles 1 - T or 1 + T is inconclusive, within it the same (default: the "
                    "first run's pipeline's compare.threshold, else 0: an interval holding 1.0 is inconclusive)")
+    p.add_argument("--interval", choices=INTERVAL_METHODS, metavar="METHOD",
+                   help="the ratio's interval: hodges-lehmann (sides that differ by a factor) or welch (sides of "
+                   "unequal spread, e.g. a guest beside bare metal; assumes log-normal boots) (default: the first "
+                   "run's pipeline's compare.interval, else hodges-lehmann)")
+    p.add_argument("--across-run-lengths", action="store_true",
+                   help="judge a ratio whose two sides' records state different run lengths (an 800-sample sweep "
+                   "against a 200,000-sample one, 0.05 s against 3 s); by default it is inconclusive, saying them")
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("import", help="turn a captured tool output into a result directory")

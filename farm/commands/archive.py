@@ -226,7 +226,10 @@ def register(sub) -> None:
                        "nothing built, then judge each of its figures on one value per boot a side, by farm "
                        "compare's rule: reproduced when the interval of new/original lies within 1 +-THRESHOLD, "
                        "not reproduced when it lies wholly outside (both values given), inconclusive when it "
-                       "straddles an edge or a side has fewer than --min-boots boots. Writes reproduction.json, reproduction.md and reproduction.xml (junit) into the "
+                       "straddles an edge or the new run has fewer than --min-boots boots. Each setup boots at least "
+                       "--min-boots times: an original of fewer boots (a 1-boot smoke run) is judged by whether its "
+                       "value lies within the new run's 95 %% prediction interval (+-THRESHOLD). Writes "
+                       "reproduction.json, reproduction.md and reproduction.xml (junit) into the "
                        "new run directory, which is stored as a reproduction of RUN (farm history --reproductions, "
                        "the dashboard). Prints a line per figure and the run directory last; exit 0 when every "
                        "figure reproduced, 1 when one did not (or was not measured), 4 when none failed but one was "
@@ -247,8 +250,8 @@ def register(sub) -> None:
                    help="the band of 'the same': the interval of new/original must lie within 1 +-THRESHOLD "
                    "(default 5%%)")
     p.add_argument("--min-boots", type=min_boots_arg, metavar="N",
-                   help="fewer boots a side is inconclusive (default: the original pipeline's compare.min_boots, "
-                   "else 5)")
+                   help="each setup boots at least N times; fewer new boots is inconclusive (default: the "
+                   "original pipeline's compare.min_boots, else 5)")
     p.add_argument("--pipeline", metavar="FILE",
                    help="the pipeline file as run (checked against its sha256), when the archive has it masked "
                    "or not at all")

@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ..errors import EXIT_OK, EXIT_TEST_FAILURE, JobError
-from ..values import out_dir_arg, shown
+from ..values import INTERVAL_METHODS, min_boots_arg, out_dir_arg, shown
 
 STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
 #: what farm qualify writes (its junit.xml keeps that name: GitLab's reports:junit and the CI files use it)
@@ -66,7 +66,8 @@ def cmd_qualify(args: argparse.Namespace) -> int:
     boots = {**repeats_in_boot(base_path), **repeats_in_boot(cand_path)}  # run id -> values a boot gave
     result = qualify(base_records, cand_records, threshold=threshold, alpha=alpha,
                      setups=_pairs(args.pair_setup) or None, allow_missing=args.allow_missing,
-                     repeats_in_boot=boots)
+                     repeats_in_boot=boots, min_boots=args.min_boots, interval=args.interval,
+                     across_lengths=args.across_run_lengths)
     if not result.comparisons and not result.broken:
         raise JobError(f"no metric measured in both {base_path} and {cand_path}: nothing to qualify "
                        f"({len(result.only_in_baseline)} only in the baseline, "
@@ -151,13 +152,13 @@ def register(sub) -> None:
 
     p = sub.add_parser("qualify", help="compare a candidate run with a baseline; exit 1 on a regression",
                        description="Compare every metric measured by both BASELINE and CANDIDATE (one value per "
-                       "boot: the repeats inside a boot reduced to their median). With enough "
-                       "boots (5 a side) a regression is a (1 - alpha) interval of the ratio "
-                       "candidate/baseline median lying wholly beyond --threshold in the bad direction for its "
-                       "unit; one straddling the threshold is inconclusive (listed, not failed). With fewer, "
-                       "a regression is a change of the median beyond --threshold in the bad direction that is "
-                       "also significant: two-sided Mann-Whitney U p < --alpha, or, when there are too few "
-                       "repeats for the test to ever reach alpha, non-overlapping min-max ranges. Writes "
+                       "boot: the repeats inside a boot reduced to their median) by farm compare's rule: with "
+                       "fewer than --min-boots boots a side (default 5) a metric is inconclusive, never a "
+                       "regression, and says how many boots might decide it; with enough, a regression is a "
+                       "(1 - alpha) interval of the ratio candidate/baseline lying wholly beyond --threshold in "
+                       "the bad direction for its unit; one straddling the threshold is inconclusive (listed, not "
+                       "failed). A release gate qualifies a pipeline that boots each setup 5 times "
+                       "(pipelines/qualify.yaml). Writes "
                        "qualify.md, qualify.csv and junit.xml into --out and prints that directory; exits 1 "
                        "when anything regressed, when a candidate benchmark failed or a candidate value is NaN, "
                        "infinite or negative, or when a baseline metric was not measured by the candidate "
@@ -168,7 +169,15 @@ def register(sub) -> None:
     p.add_argument("--candidate", required=True, metavar="DIR|NAME", help="the run to qualify")
     p.add_argument("--threshold", default="5%", help="smallest relative change of the median that counts: "
                    "5%% or 0.05 (default 5%%)")
-    p.add_argument("--alpha", default="0.05", help="significance level of the test (default 0.05)")
+    p.add_argument("--alpha", default="0.05", help="1 - the interval's confidence (default 0.05: 95 %% intervals)")
+    p.add_argument("--min-boots", type=min_boots_arg, default=5, metavar="N",
+                   help="fewer boots a side is inconclusive, never a regression (default 5, farm compare's)")
+    p.add_argument("--interval", choices=INTERVAL_METHODS, default=INTERVAL_METHODS[0],
+                   help="the ratio's interval: hodges-lehmann (default; sides that differ by a factor) or welch "
+                   "(sides of unequal spread, e.g. a guest beside bare metal; assumes log-normal boots)")
+    p.add_argument("--across-run-lengths", action="store_true",
+                   help="judge a metric whose two sides' records state different run lengths (samples, seconds); "
+                   "by default it is inconclusive, saying the lengths")
     p.add_argument("--out", metavar="DIR", type=out_dir_arg, help="output directory (default results/qualify-<time>): new, empty or "
                    "holding only qualify's own files (made anew); never a run directory, whose junit.xml it "
                    "would replace")

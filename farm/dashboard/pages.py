@@ -283,7 +283,8 @@ def flag_points(series: Series, baselines: Mapping[str, Sequence[str]],
                 values: Mapping[str, Sequence[float]] | None = None) -> list[str]:
     """Per point: ``regression`` when farm qualify's rules call it one against the point before
     (threshold :data:`REGRESSION_THRESHOLD`, alpha 0.05; the points' values from ``values``, run id →
-    values) with at least two values a side, ``baseline`` when one of its runs is a saved baseline."""
+    values) with at least :data:`MIN_VALUES` (the rule's 5) values a side, ``baseline`` when one of its runs is a
+    saved baseline."""
     values = values or {}
     flags = []
     for i, p in enumerate(series.points):

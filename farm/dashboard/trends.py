@@ -4,11 +4,10 @@ sparkline of its newest points and its change against a baseline, judged by farm
 The baseline of a series is the newest saved baseline (``farm baseline save``) whose run measured
 it, before its newest point; a series no saved baseline measured is compared with its point before
 the newest ("previous run"). The comparison is :func:`farm.results.qualify.compare` on the two runs'
-values, threshold 5 % and alpha 0.05 as ``farm qualify``'s defaults: the ratio's confidence interval
-when both sides have 7 values or more, else Mann–Whitney U or the two ranges. A series is marked a
-**regression** only when that verdict is one and each side has at least two values: with one value
-a side there is no spread to judge a change against, and a series of one point has nothing to
-compare (never a regression).
+values, threshold 5 % and alpha 0.05 as ``farm qualify``'s defaults, by its rule (farm compare's,
+farm.results.ratio): a **regression** only when each side has at least :data:`MIN_VALUES` (5) values
+and the ratio's interval lies wholly beyond the threshold the bad way; with fewer a side the change
+is shown, "not judged" (a series of one point has nothing to compare).
 
 The series and their sizes come from one GROUP BY over the figures; each series' newest
 :data:`SPARK_POINTS` figures from the covering index ``ix_figures_metric``, read backwards; the
@@ -25,14 +24,15 @@ import sqlalchemy as sa
 
 from farm.results import qualify
 from farm.results.identity import MetricKey
+from farm.results.ratio import MIN_BOOTS
 from farm.store import schema
 
 #: points of a series the sparkline draws (the newest)
 SPARK_POINTS = 30
 #: farm qualify's defaults, which the trends judge by
 THRESHOLD, ALPHA = 0.05, 0.05
-#: values a side below which a change is reported but never called a regression
-MIN_VALUES = 2
+#: values a side below which a change is reported but never called a regression: the rule's minimum
+MIN_VALUES = MIN_BOOTS
 
 _SERIES = ("suite", "benchmark", "metric", "unit", "target", "setup", "params")
 #: (benchmark, metric) that are a run's settings, not what it measured: no row (a sweep's requested rate)

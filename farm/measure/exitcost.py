@@ -9,8 +9,10 @@ whole loop timed by the generic timer's virtual counter)::
     farm-exitcost: done
 
 Each test becomes two values of benchmark ``exitcost`` (shaped as the kvm-unit-tests import, farm.measure.vmexit):
-``cycles`` — counter ticks per exit (``ticks / iterations``: the counter is arm64's cycle source for
-this, as ipbench's CPU target reads it), and ``time`` in ns (the same at the counter's frequency).
+``ticks`` — counter ticks per exit (``ticks / iterations``, unit ``ticks``: the generic timer's
+virtual counter runs at ``counter_hz``, 62.5 MHz on the twin, not at the CPU's clock, so its ticks are
+no cycles), and ``time`` in ns (the same at the counter's frequency). (Before #45 the ticks were
+published as ``cycles``: farm's records of then say ``cycles`` for what were ticks.)
 Their params: ``test``, ``counter=cntvct`` and ``counter_hz`` (identity: ticks of one counter are not
 another's, nor x86's TSC cycles) and ``iterations`` (a run length). Skipped tests are returned apart,
 never as a value; a run without its ``done`` line (the guest died mid-way) is a ParseError.
@@ -73,7 +75,7 @@ def read_exitcost(text: str, *, params: Mapping[str, Any] | None = None) -> Exit
                 raise ParseError(f"exitcost output line {number}: {test} of {iterations} iterations")
             tags = merge_params(params, {"test": test, "counter": COUNTER, "counter_hz": hz, "iterations": iterations})
             per_exit = ticks / iterations
-            found += [Measurement(BENCHMARK, "cycles", per_exit, "cycles", tags),
+            found += [Measurement(BENCHMARK, "ticks", per_exit, "ticks", tags),
                       Measurement(BENCHMARK, "time", per_exit / hz * 1e9, "ns", tags)]
         elif line.endswith(_DONE):
             done = True

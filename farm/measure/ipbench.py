@@ -11,7 +11,8 @@ bit/s, bit/s, bit/s, bytes, µs (five times), percent.
 Variants seen in public copies of those scripts, all accepted by :func:`parse_csv`:
 
 * the header says ``CPU_utilisation`` (lower-case u) in both au-ts scripts: columns are matched
-  without regard to case;
+  without regard to case; the lab's QEMU/KVM table spells it ``CPU_Utilsation``
+  (``../shared/data/lab``): read as ``CPU_Utilisation`` (:data:`SPELLINGS`);
 * trailing ``Idle_Cycles,Total_Cycles`` (the CPU target's counts, in ticks of the target's counter)
   and ``Bad_Packets``: imported too (:data:`EXTRA_COLUMNS`), and written back by the wide form; any
   other column is named in a warning, not imported;
@@ -65,6 +66,8 @@ EXTRA_COLUMNS: dict[str, tuple[str, str]] = {
     _TOTAL: ("total_cycles", "ticks"),
     "Bad_Packets": ("bad_packets", "count"),
 }
+#: other spellings of a column the lab's own files use (lower case) -> the column they mean
+SPELLINGS = {"cpu_utilsation": "cpu_utilisation"}
 #: the method of imported records: ipbench's own figures, which a live ``method: ipbench`` sweep
 #: measures with the same definitions (docs/network.md), so the two join in ``farm compare``
 IMPORT_METHOD = "ipbench"
@@ -100,7 +103,7 @@ def parse_csv(text: str, *, cpu_fraction: bool = False,
     if not header or not any(cell.strip() for cell in header):
         raise JobError(f"{WHERE} line 1: empty, expected the header {','.join(WIDE_COLUMNS)}")
     index = _columns(header)
-    known = {c.lower() for c in (*WIDE_COLUMNS, *EXTRA_COLUMNS)}
+    known = {c.lower() for c in (*WIDE_COLUMNS, *EXTRA_COLUMNS)} | set(SPELLINGS)
     unknown = [name.strip() for name in header if name.strip() and name.strip().lower() not in known]
     if unknown:
         warn(f"{WHERE} line 1: column(s) {', '.join(unknown)} not imported (not ipbench's)")
@@ -146,7 +149,8 @@ def _columns(header: list[str]) -> dict[str, int]:
     """Column name -> index for the columns we read, matched without regard to case or spaces."""
     position: dict[str, int] = {}
     for i, name in enumerate(header):
-        position.setdefault(name.strip().lower(), i)
+        spelt = name.strip().lower()
+        position.setdefault(SPELLINGS.get(spelt, spelt), i)
     wanted = [c for c in WIDE_COLUMNS if c != "CPU_Utilisation"]
     cycles = _IDLE.lower() in position and _TOTAL.lower() in position
     if "cpu_utilisation" in position or not cycles:

@@ -48,6 +48,12 @@ MAX_TCP_LENGTH = 1 << 20  # -l over TCP
 FORWARD, REVERSE = "client-to-server", "server-to-client"  # --bidir's two directions (TX-C, RX-C)
 
 
+def run_direction(reverse: bool) -> str:
+    """A one-way run's ``direction`` param as farm's live runs record it: the client is the lab host,
+    the server the target (``-R``: the target sends)."""
+    return "target-to-host" if reverse else "host-to-target"
+
+
 @attrs.frozen
 class Summary:
     """The end-of-test numbers of one iperf3 run, whichever output format they came from."""
@@ -80,7 +86,8 @@ class Summary:
 # --- JSON (-J) -------------------------------------------------------------------------------
 
 
-def parse_json(text: str, *, params: Mapping[str, Any] | None = None) -> list[Measurement]:
+def parse_json(text: str, *, params: Mapping[str, Any] | None = None,
+               direction: bool = False) -> list[Measurement]:
     """Measurements from the output of ``iperf3 -c ... -J`` (TCP or UDP).
 
     Throughput: ``end.sum_sent.bits_per_second`` (sent) and ``end.sum_received.bits_per_second``
@@ -103,7 +110,10 @@ def parse_json(text: str, *, params: Mapping[str, Any] | None = None) -> list[Me
         raise BenchmarkError(BENCHMARK, str(doc["error"]))
     end = _section(doc, "end")
     if "sum_sent_bidir_reverse" not in end and "sum_received_bidir_reverse" not in end:
-        return _summary_from_json(doc).measurements(params or {})
+        reverse = bool((doc.get("start") or {}).get("test_start", {}).get("reverse")) \
+            if isinstance(doc.get("start"), dict) else False
+        return _summary_from_json(doc).measurements(
+            merge_params(params, {"direction": run_direction(reverse)}) if direction else (params or {}))
     forward = _summary_from_json(doc)
     reverse = _summary_from_json(doc, suffix="_bidir_reverse")
     return (forward.measurements(merge_params(params, {"bidir": FORWARD}))
@@ -238,6 +248,7 @@ class _Run:
     lines: dict[tuple[str, str, str], _Line] = attrs.field(factory=dict)  # (stream, direction, role)
     cpu: tuple[float, float] | None = None
     bitrate: str | None = None  # the requested load its separator was annotated with (a notebook)
+    reverse: bool = False  # "Reverse mode, remote host ... is sending" before its separator (-R)
 
     def directions(self) -> list[str]:
         """``[""]`` for a one-way run, ``[FORWARD, REVERSE]`` (those present) for --bidir."""
@@ -272,7 +283,8 @@ class _Run:
                              f"{role} summary line{f' for {direction}' if direction else ''}") from None
 
 
-def parse_text(text: str, *, params: Mapping[str, Any] | None = None) -> list[Measurement]:
+def parse_text(text: str, *, params: Mapping[str, Any] | None = None,
+               direction: bool = False) -> list[Measurement]:
     """Measurements from iperf3's human output of one or several runs pasted one after another.
 
     Only each run's end summary is read: the lines after the ``- - - -`` separator, ``sender`` and
@@ -284,9 +296,11 @@ def parse_text(text: str, *, params: Mapping[str, Any] | None = None) -> list[Me
     rounds to 3 digits; prefer :func:`parse_json` when you control the command. UDP loss is
     recomputed from lost/total (the printed percent is ``%.2g``). ``--bidir`` runs give both
     directions (param ``bidir``); an ``iperf3: error - ...`` line raises
-    :class:`~farm.measure.BenchmarkError`.
+    :class:`~farm.measure.BenchmarkError`. ``direction``: a one-way run's records get ``direction=``
+    as a live run's (:func:`run_direction`; ``Reverse mode`` before its summary: ``target-to-host``).
     """
     runs: list[_Run] = []
+    reverse = False  # the run being read was started with -R
     state = "outside"  # "outside" | "summary" | "server" (skipping --get-server-output)
     for number, line in enumerate(text.splitlines(), start=1):
         stripped = line.strip()
@@ -297,19 +311,24 @@ def parse_text(text: str, *, params: Mapping[str, Any] | None = None) -> list[Me
         elif stripped.startswith(_RUN_START):
             if state != "server" or stripped.startswith(_SERVER_OUTPUT_END):
                 state = "outside"
+                reverse = reverse and not stripped.startswith("Connecting to host")  # a new run's start
+        elif state == "outside" and stripped.startswith("Reverse mode"):
+            reverse = True
         elif state != "server" and (separator := _SEPARATOR.match(stripped)):
             note = separator["note"].strip()
             runs.append(_Run(index=len(runs), first_line=number,
-                             bitrate=parse_annotation(note, number) if note else None))
+                             bitrate=parse_annotation(note, number) if note else None, reverse=reverse))
+            reverse = False
             state = "summary"
         elif state == "summary":
             _read_summary_line(runs[-1], number, stripped)
     if not runs:
         raise ParseError("iperf3 output: no run summary found (no '- - - -' separator line)")
-    return [m for run in runs for direction in run.directions()
-            for m in run.summary(direction).measurements(
+    return [m for run in runs for way in run.directions()
+            for m in run.summary(way).measurements(
                 merge_params(params, {**({"bitrate": run.bitrate} if run.bitrate else {"run": run.index}),
-                                      **({"bidir": direction} if direction else {})}))]
+                                      **({"bidir": way} if way else
+                                         {"direction": run_direction(run.reverse)} if direction else {})}))]
 
 
 def _read_summary_line(run: _Run, number: int, line: str) -> None:
@@ -404,7 +423,10 @@ def _whole_seconds(name: str, value: float, minimum: int, maximum: int) -> str:
     return str(int(value))
 
 
-def parse_output(text: str, *, params: Mapping[str, Any] | None = None) -> list[Measurement]:
+def parse_output(text: str, *, params: Mapping[str, Any] | None = None,
+                 direction: bool = False) -> list[Measurement]:
     """A saved iperf3 client output of either kind: JSON (``-J``, the text begins with ``{``,
-    :func:`parse_json`) or the human text of one or several runs pasted together (:func:`parse_text`)."""
-    return (parse_json if text.lstrip().startswith("{") else parse_text)(text, params=params)
+    :func:`parse_json`) or the human text of one or several runs pasted together (:func:`parse_text`).
+    ``direction``: one-way runs get ``direction=host-to-target|target-to-host`` (``farm import``: the
+    client was the lab host, as in farm's live runs, so an import joins them)."""
+    return (parse_json if text.lstrip().startswith("{") else parse_text)(text, params=params, direction=direction)

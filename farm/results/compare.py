@@ -25,6 +25,13 @@ A ratio is left empty when either side is missing or the first is 0. Whether a r
 good depends on the unit (throughput up, cycles down): this module reports, :mod:`farm.results.qualify`
 judges.
 
+**Run lengths.** They are no part of the key (an 800-sample sweep joins a 200,000-sample one, ISA-L's
+0.05 s a 3 s run), but RTT max and stdev depend on the sample count and a figure's noise on its
+window: a ratio of two sides whose records state different run lengths is **inconclusive**, saying
+them (``run lengths differ: samples=800 against samples=200000``), unless the rule allows it
+(``--across-run-lengths``: judged, the difference still said). A side that states none (an import of
+the lab's files) is not told apart.
+
 **Missing.** A key present in some columns only is kept as a row with empty cells, and listed in
 :attr:`Comparison.missing` and in its own section of ``compare.md``: a benchmark that silently
 vanished from a run is a result too.
@@ -49,9 +56,10 @@ from typing import Mapping, Sequence
 import attrs
 
 from farm.errors import JobError
-from farm.results.ratio import HIGHER, INCONCLUSIVE, SAME, RatioEstimate, Rule, estimate_ratio, per_boot
+from farm.results.ratio import (HIGHER, INCONCLUSIVE, SAME, RatioEstimate, Rule, estimate_ratio, judged_across_lengths,
+                                lengths_apart, per_boot)
 from farm.results.stats import cv, median_interval
-from farm.results.identity import FLAG, MetricKey
+from farm.results.identity import FLAG, MetricKey, run_length_params
 from farm.results.record import Record, check_unique, format_params, parse_params
 from farm.results.sweeps import run_sweeps
 
@@ -187,6 +195,7 @@ def compare(inputs: Sequence[tuple[str, Sequence[Record]]], *, rule: Rule = Rule
         raise JobError("compare: no inputs given")
     groups: dict[tuple[int, str, str], dict[MetricKey, list[float]]] = {}
     flags: dict[tuple[int, str, str], dict[MetricKey, int]] = {}
+    lengths: dict[tuple[int, str, str], dict[MetricKey, set[str]]] = {}  # run-length params seen
     order: list[MetricKey] = []
     seen: set[MetricKey] = set()
     for index, (name, records) in enumerate(inputs):
@@ -194,6 +203,8 @@ def compare(inputs: Sequence[tuple[str, Sequence[Record]]], *, rule: Rule = Rule
             raise JobError(f"compare: {name}: no records")
         check_unique(records, f"compare: {name}")  # two setups of one name are not one column
         for record in records:
+            lengths.setdefault((index, record.target, record.setup), {}).setdefault(
+                MetricKey.of(record).anywhere, set()).add(run_length_params(record.benchmark, record.params))
             if FLAG in parse_params(record.params):
                 column = flags.setdefault((index, record.target, record.setup), {})
                 column[MetricKey.of(record).anywhere] = column.get(MetricKey.of(record).anywhere, 0) + 1
@@ -216,7 +227,10 @@ def compare(inputs: Sequence[tuple[str, Sequence[Record]]], *, rule: Rule = Rule
         medians = tuple(statistics.median(v) if v else None for v in per_column)
         counts = tuple(len(v) for v in per_column)
         ratios = tuple(_ratio(m, medians[0]) for m in medians[1:])
-        estimates = tuple(estimate_ratio(per_column[0], v, rule) for v in per_column[1:])
+        seen_lengths = [lengths.get(group, {}).get(key, set()) for group in groups]
+        estimates = tuple(judged_across_lengths(estimate_ratio(per_column[0], v, rule),
+                                                lengths_apart(seen_lengths[0], seen))
+                          for v, seen in zip(per_column[1:], seen_lengths[1:]))
         flagged = tuple(flags.get(group, {}).get(key, 0) for group in groups)
         rows.append(Row(key, medians, counts, ratios, tuple(tuple(v) for v in per_column), estimates, flagged))
         if not all(counts):

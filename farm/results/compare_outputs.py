@@ -13,7 +13,7 @@ from farm.measure.units import human
 from farm.results.compare import KEY_FIELDS, Comparison, PathLike, methods_apart
 from farm.results.compare_plot import plot_ratios
 from farm.results.csvout import spreadsheet_safe
-from farm.results.ratio import INCONCLUSIVE, METHOD, RatioEstimate, sig
+from farm.results.ratio import INCONCLUSIVE, RatioEstimate, sig
 from farm.results.record import write_text_atomic
 from farm.secrets import mask
 
@@ -126,9 +126,11 @@ def to_markdown(comparison: Comparison) -> str:
     band = (f"the band {sig(1 - rule.threshold)}–{sig(1 + rule.threshold)}" if rule.threshold else "1.0")
     lines += [f"Columns: {sources}. Values are medians over boots (n = boots; the repeats inside one boot "
               f"are first reduced to their median). Ratio = {labels[-1]} / {first}, with its "
-              f"{rule.confidence * 100:g} % interval ({METHOD}) and n a side. A ratio is **inconclusive** when a "
-              f"side has fewer than {rule.min_n} boots or its interval straddles {band}"
+              f"{rule.confidence * 100:g} % interval ({rule.method}) and n a side. A ratio is **inconclusive** "
+              f"when a side has fewer than {rule.min_n} boots or its interval straddles {band}"
+              + ("" if rule.across_lengths else " or its sides' run lengths differ")
               + (f"; **same** when the interval lies within {band}" if rule.threshold else "")
+              + f". Rule: {rule.name()}"
               + ". CV: coefficient of variation; the 95 % interval of a median is exact (order statistics, "
               "from 6 boots).", ""]
     ratio_heads = ["ratio [95 % CI], n"] if len(labels) == 2 else [f"{label}/{first} [95 % CI], n"

@@ -52,6 +52,16 @@ def identity_params(benchmark: str, text: str) -> str:
     return _without(run_length(benchmark) | MEASURED_COUNTS | {FLAG}, text)
 
 
+def run_length_params(benchmark: str, text: str) -> str:
+    """The run-length params of a ``benchmark``'s record (``samples=800;warmup=1.0``), canonical: what
+    its identity leaves out, so that farm compare and qualify can say (and refuse) a join of unlike
+    lengths (farm.results.ratio.lengths_apart)."""
+    from farm.bench.registry import run_length
+
+    keep = run_length(benchmark)
+    return format_params({k: v for k, v in parse_params(text).items() if k in keep})
+
+
 def key_params(benchmark: str, metric: str, text: str) -> str:
     """A record's identity params (:func:`identity_params`), a CPU figure's saying its CPU: one that does
     not (written before records said it; an import of the lab's files) is the board's, ``cores=board``."""

@@ -3,34 +3,34 @@ from the records alone (pure); farm.results.qualify_outputs writes them (qualify
 
 A **metric** is identified by ``(target, suite, benchmark, params, metric, unit)``, plus the setup
 it ran under (see *Setups*): the record identity (farm.results.identity.MetricKey), whose params
-leave out run lengths and measured counts. Its values across repeats form one sample on each side; the samples
-are compared by median, min–max range and the two-sided Mann–Whitney U test
-(:mod:`farm.results.stats`).
+leave out run lengths and measured counts. Its values, one per boot (the values of one boot are
+first reduced to their median, :func:`farm.results.ratio.per_boot`), form one sample on each side.
 
-**Regression**, by the first rule that applies (every comparison records which one decided it):
+**The verdict is farm compare's** (:func:`farm.results.ratio.estimate_ratio`, the one decision rule
+of compare, qualify, reproduce and the dashboard) on the ratio candidate / baseline, at confidence
+``1 - alpha``, turned into better or worse by the metric's direction:
 
-* rule ``interval``, whenever both sides have at least ``min_boots`` values (one per boot: the
-  values of one boot are first reduced to their median, :func:`farm.results.ratio.per_boot`; 5 by
-  default) and an interval of the ratio candidate median / baseline median at confidence
-  ``1 - alpha`` exists (:func:`~farm.results.stats.ratio_interval`, the Hodges–Lehmann interval of
-  the log ratio: the same rule as ``farm compare``'s, :mod:`farm.results.ratio`): a **regression**
-  only when that whole interval lies beyond the threshold in the bad direction (below
-  ``1 - threshold`` where higher is better, above ``1 + threshold`` where lower is better), an
-  improvement when it lies wholly beyond it in the good direction, unchanged when it lies within
-  ``[1 - threshold, 1 + threshold]``, and **inconclusive** when it straddles ``1 - threshold`` or
-  ``1 + threshold``: the data cannot tell whether the change is beyond the threshold, whatever
-  the medians say. Inconclusive does not fail the gate; it is listed and is a skipped JUnit case.
-* Otherwise (fewer values) the candidate's median must have moved more than ``threshold``
-  (relative to the baseline median) in the *bad* direction, AND the move must be significant:
-  rule ``mann-whitney``: two-sided Mann–Whitney U p < ``alpha``, used whenever the samples are
-  large enough for the test to reach ``alpha`` at all; rule ``ranges``: when they are not (3
-  repeats per side can never give p < 0.05: the smallest possible p is 0.1), the baseline and
-  candidate min–max ranges must not overlap. With one value per side that is simply "the values
-  differ", so the threshold does all the work.
+* with fewer than ``min_boots`` boots on a side (5 by default), or no interval (a value of 0 or
+  below), **inconclusive**: never a regression on the threshold alone (1 boot against 1 of the same
+  build differ by the noise, and a 15 % noise calls 3 of 8 metrics "regressions"). The row says how
+  many boots a side might decide it;
+* else a **regression** only when the ratio's whole interval lies beyond the threshold in the bad
+  direction (below ``1 - threshold`` where higher is better, above ``1 + threshold`` where lower is
+  better), an **improvement** when it lies wholly beyond it in the good direction, **unchanged** when
+  it lies within ``[1 - threshold, 1 + threshold]``, and **inconclusive** when it straddles an edge:
+  the data cannot tell whether the change is beyond the threshold, whatever the medians say.
 
-Under every rule the threshold keeps a tiny but consistent change (a 0.3 % drift that a test with
-30 repeats will call significant) from failing a release, the statistics keep one noisy run from
-doing so.
+Run lengths are no part of a metric's key, but a ratio of two sides whose records state different
+run lengths (an 800-sample sweep against a 200,000-sample one) is inconclusive, saying them, unless
+``across_lengths`` (``--across-run-lengths``): farm compare's rule again.
+
+Inconclusive does not fail the gate; it is listed and is a skipped JUnit case. The interval is the
+rule's (``hodges-lehmann`` by default, ``welch`` for sides of unequal spread: farm.results.ratio);
+the two-sided Mann–Whitney p is reported beside it. Qualify as a release gate from a pipeline that
+boots each setup at least ``min_boots`` times (``pipelines/qualify.yaml``, the release jobs').
+
+The threshold keeps a tiny but consistent change (a 0.3 % drift that 30 boots will resolve) from
+failing a release, the interval and the minimum of boots keep one noisy run from doing so.
 
 **Direction** comes from the benchmark's registration, which names the direction of each of its
 units, and of a metric whose direction is not its unit's (iperf3's ``host_cpu``, the lab host's CPU,
@@ -75,21 +75,19 @@ from farm.errors import JobError
 from farm.measure import HIGHER_IS_BETTER, LOWER_IS_BETTER, UNKNOWN_DIRECTION, impossible
 from farm.measure.units import human
 from farm.results.direction import direction
-from farm.results.identity import MetricKey
+from farm.results.identity import MetricKey, run_length_params
 from farm.results.record import FAILED_METRIC, Record, check_unique
-from farm.results.ratio import HIGHER, LOWER, MIN_BOOTS, SAME, band_verdict, per_boot
-from farm.results.stats import Summary, mann_whitney_u, median, ranges_overlap, ratio_interval
+from farm.results.ratio import (HIGHER, HODGES_LEHMANN, LOWER, MIN_BOOTS, SAME, RatioEstimate, Rule, estimate_ratio,
+                                judged_across_lengths, lengths_apart, per_boot)
+from farm.results.stats import Summary, mann_whitney_u, median
 
 # verdicts
 REGRESSION = "regression"
 IMPROVEMENT = "improvement"
 UNCHANGED = "unchanged"            # median moved no more than the threshold
-NOT_SIGNIFICANT = "not significant"  # moved more than the threshold, but within the noise
 NO_DIRECTION = "no direction"      # moved more than the threshold; the unit has no known direction
-INCONCLUSIVE = "inconclusive"      # rule interval: the ratio's interval straddles the threshold
+INCONCLUSIVE = "inconclusive"      # too few boots, or the ratio's interval straddles the threshold
 
-RULE_MWU = "mann-whitney"
-RULE_RANGES = "ranges"
 RULE_INTERVAL = "interval"
 
 
@@ -133,14 +131,15 @@ class Comparison:
     candidate: Sample
     direction: int
     change: float           # (candidate median - baseline median) / |baseline median|
-    rule: str               # RULE_MWU or RULE_RANGES
-    p_value: float          # of the Mann–Whitney U test, reported under either rule
+    rule: str               # RULE_INTERVAL: the one rule (farm.results.ratio)
+    p_value: float          # of the Mann–Whitney U test, reported beside the interval
     test_method: str        # "exact" or "normal"
-    min_p: float            # the smallest p the test could give for these sizes: below alpha -> RULE_MWU
-    significant: bool       # under ``rule`` (interval: the ratio's interval excludes 1)
+    min_p: float            # the smallest p the test could give for these sizes
+    significant: bool       # the ratio's interval excludes 1
     verdict: str
     ratio_interval: tuple[float, float] | None = None  # of candidate / baseline median, at 1 - alpha
     threshold: float = 0.0  # the threshold the verdict used (the interval rule's band)
+    estimate: RatioEstimate | None = None  # the decision rule's estimate the verdict came from
 
     @property
     def ratio(self) -> float:
@@ -158,23 +157,22 @@ class Comparison:
         unit = self.key.unit
         moved = (f"median {human(self.baseline.median, unit)} -> {human(self.candidate.median, unit)} "
                  f"({format_change(self.change)}, threshold {threshold:.1%})")
-        if self.rule == RULE_INTERVAL:
-            lo, hi = self.ratio_interval or (math.nan, math.nan)
-            band = (1 - threshold, 1 + threshold)
+        lo, hi = self.ratio_interval or (math.nan, math.nan)
+        band = (1 - threshold, 1 + threshold)
+        n = f"n={self.baseline.n}+{self.candidate.n} boots"
+        if self.ratio_interval is None:
+            why = f"no {1 - alpha:.0%} interval ({self.estimate.why if self.estimate else 'too few boots'}; {n})"
+        else:
             where = ("lies within" if band[0] <= lo and hi <= band[1] else
                      "lies entirely beyond" if hi < band[0] or lo > band[1] else "straddles")
             why = (f"ratio {self.ratio:.4g}, {1 - alpha:.0%} CI {lo:.4g} – {hi:.4g} {where} the threshold "
-                   f"band {band[0]:.4g} – {band[1]:.4g} (n={self.baseline.n}+{self.candidate.n}; "
-                   f"Mann-Whitney U p={self.p_value:.3g})")
-        elif self.rule == RULE_MWU:
-            why = (f"Mann-Whitney U p={self.p_value:.3g} ({self.test_method}, n={self.baseline.n}+"
-                   f"{self.candidate.n}) {'<' if self.significant else '>='} alpha {alpha:g}")
-        else:
-            why = (f"ranges [{human(self.baseline.low, unit)}, {human(self.baseline.high, unit)}] and "
-                   f"[{human(self.candidate.low, unit)}, {human(self.candidate.high, unit)}] "
-                   f"{'do not overlap' if self.significant else 'overlap'} (n={self.baseline.n}+"
-                   f"{self.candidate.n} is too few for Mann-Whitney U: its smallest possible p is "
-                   f"{self.min_p:.3g}, not below alpha {alpha:g})")
+                   f"band {band[0]:.4g} – {band[1]:.4g} ({n}; Mann-Whitney U p={self.p_value:.3g})")
+        if self.estimate is not None and not self.estimate.conclusive:
+            if self.ratio_interval is not None and not self.estimate.why.startswith("the interval straddles"):
+                why += f": {self.estimate.why}, not judged"
+            why += self.estimate.more_text
+        if self.estimate is not None:
+            why += f"; rule: {self.estimate.rule.name()}"
         better = {HIGHER_IS_BETTER: "higher is better", LOWER_IS_BETTER: "lower is better",
                   UNKNOWN_DIRECTION: f"unit {unit!r} has no known direction, never a regression"}
         intervals = [(side, s.interval) for side, s in (("baseline", self.baseline), ("candidate", self.candidate))]
@@ -219,6 +217,12 @@ class Qualification:
     allow_missing: bool = False  # a baseline metric the candidate did not measure is listed, not failed
     broken: tuple[Broken, ...] = ()  # candidate metrics that are not measurements, failed benchmarks
     min_boots: int = MIN_BOOTS  # the interval rule's fewest boots a side
+    interval: str = HODGES_LEHMANN  # the rule's interval method (farm.results.ratio.INTERVALS)
+
+    @property
+    def rule(self) -> Rule:
+        """The decision rule every comparison was judged by."""
+        return Rule(self.min_boots, self.threshold, confidence=1 - self.alpha, interval=self.interval)
 
     @property
     def missing(self) -> tuple[Unmatched, ...]:
@@ -285,45 +289,29 @@ def relative_change(baseline: float, candidate: float) -> float:
 
 
 def compare(key: MetricKey, baseline_setup: str, candidate_setup: str, baseline: Sequence[float],
-            candidate: Sequence[float], *, threshold: float, alpha: float, min_boots: int = MIN_BOOTS) -> Comparison:
-    """Compare one metric's two samples, one value per boot (see the module docstring for the rules)."""
+            candidate: Sequence[float], *, threshold: float, alpha: float, min_boots: int = MIN_BOOTS,
+            interval: str = HODGES_LEHMANN, apart: str | None = None,
+            across_lengths: bool = False) -> Comparison:
+    """Compare one metric's two samples, one value per boot, by the one decision rule (module docstring);
+    ``apart``: how the two sides' run lengths differ (farm.results.ratio.lengths_apart), if they do."""
     base, cand = Sample(tuple(baseline)), Sample(tuple(candidate))
     sign = direction(key.metric, key.unit, key.benchmark)
     change = relative_change(base.median, cand.median)
     test = mann_whitney_u(base.values, cand.values)
-    enough = min(base.n, cand.n) >= min_boots and base.median > 0
-    ratio_ci = ratio_interval(base.values, cand.values, 1 - alpha) if enough else None
-    if ratio_ci is not None:
-        rule, significant = RULE_INTERVAL, not ratio_ci[0] <= 1 <= ratio_ci[1]
-        verdict = interval_verdict(ratio_ci, sign, threshold, change)
-    else:
-        if test.can_reach(alpha):
-            rule, significant = RULE_MWU, test.p_value < alpha
-        else:
-            rule, significant = RULE_RANGES, not ranges_overlap(base.values, cand.values)
-        if not abs(change) > threshold:
-            verdict = UNCHANGED
-        elif sign == UNKNOWN_DIRECTION:
-            verdict = NO_DIRECTION
-        elif not significant:
-            verdict = NOT_SIGNIFICANT
-        else:
-            verdict = IMPROVEMENT if sign * change > 0 else REGRESSION
-    return Comparison(key=key, baseline_setup=baseline_setup, candidate_setup=candidate_setup,
-                      baseline=base, candidate=cand, direction=sign, change=change, rule=rule,
-                      p_value=test.p_value, test_method=test.method, min_p=test.min_p, significant=significant,
-                      verdict=verdict, ratio_interval=ratio_ci, threshold=threshold)
-
-
-def interval_verdict(ratio_ci: tuple[float, float], sign: int, threshold: float, change: float) -> str:
-    """Rule ``interval`` (module docstring): where the interval of candidate / baseline lies
-    against the band ``[1 - threshold, 1 + threshold]``, judged in the metric's direction."""
+    rule = Rule(min_boots, threshold, confidence=1 - alpha, interval=interval, across_lengths=across_lengths)
+    estimate = judged_across_lengths(estimate_ratio(base.values, cand.values, rule), apart)
+    ratio_ci = estimate.interval
+    significant = ratio_ci is not None and not ratio_ci[0] <= 1 <= ratio_ci[1]
     if sign == UNKNOWN_DIRECTION:
-        return NO_DIRECTION if abs(change) > threshold else UNCHANGED
-    where = band_verdict(ratio_ci, threshold)
-    if where in (HIGHER, LOWER):
-        return IMPROVEMENT if (sign == HIGHER_IS_BETTER) == (where == HIGHER) else REGRESSION
-    return UNCHANGED if where == SAME else INCONCLUSIVE
+        verdict = NO_DIRECTION if abs(change) > threshold else UNCHANGED
+    else:
+        verdict = {HIGHER: IMPROVEMENT if sign == HIGHER_IS_BETTER else REGRESSION,
+                   LOWER: REGRESSION if sign == HIGHER_IS_BETTER else IMPROVEMENT,
+                   SAME: UNCHANGED}.get(estimate.verdict, INCONCLUSIVE)
+    return Comparison(key=key, baseline_setup=baseline_setup, candidate_setup=candidate_setup,
+                      baseline=base, candidate=cand, direction=sign, change=change, rule=RULE_INTERVAL,
+                      p_value=test.p_value, test_method=test.method, min_p=test.min_p, significant=significant,
+                      verdict=verdict, ratio_interval=ratio_ci, threshold=threshold, estimate=estimate)
 
 
 Samples = dict[tuple[str, str], dict[MetricKey, list[float]]]
@@ -332,6 +320,14 @@ Samples = dict[tuple[str, str], dict[MetricKey, list[float]]]
 def _key(record: Record) -> MetricKey:
     """The record's identity on its target, the setup apart: baseline and candidate pair setups."""
     return MetricKey.of(record).on(record.target)
+
+
+def _lengths(records: Iterable[Record]) -> dict[tuple[str, str, MetricKey], set[str]]:
+    """target, setup, metric -> the run-length params its records state (farm.results.ratio.lengths_apart)."""
+    out: dict[tuple[str, str, MetricKey], set[str]] = defaultdict(set)
+    for r in records:
+        out[r.target, r.setup, _key(r)].add(run_length_params(r.benchmark, r.params))
+    return out
 
 
 def _samples(records: Iterable[Record], repeats_in_boot: Mapping[str, int] | int = 1) -> Samples:
@@ -389,7 +385,8 @@ def pair_setups(baseline: Iterable[tuple[str, str]], candidate: Iterable[tuple[s
 def qualify(baseline_records: Iterable[Record], candidate_records: Iterable[Record], *,
             threshold: float = 0.05, alpha: float = 0.05, setups: Mapping[str, str] | None = None,
             allow_missing: bool = False, repeats_in_boot: Mapping[str, int] | int = 1,
-            min_boots: int = MIN_BOOTS) -> Qualification:
+            min_boots: int = MIN_BOOTS, interval: str = HODGES_LEHMANN,
+            across_lengths: bool = False) -> Qualification:
     """Compare every metric present in both record sets; see the module docstring. ``repeats_in_boot``:
     per run id, the values one boot gave of a benchmark (run.json's; a run not named: 1)."""
     if not threshold >= 0:
@@ -402,6 +399,7 @@ def qualify(baseline_records: Iterable[Record], candidate_records: Iterable[Reco
     broken = _broken(candidate_records)
     base, cand = _samples(baseline_records, repeats_in_boot), _samples(candidate_records, repeats_in_boot)
     pairs = pair_setups(base, cand, setups)
+    base_lengths, cand_lengths = _lengths(baseline_records), _lengths(candidate_records)
     comparisons: list[Comparison] = []
     used_base: set[tuple[str, str, MetricKey]] = set()
     used_cand: set[tuple[str, str, MetricKey]] = set()
@@ -409,7 +407,9 @@ def qualify(baseline_records: Iterable[Record], candidate_records: Iterable[Reco
         bm, cm = base[target, bsetup], cand[target, csetup]
         for key in sorted(bm.keys() & cm.keys()):
             comparisons.append(compare(key, bsetup, csetup, bm[key], cm[key], threshold=threshold, alpha=alpha,
-                                       min_boots=min_boots))
+                                       min_boots=min_boots, interval=interval, across_lengths=across_lengths,
+                                       apart=lengths_apart(base_lengths[target, bsetup, key],
+                                                           cand_lengths[target, csetup, key])))
             used_base.add((target, bsetup, key))
             used_cand.add((target, csetup, key))
 
@@ -427,4 +427,4 @@ def qualify(baseline_records: Iterable[Record], candidate_records: Iterable[Reco
     return Qualification(comparisons=tuple(comparisons), only_in_baseline=unmatched(base, used_base),
                          only_in_candidate=unmatched(cand, used_cand), setup_pairs=renamed,
                          threshold=threshold, alpha=alpha, allow_missing=allow_missing, broken=broken,
-                         min_boots=min_boots)
+                         min_boots=min_boots, interval=interval)

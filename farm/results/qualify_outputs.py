@@ -24,6 +24,7 @@ CSV_FIELDS = (
     "baseline_n", "baseline_median", "baseline_min", "baseline_max",
     "candidate_n", "candidate_median", "candidate_min", "candidate_max",
     "change", "direction", "rule", "p_value", "test", "verdict", "ratio_low", "ratio_high",
+    "boots_to_decide",
 )
 _DIRECTION_WORD = {HIGHER_IS_BETTER: "higher", LOWER_IS_BETTER: "lower", UNKNOWN_DIRECTION: "unknown"}
 
@@ -46,10 +47,12 @@ def csv_text(q: Qualification) -> str:
             "baseline_min": repr(c.baseline.low), "baseline_max": repr(c.baseline.high),
             "candidate_n": c.candidate.n, "candidate_median": repr(c.candidate.median),
             "candidate_min": repr(c.candidate.low), "candidate_max": repr(c.candidate.high),
-            "change": repr(c.change), "direction": _DIRECTION_WORD[c.direction], "rule": c.rule,
+            "change": repr(c.change), "direction": _DIRECTION_WORD[c.direction],
+            "rule": c.estimate.rule.name() if c.estimate else c.rule,
             "p_value": repr(c.p_value), "test": c.test_method, "verdict": c.verdict,
             **({"ratio_low": repr(c.ratio_interval[0]), "ratio_high": repr(c.ratio_interval[1])}
                if c.ratio_interval else {}),
+            "boots_to_decide": (c.estimate.boots_to_decide or "") if c.estimate and not c.estimate.conclusive else "",
         })
     for side, items in (("baseline", q.only_in_baseline), ("candidate", q.only_in_candidate)):
         for u in items:
@@ -97,16 +100,14 @@ def markdown(q: Qualification, *, baseline_label: str = "baseline", candidate_la
              f"- baseline: {_md(baseline_label)}", f"- candidate: {_md(candidate_label)}",
              f"- threshold {q.threshold:.1%} on the change of the median, alpha {q.alpha:g} "
              f"({1 - q.alpha:.0%} intervals)", "",
-             f"Values are one per boot (the repeats inside a boot reduced to their median). Where both sides "
-             f"have enough boots ({q.min_boots} a side) the {1 - q.alpha:.0%} interval of the ratio candidate/baseline median "
-             "(the Hodges-Lehmann interval of the log ratio, as farm compare's) decides (rule `interval`): a "
-             "**regression** only when the "
+             f"- rule: {_md(q.rule.name())} ({_md(q.rule.method)})", "",
+             f"Values are one per boot (the repeats inside a boot reduced to their median). The verdict is farm "
+             f"compare's: with fewer than {q.min_boots} boots a side a metric is **inconclusive** (never a "
+             "regression on the threshold alone; the row says how many boots might decide it). Else the "
+             f"{1 - q.alpha:.0%} interval of the ratio candidate/baseline decides: a **regression** only when the "
              "whole interval lies beyond the threshold in the bad direction, **inconclusive** when it straddles "
-             "the threshold (listed, does not fail), unchanged when it lies within it. With fewer repeats a "
-             "regression is a change of the median beyond the threshold in the bad direction that is "
-             "also significant: two-sided Mann-Whitney U p < alpha (rule `mann-whitney`) or, where the "
-             "samples are too small for the test ever to reach alpha, baseline and candidate min-max ranges "
-             "that do not overlap (rule `ranges`). Higher is better for rates (bit/s, bytes/s, ops/s), lower "
+             "the threshold (listed, does not fail), unchanged when it lies within it. Higher is better for "
+             "rates (bit/s, bytes/s, ops/s), lower "
              "for times, cycles and loss/CPU percentages; a unit with no known direction is reported, never "
              "a regression.", ""]
     if q.setup_pairs:
@@ -115,8 +116,8 @@ def markdown(q: Qualification, *, baseline_label: str = "baseline", candidate_la
     if q.broken:
         lines += ["## Not measured, impossible or failed in the candidate", ""]
         lines += [f"- **{_md(b.key.label())}** ({_md(b.setup)}): {_md(b.explain())}" for b in q.broken] + [""]
-    for title, items in (("Regressions", q.regressions), ("Inconclusive (the ratio's interval straddles the "
-                                                           "threshold)", q.inconclusive),
+    for title, items in (("Regressions", q.regressions), ("Inconclusive (too few boots, or the ratio's "
+                                                           "interval straddles the threshold)", q.inconclusive),
                          ("Improvements", q.improvements)):
         if items:
             lines += [f"## {title}", ""] + [f"- **{_md(c.key.label())}** ({_md(c.setup)}): "

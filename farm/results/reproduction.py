@@ -14,11 +14,19 @@ judged against the band ``[1 - threshold, 1 + threshold]`` (default 5 %, farm qu
 - **reproduced** when the interval lies within the band (farm compare: ``same``);
 - **not reproduced** when it lies wholly above or below it (``higher``/``lower``: two-sided, a figure
   that came out much better did not reproduce either), both values and the interval given;
-- **inconclusive** when a side has fewer than ``min_boots`` boots (default the original pipeline's
-  ``compare.min_boots``, else 5), when the interval straddles an edge of the band, or when a value of 0
-  or below leaves no log ratio: the runs cannot tell. Boot more (``boots:``), or widen the threshold;
+- **inconclusive** when the new run has fewer than ``min_boots`` boots (default the original
+  pipeline's ``compare.min_boots``, else 5), when the interval straddles an edge of the band, or when
+  a value of 0 or below leaves no log ratio: the runs cannot tell. Boot more (``boots:``), or widen
+  the threshold;
 - **not measured** when the new run has no value of it (its benchmark failed, its target did not
   boot). A figure only the new run has is listed, not judged.
+
+**An original of fewer boots** than ``min_boots`` (a 1-boot smoke or network run; ``farm reproduce``
+boots the reproduction ``min_boots`` times) has no ratio to judge, but the question "does the
+original's figure lie within what the reproduction measures?" has an answer: the reproduction's 95 %
+**prediction interval** for the geometric mean of as many boots as the original had
+(:func:`farm.results.stats.prediction_interval`, log-normal boots), widened by the threshold:
+**reproduced** when the original's value lies within it, **not reproduced** when it lies outside.
 
 The run's verdict: ``not reproduced`` when a figure was not reproduced or not measured (or there was
 none), else ``inconclusive`` when one was, else ``reproduced``; and ``not run (infrastructure)``, no
@@ -48,7 +56,7 @@ from farm.results.junit import Case, Kind
 from farm.results.ratio import HIGHER, LOWER, MIN_BOOTS, SAME, RatioEstimate, Rule, estimate_ratio, per_boot
 from farm.results.record import FAILED_METRIC, Record
 from farm.results.markdown_text import md_escape as _md
-from farm.results.stats import median
+from farm.results.stats import median, prediction_interval
 
 DEFAULT_THRESHOLD = 0.05
 REPRODUCED = "reproduced"
@@ -59,8 +67,9 @@ NOT_MEASURED = "not measured"
 NOT_RUN = "not run (infrastructure)"
 VERDICTS = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, NOT_RUN)  # a run's
 RULE = ("one value per boot; the Hodges-Lehmann interval of new/original (farm compare's) within "
-        "1 ± threshold: reproduced, wholly outside: not reproduced, else (or fewer than min_boots boots a "
-        "side) inconclusive")
+        "1 ± threshold: reproduced, wholly outside: not reproduced, else (or fewer than min_boots new boots) "
+        "inconclusive; an original of fewer than min_boots boots: within the new run's 95 % prediction interval "
+        "(± threshold): reproduced, outside: not reproduced")
 
 
 @attrs.frozen
@@ -74,6 +83,7 @@ class FigureVerdict:
     new_median: float = math.nan
     new_target: str = ""
     note: str = ""              # why it was not measured, or inconclusive
+    prediction: tuple[float, float] | None = None  # an original of too few boots: where the new run predicts it
 
     @property
     def reproduced(self) -> bool:
@@ -93,6 +103,9 @@ class FigureVerdict:
         change = f"{self.change:+.1%}" if math.isfinite(self.change) else "n/a"
         ratio = f"; new/original {self.ratio.interval_text()}" if self.ratio.interval else ""
         why = f"; {self.note}" if self.note else ""
+        if self.prediction is not None:
+            lo, hi = self.prediction
+            ratio = f"; the new run's prediction interval [{human(lo, unit)} – {human(hi, unit)}]"
         return f"new {human(self.new_median, unit)} (n={self.new_n} boots, {change}); {was}{ratio}{why}"
 
 
@@ -105,9 +118,31 @@ def figure_verdict(key: MetricKey, original: Sequence[float], new: Sequence[floa
         return FigureVerdict(key, NOT_MEASURED, len(original), m, new_target=new_target,
                              note=note or "no value in the new run")
     estimate = estimate_ratio(original, new, rule)
+    if len(original) < rule.min_n <= len(new):
+        return predicted_verdict(key, original, new, rule, estimate, new_target)
     verdict = {SAME: REPRODUCED, HIGHER: NOT_REPRODUCED, LOWER: NOT_REPRODUCED}.get(estimate.verdict, INCONCLUSIVE)
     return FigureVerdict(key, verdict, len(original), m, estimate, len(new), median(new), new_target,
-                         "" if verdict == REPRODUCED else estimate.why)
+                         "" if verdict == REPRODUCED else estimate.why + estimate.more_text)
+
+
+def predicted_verdict(key: MetricKey, original: Sequence[float], new: Sequence[float], rule: Rule,
+                      estimate: RatioEstimate, new_target: str = "") -> FigureVerdict:
+    """An original of fewer boots than the rule's minimum against a reproduction of enough (module
+    docstring): does the original's value (the geometric mean of its boots) lie within the new run's
+    prediction interval for that many boots, widened by the threshold?"""
+    m = median(original)
+    found = prediction_interval(new, len(original), rule.confidence)
+    if found is None or any(not v > 0 for v in original):
+        why = "a value of 0 or below: no prediction interval" if found is None else "an original value of 0 or below"
+        return FigureVerdict(key, INCONCLUSIVE, len(original), m, estimate, len(new), median(new), new_target, why)
+    lo, hi = found[0] * (1 - rule.threshold), found[1] * (1 + rule.threshold)
+    value = math.exp(sum(math.log(v) for v in original) / len(original))
+    inside = lo <= value <= hi
+    what = (f"the original's {human(value, key.unit)} lies {'within' if inside else 'outside'} the new run's "
+            f"{rule.confidence:.0%} prediction interval for {len(original)} boot{'s' * (len(original) != 1)} "
+            f"(from n={len(new)}{f', ± {rule.threshold:.1%}' if rule.threshold else ''})")
+    return FigureVerdict(key, REPRODUCED if inside else NOT_REPRODUCED, len(original), m, estimate, len(new),
+                         median(new), new_target, what, (lo, hi))
 
 
 def pair_targets(original: dict[str, str], new: dict[str, str]) -> dict[str, str]:
@@ -196,7 +231,8 @@ def _figure_json(f: FigureVerdict) -> dict[str, Any]:
     return {**attrs.asdict(f.key), "verdict": f.verdict, "new_target": f.new_target, "new_n": f.new_n,
             "new_median": _number(f.new_median), "original_n": f.original_n, "original_median": f.original_median,
             "ratio": _number(r.ratio) if r else None,
-            "interval": list(r.interval) if r and r.interval else None, "note": f.note}
+            "interval": list(r.interval) if r and r.interval else None, "note": f.note,
+            "prediction_interval": list(f.prediction) if f.prediction else None}
 
 
 def judge(original: Sequence[Record], new: Sequence[Record], *, threshold: float = DEFAULT_THRESHOLD,
@@ -261,7 +297,9 @@ def markdown(rep: Reproduction) -> str:
             unit = f.key.unit
             verdict = _md(f.verdict) if f.reproduced else f"**{_md(f.verdict)}**"
             new = f"{human(f.new_median, unit)} (n={f.new_n})" if f.new_n else _md(f.note)
-            ratio = f.ratio.text() if f.ratio else "-"
+            ratio = (f"original within the new run's prediction [{human(f.prediction[0], unit)} – "
+                     f"{human(f.prediction[1], unit)}]: {'yes' if f.reproduced else 'no'}" if f.prediction
+                     else f.ratio.text() if f.ratio else "-")
             lines.append("| " + " | ".join([verdict, *(_md(v) for v in (
                 f.key.target, f.key.setup, f"{f.key.suite}.{f.key.benchmark}", f.key.params or "-", f.key.metric,
                 f"{human(f.original_median, unit)} (n={f.original_n})", new, ratio,

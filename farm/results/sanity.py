@@ -12,6 +12,14 @@ The flags (pure functions of a benchmark run's records):
   :data:`SATURATED` of what was sent) has a median RTT above that of a point that did not (the
   target saturated there, its queues full): a light load cannot wait longer than a saturated one;
   right after boot a twin's first points did (166-344 ms at 10 Mb/s);
+* ``rtt_above_heavier``: a point's median RTT is more than :data:`RTT_SLACK` above that of a
+  heavier point (more sent) that also delivered more (received more): a lighter load that the target
+  served worse in both ways was spoiled (a busy host, a boot not yet quiet), whatever the points'
+  saturation (``pipelines/network.yaml`` on the twin: 124 ms at 10 Mb/s against 25-28 ms at 50
+  and 100 Mb/s, which the saturation rule missed because no point saturated);
+* ``lost_at_light_load``: a point received less than :data:`SATURATED` of what it sent, while a
+  heavier point received at least what this one sent: the target carried this load elsewhere in
+  the same sweep, so the loss here is not the target's capacity;
 * ``received_above_sent``: a point received more than it sent, beyond the window's slack (replies
   to packets sent just before the window: at most the largest RTT's worth of the load, i.e.
   ``rtt_max / window`` of it, and at least 1 %);
@@ -31,16 +39,23 @@ from farm.results.identity import FLAG, identity_params
 UNSETTLED = "unsettled"
 RTT_ABOVE_SATURATION = "rtt_above_saturation"
 RECEIVED_ABOVE_SENT = "received_above_sent"
+RTT_ABOVE_HEAVIER = "rtt_above_heavier"
+LOST_AT_LIGHT_LOAD = "lost_at_light_load"
 NOT_A_NUMBER = "nan"
 #: what each flag means, for the outputs' legends
 MEANING = {
     UNSETTLED: "measured before the boot settled (its busiest core above the settle rule until its time limit)",
     RTT_ABOVE_SATURATION: "median RTT at a load the target carried above the median RTT where it saturated",
     RECEIVED_ABOVE_SENT: "received more than sent, beyond the window's slack",
+    RTT_ABOVE_HEAVIER: "median RTT above that of a heavier point that delivered more (a spoiled light point)",
+    LOST_AT_LIGHT_LOAD: "received far below what it sent, at a load a heavier point of the sweep carried",
     NOT_A_NUMBER: "not a number",
 }
 #: a sweep point carried its load when it received at least this fraction of what it sent
 SATURATED = 0.9
+#: how far a lighter point's median RTT may lie above a heavier point's (light-load RTTs are flat:
+#: their noise, 25 against 28 ms on the twin, is no spoiled point)
+RTT_SLACK = 0.25
 #: the least slack of received over sent (a reply or two at a window's edge)
 MIN_SLACK = 0.01
 #: slack when the window's length is not known
@@ -91,7 +106,27 @@ def sweep_flags(records: Sequence[Any], window_seconds: float | None = None) -> 
         for point, rtt in carried:
             if rtt > lowest:
                 flags.setdefault(point, set()).add(RTT_ABOVE_SATURATION)
+    for point, flag in light_load_flags(points):
+        flags.setdefault(point, set()).add(flag)
     return flags
+
+
+def light_load_flags(points: dict[str, dict[str, float]]) -> list[tuple[str, str]]:
+    """``(point, flag)`` of the sweep's spoiled light points (module docstring: ``rtt_above_heavier``,
+    ``lost_at_light_load``), from each point's metrics (``sent_throughput``, ``received_throughput``,
+    ``rtt_median``)."""
+    usable = {p: m for p, m in points.items() if m.get("sent_throughput", 0) > 0 and "received_throughput" in m}
+    found = []
+    for point, m in usable.items():
+        heavier = [h for h in usable.values() if h["sent_throughput"] > m["sent_throughput"]]
+        if "rtt_median" in m and any(
+                h["received_throughput"] > m["received_throughput"] and "rtt_median" in h
+                and m["rtt_median"] > (1 + RTT_SLACK) * h["rtt_median"] for h in heavier):
+            found.append((point, RTT_ABOVE_HEAVIER))
+        if m["received_throughput"] < SATURATED * m["sent_throughput"] and any(
+                h["received_throughput"] >= m["sent_throughput"] for h in heavier):
+            found.append((point, LOST_AT_LIGHT_LOAD))
+    return found
 
 
 def flag_records(records: Sequence[Any], *, window_seconds: float | None = None,

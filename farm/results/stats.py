@@ -33,6 +33,7 @@ Qualification uses it to decide when to fall back to comparing ranges.
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 from collections import defaultdict
@@ -224,7 +225,8 @@ def median_interval(values: Iterable[float], confidence: float = CONFIDENCE) -> 
     return ordered[k - 1], ordered[n - k]
 
 
-def mann_whitney_null(n1: int, n2: int) -> list[int]:
+@functools.lru_cache(maxsize=256)
+def mann_whitney_null(n1: int, n2: int) -> tuple[int, ...]:
     """The exact null distribution of Mann–Whitney's U for samples of ``n1`` and ``n2`` values
     without ties: ``counts[u]`` of the ``C(n1 + n2, n1)`` equally likely splits give U = u
     (u = 0 .. n1 n2). Integers, by the classic recursion over the largest pooled value
@@ -243,7 +245,7 @@ def mann_whitney_null(n1: int, n2: int) -> list[int]:
                 counts[u + n] += c
             new.append(counts)
         table = new
-    return table[n2]
+    return tuple(table[n2])
 
 
 @attrs.frozen
@@ -344,3 +346,98 @@ class Summary:
     @property
     def interval(self) -> tuple[float, float] | None:
         return median_interval(self.values)
+
+
+# --- Student's t, for the intervals that assume log-normal boots ---------------------------------
+
+
+def _incomplete_beta(a: float, b: float, x: float) -> float:
+    """The regularised incomplete beta function I_x(a, b), by its continued fraction (modified
+    Lentz; Press et al., *Numerical Recipes*, §6.4): the one special function Student's t needs,
+    and the standard library has none (scipy is not a dependency for one quantile)."""
+    if x <= 0:
+        return 0.0
+    if x >= 1:
+        return 1.0
+    if x > (a + 1) / (a + b + 2):  # the fraction converges fast below this point: use the symmetry
+        return 1 - _incomplete_beta(b, a, 1 - x)
+    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)) / a
+    tiny = 1e-300
+    c, d = 1.0, 1 - (a + b) * x / (a + 1)
+    d = 1 / (d if abs(d) > tiny else tiny)
+    f = d
+    for m in range(1, 300):
+        for numerator in (m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+                          -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))):
+            d = 1 + numerator * d
+            d = 1 / (d if abs(d) > tiny else tiny)
+            c = 1 + numerator / c
+            c = c if abs(c) > tiny else tiny
+            f *= c * d
+        if abs(c * d - 1) < 1e-14:
+            break
+    return front * f
+
+
+def t_cdf(t: float, df: float) -> float:
+    """P(T <= t) for Student's t with ``df`` (> 0, fractional too: Welch's) degrees of freedom."""
+    tail = 0.5 * _incomplete_beta(df / 2, 0.5, df / (df + t * t))
+    return 1 - tail if t > 0 else tail
+
+
+def t_quantile(p: float, df: float) -> float:
+    """The ``p`` quantile of Student's t with ``df`` degrees of freedom: Newton's method on
+    :func:`t_cdf` from the normal quantile (a few steps to 1e-12), bisection where a step overshoots."""
+    if not 0 < p < 1 or not df > 0:
+        raise ValueError(f"t quantile of p={p}, df={df}")
+    if p < 0.5:
+        return -t_quantile(1 - p, df)
+    lo, hi = 0.0, 1.0
+    while t_cdf(hi, df) < p:
+        lo, hi = hi, hi * 2
+    t = min(max(statistics.NormalDist().inv_cdf(p), lo), hi)
+    log_norm = math.lgamma((df + 1) / 2) - math.lgamma(df / 2) - 0.5 * math.log(df * math.pi)
+    for _ in range(100):
+        miss = t_cdf(t, df) - p
+        if abs(miss) < 1e-12:
+            break
+        lo, hi = (t, hi) if miss < 0 else (lo, t)
+        density = math.exp(log_norm - (df + 1) / 2 * math.log1p(t * t / df))
+        step = t - miss / density
+        t = step if lo < step < hi else (lo + hi) / 2
+    return t
+
+
+def welch_ratio_interval(base: Sequence[float], other: Sequence[float],
+                         confidence: float = CONFIDENCE) -> tuple[float, float] | None:
+    """The interval of the ratio ``other / base`` for sides of **unequal spread**: Welch's t interval
+    of the difference of the mean logarithms (Satterthwaite's degrees of freedom), exponentiated
+    (the ratio of the geometric means). It assumes each side's per-boot values are log-normal (a
+    factor's noise), but not that the two spreads are alike, which the Hodges–Lehmann interval does
+    (a guest beside bare metal: simulated in benchmarks/interval_coverage.py). None with fewer than
+    2 values a side, a value of 0 or below, or no spread on either side."""
+    if len(base) < 2 or len(other) < 2 or any(not v > 0 for v in (*base, *other)):
+        return None
+    la, lb = [math.log(v) for v in base], [math.log(v) for v in other]
+    va, vb = statistics.variance(la) / len(la), statistics.variance(lb) / len(lb)
+    if va + vb == 0:
+        return None
+    df = (va + vb) ** 2 / (va ** 2 / (len(la) - 1) + vb ** 2 / (len(lb) - 1))
+    half = t_quantile(1 - (1 - confidence) / 2, df) * math.sqrt(va + vb)
+    shift = statistics.fmean(lb) - statistics.fmean(la)
+    return math.exp(shift - half), math.exp(shift + half)
+
+
+def prediction_interval(values: Sequence[float], n_new: int = 1,
+                        confidence: float = CONFIDENCE) -> tuple[float, float] | None:
+    """Where the geometric mean of ``n_new`` further values would lie, from ``values`` (per-boot
+    values, log-normal between boots): ``exp(mean ± t(n-1) · s · sqrt(1/n + 1/n_new))`` of the
+    logarithms, the classical normal prediction interval on the log scale. ``farm reproduce`` asks
+    it whether an original of fewer boots than the rule's minimum lies within what the
+    reproduction measured. None with fewer than 2 values or a value of 0 or below."""
+    if len(values) < 2 or n_new < 1 or any(not v > 0 for v in values):
+        return None
+    logs = [math.log(v) for v in values]
+    mean, sd = statistics.fmean(logs), statistics.stdev(logs)
+    half = t_quantile(1 - (1 - confidence) / 2, len(logs) - 1) * sd * math.sqrt(1 / len(logs) + 1 / n_new)
+    return math.exp(mean - half), math.exp(mean + half)

@@ -26,7 +26,7 @@ from ..results.junit import Case
 from .events import Hooks
 from .given import given_images, given_load_addr
 from .listeners import Progress
-from .model import Setup, load_pipeline
+from .model import Pipeline, Setup, load_pipeline
 from .phases import PhaseTimes
 from .place import FarmRequest, farm_env, held_place
 from .resume import reopen_passed, resumed_work
@@ -106,12 +106,20 @@ def _publish(run: RunDir, hooks: Hooks) -> None:
         write_summary(run.path, step_summary=os.environ.get("GITHUB_STEP_SUMMARY") or None)
 
 
+def at_least_boots(pipeline: Pipeline, n: int) -> Pipeline:
+    """``pipeline`` with every setup booting at least ``n`` times (its own ``boots:`` or the pipeline's)."""
+    setups = tuple(attrs.evolve(s, boots=max(s.boots, n)) if s.boots is not None else s for s in pipeline.setups)
+    experiment = attrs.evolve(pipeline.experiment, boots=max(pipeline.experiment.boots, n))
+    return attrs.evolve(pipeline, setups=setups, experiment=experiment)
+
+
 def run_pipeline(pipeline_path: str | Path, *, out: Path | None = None, env_override: list[Path] | None = None,
                  extra_bootargs: list[str] | None = None, farm: FarmRequest | None = None,
                  resume: Path | None = None, progress: object | None = None, force: bool = False,
                  image_dirs: list[Path] | None = None, flow_for: Callable[[Setup], BootFlow] | None = None,
                  listeners: list[object] | None = None, registry: Mapping[str, Any] | None = None,
-                 images: Mapping[tuple[str, str], Image] | None = None, seed: int | None = None) -> Run:
+                 images: Mapping[tuple[str, str], Image] | None = None, seed: int | None = None,
+                 boots_at_least: int | None = None) -> Run:
     """Carry out a pipeline file. ``flow_for``: the boot flow of a setup (default: the one its pipeline
     file chose, farm.flows); ``listeners``: more hooks
     (farm.run.events), besides the run directory, ``progress`` and farm's and the lab's listeners
@@ -119,8 +127,11 @@ def run_pipeline(pipeline_path: str | Path, *, out: Path | None = None, env_over
     ones, farm's and the lab's plugins', farm.bench.registry); ``images``: (architecture, setup) -> the image to boot as it is, nothing
     built (``farm reproduce``: the original run's, from the archive); ``seed``: a shuffled boot
     order's seed instead of the pipeline's or a drawn one (``farm reproduce``: the original's, so its
-    boots run in the same order)."""
+    boots run in the same order); ``boots_at_least``: every setup boots at least this often (``farm
+    reproduce`` of an original of fewer boots than its rule's minimum: enough to decide)."""
     pipeline = load_pipeline(pipeline_path, registry)
+    if boots_at_least is not None:
+        pipeline = at_least_boots(pipeline, boots_at_least)
     if extra_bootargs:
         pipeline = attrs.evolve(pipeline, setups=tuple(attrs.evolve(s, bootargs=(*s.bootargs, *extra_bootargs))
                                                        for s in pipeline.setups))

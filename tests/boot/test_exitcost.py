@@ -29,7 +29,7 @@ def test_exit_costs_measured_under_kvm_and_compared(tmp_path):
     proc = run_farm("run", str(pipeline), "--out", str(out), timeout=1800)
     assert proc.returncode == 0, proc.stderr
     with open(out / "results.csv", newline="") as f:
-        rows = [r for r in csv.DictReader(f) if r["metric"] == "cycles"]
+        rows = [r for r in csv.DictReader(f) if r["metric"] == "ticks"]
     got = {r["params"].split("test=")[1]: float(r["value"]) for r in rows if r["setup"] == "four-cores"}
     assert set(got) == TESTS and all(v > 0 for v in got.values())
     log = (out / "console" / "maaxboard-twin.log").read_text(errors="replace")
@@ -40,7 +40,7 @@ def test_exit_costs_measured_under_kvm_and_compared(tmp_path):
     proc = run_farm("compare", str(out), str(tmp_path / "again"), "--out", str(tmp_path / "cmp"))
     assert proc.returncode == 0, proc.stderr
     with open(tmp_path / "cmp" / "compare.csv", newline="") as f:
-        compared = [r for r in csv.DictReader(f) if r["benchmark"] == "exitcost" and r["metric"] == "cycles"]
+        compared = [r for r in csv.DictReader(f) if r["benchmark"] == "exitcost" and r["metric"] == "ticks"]
     assert {r["params"].split("test=")[1] for r in compared} == TESTS
     assert all(float(r["ratio_estimate"]) == 1.0 for r in compared)
     assert {r["ratio"] for r in compared} == {"inconclusive"}

@@ -31,30 +31,32 @@ def test_a_kernel_panic_is_marked_even_when_no_stage_names_it():
     assert marked == 1 and "<mark" in html.splitlines()[1]
 
 
-def _values(medians, spread=0.01, n=3):
+def _values(medians, spread=0.01, n=5):
     """Each point's n values around its median (run-i: values), as the store holds them."""
-    return {f"run-{i}": [m * (1 - spread), m, m * (1 + spread)][:n] if n <= 3 else [m] * n
+    steps = (0, -1, 1, -0.5, 0.5)
+    return {f"run-{i}": [m * (1 + spread * d) for d in steps[:n]] if n <= 5 else [m] * n
             for i, m in enumerate(medians)}
 
 
 def test_regressions_follow_the_direction_of_the_unit_and_qualify_rules():
-    # throughput: higher is better; a 20 % drop with ranges apart is a regression (qualify's rule
-    # for 3 values a side), a rise is not
+    # throughput: higher is better; a 20 % drop, 5 values a side, its interval wholly below 0.95, is a
+    # regression (qualify's rule, farm compare's), a rise is not
     medians = [100.0, 80.0, 100.0]
     assert pages.flag_points(_series(medians), {}, _values(medians)) == ["", "regression", ""]
     # an RTT: lower is better; a 20 % rise is flagged
     medians = [100.0, 120.0, 100.0]
     assert pages.flag_points(_series(medians, unit="us"), {}, _values(medians)) == ["", "regression", ""]
-    # within the noise (ranges overlap) or under the threshold: not flagged
+    # within the noise (the interval straddles the band) or under the threshold: not flagged
     assert pages.flag_points(_series([100.0, 80.0]), {}, _values([100.0, 80.0], spread=0.2)) == ["", ""]
     assert pages.flag_points(_series([100.0, 97.0]), {}, _values([100.0, 97.0])) == ["", ""]
     assert pages.flag_points(_series([100.0, 101.0]), {"run-1": ["v1.2"]}, _values([100.0, 101.0])) == ["", "baseline"]
 
 
-def test_one_value_a_side_is_never_a_regression():
+def test_fewer_than_five_values_a_side_are_never_a_regression():
     medians = [100.0, 50.0, 100.0]
-    # qualify would call 100 -> 50 with one value each "the values differ"; a trend does not judge it
+    # 100 -> 50 with one value each, or four (an interval wholly below 0.95): fewer than the rule's 5, not judged
     assert pages.flag_points(_series(medians), {}, _values(medians, n=1)) == ["", "", ""]
+    assert pages.flag_points(_series(medians), {}, _values(medians, n=4)) == ["", "", ""]
     assert pages.flag_points(_series(medians), {}) == ["", "", ""]  # no values known: nothing judged
 
 

@@ -158,9 +158,11 @@ def test_farm_import_ingests_its_run_once(store_env, tmp_path):
 
 
 def test_farm_qualify_ingests_the_candidate_and_its_verdict(store_env, tmp_path):
-    base = make_run(tmp_path / "base", "20261201-100000-aaaa", started="2026-12-01T10:00:00.000+00:00")
+    # 5 boots a side: fewer are never a regression (qualify judges as farm compare does)
+    base = make_run(tmp_path / "base", "20261201-100000-aaaa", started="2026-12-01T10:00:00.000+00:00",
+                    values={"throughput": [1.0e8, 1.1e8, 1.2e8, 1.05e8, 1.15e8]})
     cand = make_run(tmp_path / "cand", "20261201-110000-bbbb", started="2026-12-01T11:00:00.000+00:00",
-                    values={"throughput": [0.5e8, 0.55e8, 0.6e8]})
+                    values={"throughput": [0.5e8, 0.55e8, 0.6e8, 0.52e8, 0.58e8]})
     proc = run_farm("qualify", "--baseline", str(base), "--candidate", str(cand), "--out", str(tmp_path / "q"),
                     env=store_env)
     assert proc.returncode == 1, proc.stderr  # a regression

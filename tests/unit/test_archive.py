@@ -174,13 +174,13 @@ def test_a_figure_off_its_band_is_not_reproduced_and_exits_1(lab, monkeypatch):
     assert "failure" in (lab / "again" / "reproduction.xml").read_text()
 
 
-def test_repeats_of_one_boot_are_one_value_so_the_verdict_is_inconclusive_and_exits_4(lab, monkeypatch):
+def test_repeats_of_one_boot_are_one_value_so_one_boot_a_side_is_inconclusive_and_exits_4(lab, monkeypatch):
     run, _ = original_run(lab, monkeypatch, 10.0, extra="repeats_in_boot: 6\n")  # six repeats, one boot
     done = reproduce(run.run_id, out=lab / "again", cache=lab / "empty", flow_for=lambda s: FakeFlow(),
-                     registry=values(10.0))
+                     registry=values(10.0), min_boots=1)  # one boot a side has no interval: not judged
     [figure] = done.reproduction.figures
     assert (figure.verdict, figure.original_n, figure.new_n) == ("inconclusive", 1, 1)
-    assert "fewer than 5 boots a side" in figure.note
+    assert "no interval" in figure.note
     assert done.reproduction.verdict == "inconclusive" and done.exit_code == EXIT_INCONCLUSIVE == 4
     assert "<skipped" in (lab / "again" / "reproduction.xml").read_text()
     from farm.store.db import open_store
@@ -189,9 +189,23 @@ def test_repeats_of_one_boot_are_one_value_so_the_verdict_is_inconclusive_and_ex
     with open_store().connect() as c:
         [row] = reproductions_of(c, run.run_id)
     assert row.verdict == "inconclusive"
-    lenient = reproduce(run.run_id, out=lab / "again2", cache=lab / "empty", flow_for=lambda s: FakeFlow(),
-                        registry=values(10.0), min_boots=1)  # one boot a side has no interval: still not judged
-    assert lenient.reproduction.verdict == "inconclusive" and "no interval" in lenient.reproduction.figures[0].note
+
+
+def test_an_original_of_one_boot_is_reproduced_with_enough_boots_by_its_prediction_interval(lab, monkeypatch):
+    # issue #45: a 1-boot original (smoke, network) could never conclude; the reproduction boots the rule's
+    # 5 times and says whether the original's value lies within what it measured
+    run, _ = original_run(lab, monkeypatch, 10.0, extra="repeats_in_boot: 6\n")
+    done = reproduce(run.run_id, out=lab / "again", cache=lab / "empty", flow_for=lambda s: FakeFlow(),
+                     registry=values(10.2))
+    [figure] = done.reproduction.figures
+    assert (figure.verdict, figure.original_n, figure.new_n) == ("reproduced", 1, 5)
+    assert figure.prediction == pytest.approx((10.2 * 0.95, 10.2 * 1.05))  # no spread: the threshold's band
+    assert "lies within the new run's 95% prediction interval for 1 boot (from n=5" in figure.note
+    assert done.exit_code == EXIT_OK
+    assert "prediction" in (lab / "again" / "reproduction.md").read_text()
+    far = reproduce(run.run_id, out=lab / "again2", cache=lab / "empty", flow_for=lambda s: FakeFlow(),
+                    registry=values(13.0))
+    assert far.reproduction.figures[0].verdict == "not reproduced" and far.exit_code == EXIT_TEST_FAILURE
 
 
 def test_reproduce_refuses_a_run_that_is_not_archived_and_a_target_of_another_architecture(lab, monkeypatch):
@@ -215,7 +229,7 @@ def test_an_extra_kernel_argument_of_the_original_is_given_again(lab, monkeypatc
     real_boot = flow.boot
     flow.boot = lambda request: (seen.append(request.bootargs), real_boot(request))[1]
     reproduce(run.run_id, out=lab / "again", cache=lab / "empty", flow_for=lambda s: flow, registry=values(1.0))
-    assert seen == [("maxcpus=1",)]
+    assert seen == [("maxcpus=1",)] * 5  # the original's one boot, and enough more to judge it
 
 
 def test_a_fetched_image_that_was_damaged_in_the_cache_is_fetched_again(lab, monkeypatch, capfd):
@@ -297,14 +311,14 @@ def test_a_shuffled_order_drawn_for_the_original_is_run_again_in_the_same_order(
     """No seed in the pipeline: the original drew one (run.json records it); its reproduction uses it."""
     image = fake_image(lab / "img")
     use_image(monkeypatch, image)
-    pipeline = pipeline_tree(lab / "repo", extra="boots: 4\norder: shuffled\nsettle: false\n")
+    pipeline = pipeline_tree(lab / "repo", extra="boots: 5\norder: shuffled\nsettle: false\n")
     pipeline.write_text(pipeline.read_text().replace("setups: [{name: a}]", "setups: [{name: a}, {name: b}, {name: c}]"))
     run = run_pipeline(pipeline, out=lab / "run", flow_for=lambda s: FakeFlow(), registry=values(1.0))
     done = reproduce(run.run_id, out=lab / "again", cache=lab / "empty", flow_for=lambda s: FakeFlow(),
                      registry=values(1.0))
     original, again = run.info.experiment, done.run.info.experiment
     assert isinstance(original["seed"], int) and again["seed"] == original["seed"]
-    assert again["plan"] == original["plan"] and len(again["plan"]) == 12
+    assert again["plan"] == original["plan"] and len(again["plan"]) == 15
 
 
 def test_a_target_of_another_board_type_is_refused_naming_both_unless_allowed(lab, monkeypatch, capfd):

@@ -151,6 +151,19 @@ def test_paths_the_ci_files_name_exist():
     assert (ROOT / "pipelines" / "smoke.yaml").is_file()
 
 
+def test_a_release_is_qualified_from_enough_boots_a_side():
+    # issue #45: the tag jobs qualified smoke.yaml (1 boot), which farm qualify can never judge
+    from farm.results.ratio import MIN_BOOTS
+    from farm.run.model import load_pipeline
+
+    (tag_rule,) = [r for r in load(GITLAB)["workflow"]["rules"] if r.get("if") == "$CI_COMMIT_TAG"]
+    gitlab = tag_rule["variables"]["FARM_PIPELINE"]
+    github = re.search(r"refs/tags/'\) && '([^']+)'", load(GITHUB)["env"]["FARM_PIPELINE"]).group(1)
+    assert gitlab == github == "pipelines/qualify.yaml"
+    pipeline = load_pipeline(ROOT / gitlab)
+    assert min(pipeline.boots_of(s) for s in pipeline.setups) >= MIN_BOOTS
+
+
 def test_every_farm_command_is_one_farm_accepts():
     invocations = all_invocations()
     verbs = {argv[0] for _, argv in invocations}

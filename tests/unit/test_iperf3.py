@@ -9,7 +9,7 @@ import pytest
 
 from farm.errors import EXIT_TEST_FAILURE, JobError, ParseError, TestFailure
 from farm.measure import BenchmarkError, Measurement
-from farm.measure.iperf3 import client_command, parse_json, parse_text, rate_to_bits_per_second
+from farm.measure.iperf3 import client_command, parse_json, parse_output, parse_text, rate_to_bits_per_second
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 
@@ -233,3 +233,25 @@ def test_client_command_rejects_bad_input(kwargs):
     args = {"host": "10.0.0.2", "port": 5201, "duration": 10, **kwargs}
     with pytest.raises(JobError):
         client_command(args.pop("host"), args.pop("port"), **args)
+
+
+def test_an_imported_capture_joins_a_live_runs_identity():
+    """issue #45: an import carried protocol=tcp, a live run direction=host-to-target;protocol=tcp, and farm
+    compare listed every row as missing. The import says the direction as a live run does."""
+    from farm.measure.params import format_params
+    from farm.results.identity import identity_params
+    from farm.results.importers import import_file
+
+    live = parse_json((DATA / "iperf3-tcp.json").read_text(),
+                      params={"protocol": "tcp", "duration": 3, "direction": "host-to-target"})  # run_iperf3's
+    imported = import_file("iperf3", DATA / "iperf3-tcp.json", setup="default")
+    live_keys = {(m.metric, identity_params("iperf3", format_params(m.params))) for m in live}
+    assert {(r.metric, identity_params("iperf3", r.params)) for r in imported} == live_keys
+    assert len(live_keys) == len(live) and all("direction=host-to-target" in p for _, p in live_keys)
+    # text of two runs, the second with -R ("Reverse mode ..."): each run says its own direction
+    runs = parse_output((DATA / "iperf3-parallel.txt").read_text(), direction=True)
+    assert {m.params["direction"] for m in runs if m.params["run"] == 0} == {"host-to-target"}
+    assert {m.params["direction"] for m in runs if m.params["run"] == 1} == {"target-to-host"}
+    # a --bidir capture says its directions with bidir=, as a live --bidir run does: no direction= added
+    both = parse_output((DATA / "iperf3-bidir-tcp.json").read_text(), direction=True)
+    assert all("direction" not in m.params and m.params["bidir"] for m in both)

@@ -55,6 +55,22 @@ def test_ipbenchs_controller_line_with_an_sddf_target_has_an_empty_cpu_cell(tmp_
     assert by["cpu_utilisation"] == 25.0 and by["idle_cycles"] == 9000
 
 
+LAB = DATA / "lab"  # the lab's own tables (tests/data/README.md)
+
+
+def test_every_table_of_the_labs_own_files_imports_every_row():
+    # issue #45: the QEMU/KVM table's header spells CPU_Utilsation (the lab's spelling) and was refused
+    tables = sorted(LAB.glob("ipbench-*.csv"))
+    assert len(tables) == 5
+    for table in tables:
+        rows = [line for line in table.read_text().splitlines()[1:] if line.strip()]
+        records = import_file("ipbench", table, setup="lab", warn=lambda text: None)
+        assert len({r.params for r in records if r.metric == "received_throughput"}) == len(rows), table.name
+    kvm = {r.params.split(";")[2]: r.value for r in import_file("ipbench", LAB / "ipbench-qemu-kvm-4cores-1.5ghz.csv",
+                                                                  setup="lab") if r.metric == "cpu_utilisation"}
+    assert kvm["requested=100000000"] == 91.7
+
+
 def test_a_column_farm_does_not_know_is_named_not_imported(tmp_path):
     path = tmp_path / "extra.csv"
     path.write_text(f"Run,{HEADER10}\n1,10000000,9995659,9996133,1472,58,92,481,23.79,87,3.3\n")
@@ -125,9 +141,11 @@ def test_bitrate_text():
 def test_a_notebook_imports_with_the_requested_load_and_repeats(tmp_path):
     records = import_file("iperf3", DATA / "iperf3-notebook.txt", setup="lab")
     received = [(r.params, r.repeat, r.value) for r in records if r.metric == "received_throughput"]
-    assert received == [("bitrate=50M;protocol=udp", 0, 50e6), ("bitrate=100M;protocol=udp", 0, 99.7e6),
-                        ("bitrate=200M;protocol=udp", 0, 193e6), ("bitrate=100M;protocol=udp", 1, 100e6),
-                        ("bitrate=200M;protocol=udp", 1, 193e6)]
+    assert received == [("bitrate=50M;direction=host-to-target;protocol=udp", 0, 50e6),
+                        ("bitrate=100M;direction=host-to-target;protocol=udp", 0, 99.7e6),
+                        ("bitrate=200M;direction=host-to-target;protocol=udp", 0, 193e6),
+                        ("bitrate=100M;direction=host-to-target;protocol=udp", 1, 100e6),
+                        ("bitrate=200M;direction=host-to-target;protocol=udp", 1, 193e6)]
     loss = [r.value for r in records if r.metric == "loss" and "200M" in r.params]
     assert loss == [pytest.approx(100 * 1109 / 33955), pytest.approx(100 * 1143 / 33954)]
 
@@ -168,9 +186,9 @@ def test_compare_of_two_notebooks_gives_their_ratios(tmp_path):
         got = {(r["params"], r["metric"]): float(r["ratio_estimate"]) for r in csv.DictReader(f)
                if r["metric"] == "received_throughput"}
     # 100M and 200M were measured twice (medians of two): the ratio of the medians, 1/2 at each load
-    assert got == {("bitrate=50M;protocol=udp", "received_throughput"): 0.5,
-                   ("bitrate=100M;protocol=udp", "received_throughput"): 0.5,
-                   ("bitrate=200M;protocol=udp", "received_throughput"): 0.5}
+    assert got == {("bitrate=50M;direction=host-to-target;protocol=udp", "received_throughput"): 0.5,
+                   ("bitrate=100M;direction=host-to-target;protocol=udp", "received_throughput"): 0.5,
+                   ("bitrate=200M;direction=host-to-target;protocol=udp", "received_throughput"): 0.5}
 
 
 def test_live_bidir_command():

@@ -13,8 +13,8 @@ from farm.errors import EXIT_JOB_ERROR, EXIT_OK, EXIT_TEST_FAILURE, JobError
 from farm.results.csvout import write_records
 from farm.measure import HIGHER_IS_BETTER, LOWER_IS_BETTER, UNKNOWN_DIRECTION
 from farm.results.direction import direction
-from farm.results.qualify import (IMPROVEMENT, INCONCLUSIVE, NO_DIRECTION, NOT_SIGNIFICANT, REGRESSION, RULE_INTERVAL,
-                                  RULE_MWU, RULE_RANGES, UNCHANGED, parse_alpha, parse_threshold, qualify)
+from farm.results.qualify import (IMPROVEMENT, INCONCLUSIVE, NO_DIRECTION, REGRESSION, RULE_INTERVAL, UNCHANGED,
+                                  parse_alpha, parse_threshold, qualify)
 from farm.results.qualify_outputs import write_outputs
 from farm.results.record import Record
 
@@ -30,6 +30,7 @@ def records(values, *, run_id="r1", target="maaxboard", setup="default", **field
             for i, v in enumerate(values)]
 
 
+RULE_NAME = "interval hodges-lehmann 95 %, min 5 boots a side, threshold 5 %"
 BASE5 = [940e6, 941e6, 939e6, 942e6, 940.5e6]
 
 
@@ -61,43 +62,40 @@ def test_truly_worse_candidate_fails_naming_the_metric():
     assert "Mann-Whitney U p=0.00794" in c.explain(q.threshold, q.alpha)
 
 
-def test_four_boots_a_side_use_mann_whitney():
+def test_four_boots_a_side_are_inconclusive_never_a_regression():
     cand = [v * 0.8 for v in BASE5[:4]]
-    (c,) = qualify(records(BASE5[:4]), records(cand, run_id="r2")).regressions
-    assert c.rule == RULE_MWU and c.test_method == "exact" and c.ratio_interval is None
-    assert c.p_value == pytest.approx(2 / 70)
+    q = qualify(records(BASE5[:4]), records(cand, run_id="r2"))
+    (c,) = q.comparisons
+    # farm compare's rule: 4 boots a side give an interval (wholly below 0.95), but fewer than 5: not judged
+    assert c.verdict == INCONCLUSIVE and q.passed and not q.regressions
+    assert c.ratio_interval is not None and c.ratio_interval[1] < 0.95
+    assert c.p_value == pytest.approx(2 / 70)  # still reported beside it
+    assert "fewer than 5 boots a side, not judged; 5 boots a side might decide it" in c.explain(q.threshold, q.alpha)
+    assert f"rule: {RULE_NAME}" in c.explain(q.threshold, q.alpha)
+    # --min-boots 4 judges it as compare --min-boots 4 would
+    assert qualify(records(BASE5[:4]), records(cand, run_id="r2"), min_boots=4).comparisons[0].verdict == REGRESSION
 
 
-def test_large_change_within_the_noise_is_not_significant():
+def test_large_change_within_the_noise_is_inconclusive():
     base = [100, 200, 300, 400, 500]
     cand = [90, 150, 250, 380, 480]  # median -17 %, but the samples interleave
     q = qualify(records(base), records(cand, run_id="r2"))
     (c,) = q.comparisons
     assert c.rule == RULE_INTERVAL and c.p_value > 0.05
     assert c.verdict == INCONCLUSIVE and q.passed
-    q = qualify(records(base[:4]), records(cand[:4], run_id="r2"))  # too few boots for the interval
-    (c,) = q.comparisons
-    assert c.rule == RULE_MWU and c.verdict == NOT_SIGNIFICANT and q.passed
+    assert c.estimate.boots_to_decide is not None and c.estimate.boots_to_decide > 5
 
 
-def test_small_n_uses_ranges():
-    base = [100.0, 101.0, 102.0]
-    q = qualify(records(base), records([90.0, 91.0, 92.0], run_id="r2"))
-    (c,) = q.comparisons
-    # three repeats per side: Mann-Whitney cannot reach 0.05 (its smallest p is 0.1)
-    assert c.rule == RULE_RANGES and c.p_value == pytest.approx(0.1)
-    assert c.verdict == REGRESSION
-    assert "do not overlap" in c.explain(q.threshold, q.alpha)
-    # same medians, but one candidate repeat reaches into the baseline's range: not significant
-    q = qualify(records(base), records([90.0, 91.0, 100.5], run_id="r2"))
-    assert q.comparisons[0].verdict == NOT_SIGNIFICANT
-    assert "overlap" in q.comparisons[0].explain(q.threshold, q.alpha)
-
-
-def test_single_values_compare_by_threshold():
-    assert qualify(records([100]), records([90], run_id="r2")).comparisons[0].verdict == REGRESSION
-    assert qualify(records([100]), records([97], run_id="r2")).comparisons[0].verdict == UNCHANGED
-    assert qualify(records([100]), records([97], run_id="r2"), threshold=0.02).comparisons[0].verdict == REGRESSION
+def test_single_values_are_never_judged_on_the_threshold_alone():
+    # issue #45: 1 boot against 1 was a "regression" on the threshold alone; farm compare called it inconclusive
+    for cand in ([90], [97], [60]):
+        q = qualify(records([100]), records(cand, run_id="r2"), threshold=0.02)
+        (c,) = q.comparisons
+        assert c.verdict == INCONCLUSIVE and q.passed and c.ratio_interval is None
+        assert "no 95% interval (fewer than 5 boots a side; n=1+1 boots); 5 boots a side might decide it" in \
+            c.explain(q.threshold, q.alpha)
+    q = qualify(records([100.0, 101.0, 102.0]), records([90.0, 91.0, 92.0], run_id="r2"))  # 3 a side: no interval
+    assert q.comparisons[0].verdict == INCONCLUSIVE and q.passed
 
 
 @pytest.mark.parametrize("metric,unit,expected", [
@@ -153,10 +151,12 @@ def test_unknown_unit_says_so():
 
 
 def test_zero_baseline():
-    q = qualify(records([0, 0, 0], metric="loss", unit="percent"),
-                records([1, 2, 3], run_id="r2", metric="loss", unit="percent"))
+    # a value of 0 has no log ratio: farm compare's rule cannot judge it (inconclusive, as compare says)
+    q = qualify(records([0] * 5, metric="loss", unit="percent"),
+                records([1, 2, 3, 2, 1], run_id="r2", metric="loss", unit="percent"))
     (c,) = q.comparisons
-    assert math.isinf(c.change) and c.verdict == REGRESSION
+    assert math.isinf(c.change) and c.verdict == INCONCLUSIVE
+    assert "a value of 0 or below" in c.explain(q.threshold, q.alpha)
     q = qualify(records([0, 0, 0], metric="loss", unit="percent"),
                 records([0, 0, 0], run_id="r2", metric="loss", unit="percent"))
     assert q.comparisons[0].change == 0 and q.passed
@@ -287,7 +287,7 @@ def test_outputs(tmp_path):
     assert "received_throughput" in md and "release-1" in md and "| **regression** |" in md
     rows = list(csv.DictReader(paths["csv"].open()))
     assert [(r["metric"], r["verdict"], r["rule"]) for r in rows] == [
-        ("received_throughput", "regression", "interval"), ("rtt_median", "unchanged", "interval")]
+        ("received_throughput", "regression", RULE_NAME), ("rtt_median", "unchanged", RULE_NAME)]
     assert float(rows[0]["change"]) == pytest.approx(-0.2)
     suite = ET.parse(paths["junit"]).getroot().find("testsuite")
     assert (suite.get("tests"), suite.get("failures")) == ("2", "1")

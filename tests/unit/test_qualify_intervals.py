@@ -12,7 +12,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from farm.results.qualify import (IMPROVEMENT, INCONCLUSIVE, REGRESSION, RULE_INTERVAL, RULE_MWU, RULE_RANGES, UNCHANGED,
+from farm.results.qualify import (IMPROVEMENT, INCONCLUSIVE, REGRESSION, RULE_INTERVAL, UNCHANGED,
                                   compare, qualify)
 from farm.results.stats import mann_whitney_u
 
@@ -68,19 +68,20 @@ def test_interval_within_the_threshold_is_unchanged():
     assert c.rule == RULE_INTERVAL and c.verdict == UNCHANGED and c.significant
 
 
-def test_too_few_boots_for_the_interval_keep_the_median_rules():
-    base, cand = around(100)[2:6], around(80)[2:6]  # 4 a side: fewer than the 5 boots the interval rule needs
+def test_too_few_boots_for_the_interval_are_inconclusive():
+    base, cand = around(100)[2:6], around(80)[2:6]  # 4 a side: fewer than the 5 boots the rule needs
     c = compare(qualify(records(base), records(cand, run_id="r2")).comparisons[0].key, "default", "default",
                 base, cand, threshold=0.05, alpha=0.05)
-    assert c.ratio_interval is None and c.rule == RULE_MWU and c.verdict == REGRESSION
+    assert c.rule == RULE_INTERVAL and c.verdict == INCONCLUSIVE and c.estimate.boots_to_decide == 5
 
 
 def test_alpha_sets_the_intervals_confidence():
     base, cand = around(100, 0.1)[2:6], around(90, 0.1)[2:6]  # 4 a side: an interval at 95 %, none at 99 %
     key = qualify(records(base), records(cand, run_id="r2")).comparisons[0].key
-    assert compare(key, "d", "d", base, cand, threshold=0.05, alpha=0.05, min_boots=4).rule == RULE_INTERVAL
-    # at 99 % no interval, and Mann-Whitney cannot reach 0.01 with 4 + 4 (its smallest p is 2/70): ranges
-    assert compare(key, "d", "d", base, cand, threshold=0.05, alpha=0.01, min_boots=4).rule == RULE_RANGES
+    assert compare(key, "d", "d", base, cand, threshold=0.05, alpha=0.05, min_boots=4).verdict == REGRESSION
+    # at 99 % 4 + 4 boots give no interval: inconclusive
+    c = compare(key, "d", "d", base, cand, threshold=0.05, alpha=0.01, min_boots=4)
+    assert c.ratio_interval is None and c.verdict == INCONCLUSIVE
 
 
 def test_cli_shows_the_interval_and_inconclusive_in_markdown_csv_and_junit(tmp_path, monkeypatch):
@@ -101,7 +102,8 @@ def test_cli_shows_the_interval_and_inconclusive_in_markdown_csv_and_junit(tmp_p
         rows = {r["metric"]: r for r in csv.DictReader(f)}
     assert rows["received_throughput"]["verdict"] == INCONCLUSIVE
     assert float(rows["received_throughput"]["ratio_low"]) == pytest.approx(0.9108910891089108)
-    assert rows["rtt_median"]["verdict"] == REGRESSION and rows["rtt_median"]["rule"] == RULE_INTERVAL
+    assert rows["rtt_median"]["verdict"] == REGRESSION and rows["rtt_median"]["rule"] == \
+        "interval hodges-lehmann 95 %, min 5 boots a side, threshold 5 %"
     cases = {c.get("name").split()[1].split("[")[0]: c for c in ET.parse(out / "junit.xml").getroot().iter("testcase")}
     skipped = cases["received_throughput"].find("skipped")
     assert skipped is not None and "straddles" in skipped.get("message")

@@ -24,7 +24,7 @@ def test_the_null_distribution_of_u_is_scipys():
     """Every split of the ranks 1..10 into 5 + 5: scipy's exact two-sided p from our counts."""
     counts = mann_whitney_null(5, 5)
     total = math.comb(10, 5)
-    assert sum(counts) == total == 252 and counts[:4] == [1, 1, 2, 3]  # the textbook's table
+    assert sum(counts) == total == 252 and counts[:4] == (1, 1, 2, 3)  # the textbook's table
     for first in itertools.combinations(range(1, 11), 5):
         second = [r for r in range(1, 11) if r not in first]
         u = sum(1 for a in first for b in second if a > b)

@@ -280,7 +280,8 @@ def test_a_new_benchmark_is_one_registration(frob, tmp_path, capsys):
     # qualify: the registration's direction, where the unit alone gives none
     assert direction("effort", "frobs", FROB) == LOWER_IS_BETTER
     assert direction("effort", "frobs") == UNKNOWN_DIRECTION
-    base, cand = _frob_records([3.0, 3.1, 2.9], "r1"), _frob_records([6.0, 6.1, 5.9], "r2")  # twice the effort
+    base = _frob_records([3.0, 3.1, 2.9, 3.05, 2.95], "r1")  # 5 boots a side: what qualify judges from
+    cand = _frob_records([6.0, 6.1, 5.9, 6.05, 5.95], "r2")  # twice the effort
     assert [c.verdict for c in qualify(base, cand).comparisons] == [REGRESSION]
     plugins.remove(FROB_PLUGIN)
     try:
