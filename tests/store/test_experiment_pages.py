@@ -80,8 +80,10 @@ def test_summary_gives_each_ratio_with_n_and_interval_and_marks_what_is_inconclu
     assert "| b | 0.630 [0.6" in speed and "| 5/5 | lower |" in speed
     (rtt,) = [line for line in md.splitlines() if line.startswith("| test.speed | algorithm=sha256 | rtt |")]
     assert "**inconclusive** (the interval straddles 1.0)" in rtt
-    assert "| **5 rtt_above_saturation** |" in md  # the echo's light-load point, every boot of it
+    # the echo's light-load point, every boot of it: above the saturated point's RTT and above a heavier point's
+    assert "| **5 rtt_above_heavier, 5 rtt_above_saturation** |" in md
     assert "`rtt_above_saturation`: median RTT at a load the target carried" in md
+    assert "`rtt_above_heavier`: median RTT above that of a heavier point that delivered more" in md
 
 
 def test_the_dashboard_shows_intervals_verdicts_flags_and_settling(run_dir, tmp_path, browser):  # noqa: F811

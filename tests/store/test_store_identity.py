@@ -178,19 +178,21 @@ def test_force_moves_a_stored_run_and_the_store_follows(store_env, tmp_path):
 
 
 def test_qualify_of_an_edited_candidate_stores_the_numbers_it_judged(store_env, tmp_path):
-    base = make_run(tmp_path / "base", "20261201-100000-aaaa", started=STARTED)
-    cand = make_run(tmp_path / "cand", "20261201-110000-bbbb", started="2026-12-01T11:00:00.000+00:00")
+    five = {"throughput": [1.0e8, 1.1e8, 1.2e8, 1.05e8, 1.15e8]}  # 5 boots a side: fewer are never a regression
+    base = make_run(tmp_path / "base", "20261201-100000-aaaa", started=STARTED, values=five)
+    cand = make_run(tmp_path / "cand", "20261201-110000-bbbb", started="2026-12-01T11:00:00.000+00:00", values=five)
     assert run_farm("db", "ingest", str(cand), env=store_env).returncode == 0
     # the candidate regresses after it was stored (re-measured into the same directory, or edited)
     text = (cand / "results.csv").read_text()
-    for old, new in (("100000000.0", "50000000.0"), ("110000000.0", "55000000.0"), ("120000000.0", "60000000.0")):
+    for old, new in (("100000000.0", "50000000.0"), ("110000000.0", "55000000.0"), ("120000000.0", "60000000.0"),
+                     ("105000000.0", "52500000.0"), ("115000000.0", "57500000.0")):
         text = text.replace(old, new)
     (cand / "results.csv").write_text(text)
     proc = run_farm("qualify", "--baseline", str(base), "--candidate", str(cand), "--out", str(tmp_path / "q"),
                     env={**store_env, "FARM_ARCHIVE": "none"})  # (the made-up run's images are in no cache)
     assert proc.returncode == 1 and "warning" not in proc.stderr, proc.stderr
     eng = open_store(store_env)
-    assert _values(eng, "20261201-110000-bbbb") == [5.0e7, 5.5e7, 6.0e7]  # what the failing verdict judged
+    assert _values(eng, "20261201-110000-bbbb") == [5.0e7, 5.25e7, 5.5e7, 5.75e7, 6.0e7]  # what the failing verdict judged
     with eng.connect() as c:
         verdict = c.execute(sa.select(schema.qualifications)).one()
     assert verdict.passed is False and verdict.candidate_run_id == "20261201-110000-bbbb"
