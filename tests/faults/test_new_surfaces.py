@@ -613,6 +613,48 @@ def test_a_full_disk_during_an_import_is_the_labs_error_and_leaves_nothing_half_
     assert not [p for p in out.rglob("*.tmp")]  # no temporary left behind
 
 
+def test_a_full_disk_during_a_report_is_the_labs_error_and_leaves_nothing_half_written(tmp_path, monkeypatch,
+                                                                                        capsys):
+    import errno
+    import tempfile
+
+    out = _imported(tmp_path, monkeypatch)
+    before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+
+    def mkstemp(*args, **kwargs):  # every file farm writes whole goes through a temporary beside it
+        raise OSError(errno.ENOSPC, "No space left on device", kwargs.get("dir"))
+    monkeypatch.setattr(tempfile, "mkstemp", mkstemp)
+    capsys.readouterr()
+    code = main(["report", str(out)])
+    err = capsys.readouterr().err
+    assert code == 3 and "No space left on device" in err and f"{out}" in err and "Traceback" not in err, err
+    after = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    assert {k: v for k, v in after.items() if k in before} == before  # what the run had is untouched
+    assert not [p for p in out.rglob("*.tmp")]
+
+
+def test_a_full_archive_share_is_the_labs_error_and_leaves_no_object_half_written(tmp_path, monkeypatch, capsys):
+    import errno
+
+    from farm.archive import directory
+
+    out = _archived_run(tmp_path, monkeypatch).path  # a run with its image (archived where it ran)
+    archive = tmp_path / "another-archive"
+    monkeypatch.setenv("FARM_ARCHIVE", str(archive))
+
+    def copy_until_full(src, dst):  # a first block fits, then the share is full
+        dst.write(src.read(1024))
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(directory, "_copy", copy_until_full)
+    capsys.readouterr()
+    code = main(["archive", str(out)])
+    err = capsys.readouterr().err
+    assert code == 3 and "No space left on device" in err and "Traceback" not in err, err
+    objects = [p for p in (archive / "objects").rglob("*") if p.is_file()] if (archive / "objects").exists() else []
+    assert objects == []  # no object under its final name that is not whole
+    assert not (archive / "runs").exists() or not list((archive / "runs").iterdir())  # nor a record naming one
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # A broken plugin (an import error, a hook that raises, a misspelt hook, a flow that is no FlowType, in the group
 # farm or the older farm.flows) is a job error naming it, exit 2, never a traceback.
