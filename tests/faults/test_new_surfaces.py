@@ -86,15 +86,9 @@ def test_an_import_is_stored_when_a_labs_listener_raises(raising_listener, tmp_p
 # and refuses (exit 2, naming the baseline) when none can be read; --keep out of range is a job error.
 
 def _archived_run(tmp_path, monkeypatch):
-    from tests.unit.archive_helpers import fake_image, pipeline_tree, use_image, values
+    from tests.unit.archive_helpers import archived_run
 
-    monkeypatch.setenv("FARM_ARCHIVE", str(tmp_path / "archive"))
-    monkeypatch.setenv("FARM_DB", str(tmp_path / "results.db"))
-    monkeypatch.setenv("FARM_BASELINES", str(tmp_path / "baselines"))
-    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
-    use_image(monkeypatch, fake_image(tmp_path / "img"))
-    return run_pipeline(pipeline_tree(tmp_path / "repo"), out=tmp_path / "run", flow_for=lambda s: FakeFlow(),
-                        registry=values(1.0))
+    return archived_run(tmp_path, monkeypatch, 1.0)
 
 
 def _copied_by_hand(run, baseline: Path) -> None:

@@ -106,17 +106,11 @@ def test_farm_history_shows_reproductions_beside_their_original(store_env, tmp_p
 def archived_pair(tmp_path, monkeypatch):
     """A run archived for real (a fake image through the real runner and listener) and its reproduction."""
     from farm.archive.reproduce import reproduce
-    from farm.run import run_pipeline
-    from tests.unit.archive_helpers import fake_image, pipeline_tree, use_image, values
+    from tests.unit.archive_helpers import archived_run, values
     from tests.fakes import FakeFlow
 
     env = {"FARM_DB": str(tmp_path / "results.db"), "FARM_ARCHIVE": str(tmp_path / "archive")}
-    for k, v in env.items():
-        monkeypatch.setenv(k, v)
-    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
-    use_image(monkeypatch, fake_image(tmp_path / "img"))
-    run = run_pipeline(pipeline_tree(tmp_path / "repo", extra="boots: 5\n"), out=tmp_path / "run",
-                       flow_for=lambda s: FakeFlow(), registry=values(4.0))
+    run = archived_run(tmp_path, monkeypatch, 4.0, extra="boots: 5\n")
     again = reproduce(run.run_id, out=tmp_path / "again", cache=tmp_path / "empty", flow_for=lambda s: FakeFlow(),
                       registry=values(9.0))
     return env, run, again

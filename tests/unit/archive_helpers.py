@@ -59,3 +59,19 @@ def use_image(monkeypatch, image_dir: Path, built: list | None = None) -> None:
             built.append(request)
         return load_image(image_dir)
     monkeypatch.setattr(farm.run.runner, "build", build)
+
+
+def archived_run(tmp_path: Path, monkeypatch, *numbers: float, extra: str = ""):
+    """A run of :func:`pipeline_tree`'s pipeline on the fake flow with a fake image (its benchmark measuring
+    ``numbers``, see :func:`values`), stored in ``tmp_path``'s own store (results.db) and archived in its own
+    archive (archive/) when it ends; its baselines (baselines/) there too."""
+    from farm.run import run_pipeline
+    from tests.fakes import FakeFlow
+
+    monkeypatch.setenv("FARM_ARCHIVE", str(tmp_path / "archive"))
+    monkeypatch.setenv("FARM_DB", str(tmp_path / "results.db"))
+    monkeypatch.setenv("FARM_BASELINES", str(tmp_path / "baselines"))
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    use_image(monkeypatch, fake_image(tmp_path / "img"))
+    return run_pipeline(pipeline_tree(tmp_path / "repo", extra=extra), out=tmp_path / "run",
+                        flow_for=lambda s: FakeFlow(), registry=values(*(numbers or (1.0,))))

@@ -18,9 +18,8 @@ import pytest
 from farm.archive import ArchiveError, open_archive
 from farm.archive.http import HttpArchive
 from farm.archive.reproduce import reproduce
-from farm.run import run_pipeline
 
-from .archive_helpers import ROOT, fake_image, pipeline_tree, use_image, values
+from .archive_helpers import ROOT, archived_run, values
 from ..fakes import FakeFlow
 
 
@@ -48,12 +47,7 @@ def request(url: str, method: str = "GET"):
 
 @pytest.fixture
 def archived(tmp_path, monkeypatch):
-    monkeypatch.setenv("FARM_ARCHIVE", str(tmp_path / "archive"))
-    monkeypatch.setenv("FARM_DB", str(tmp_path / "results.db"))
-    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
-    use_image(monkeypatch, fake_image(tmp_path / "img"))
-    return run_pipeline(pipeline_tree(tmp_path / "repo"), out=tmp_path / "run", flow_for=lambda s: FakeFlow(),
-                        registry=values(5.0))
+    return archived_run(tmp_path, monkeypatch, 5.0)
 
 
 def test_the_archive_served_read_only_answers_runs_and_whole_objects_only(archived, tmp_path, monkeypatch):
